@@ -1,0 +1,125 @@
+"""Input validation shared by every public function of :mod:`specmodel`.
+
+Every check raises :class:`ValueError` whose message names the parameter and the
+allowed range, so that the CLI can print it as a one-line error.  Checks accept
+Python scalars and NumPy scalars; the ``*_array`` variants also accept arrays and
+return them as NumPy arrays.
+"""
+
+from __future__ import annotations
+
+import math
+from numbers import Integral, Real
+
+import numpy as np
+
+__all__ = [
+    "check_budget",
+    "check_cost",
+    "check_nonnegative_int",
+    "check_nonnegative_int_array",
+    "check_positive_int",
+    "check_positive_int_array",
+    "check_positive_real",
+    "check_probability",
+    "check_samples",
+]
+
+
+def _as_real(name: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, Real):
+        raise ValueError(f"{name} must be a real number, got {value!r}")
+    x = float(value)
+    if math.isnan(x):
+        raise ValueError(f"{name} must be a number, got NaN")
+    return x
+
+
+def check_probability(name: str, value: object, *, closed: bool = False) -> float:
+    """Return ``value`` as a float in the open interval (0, 1).
+
+    With ``closed=True`` the endpoints 0 and 1 are allowed (used for measured
+    frequencies and SemanticSpec probabilities).
+    """
+    x = _as_real(name, value)
+    if closed:
+        if not 0.0 <= x <= 1.0:
+            raise ValueError(f"{name} must lie in [0, 1], got {x!r}")
+    elif not 0.0 < x < 1.0:
+        raise ValueError(f"{name} must lie in the open interval (0, 1), got {x!r}")
+    return x
+
+
+def check_cost(name: str, value: object, *, positive: bool = False) -> float:
+    """Return a cost ratio ``value`` as a finite float >= 0 (> 0 with ``positive``)."""
+    x = _as_real(name, value)
+    if not math.isfinite(x):
+        raise ValueError(f"{name} must be finite, got {x!r}")
+    if positive and x <= 0.0:
+        raise ValueError(f"{name} must be > 0, got {x!r}")
+    if x < 0.0:
+        raise ValueError(f"{name} must be >= 0, got {x!r}")
+    return x
+
+
+def check_positive_real(name: str, value: object) -> float:
+    """Return ``value`` as a finite float > 0."""
+    return check_cost(name, value, positive=True)
+
+
+def _as_int(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, Integral):
+        raise ValueError(f"{name} must be an integer, got {value!r}")
+    return int(value)
+
+
+def check_positive_int(name: str, value: object) -> int:
+    """Return ``value`` as an int >= 1."""
+    k = _as_int(name, value)
+    if k < 1:
+        raise ValueError(f"{name} must be an integer >= 1, got {k}")
+    return k
+
+
+def check_nonnegative_int(name: str, value: object) -> int:
+    """Return ``value`` as an int >= 0."""
+    k = _as_int(name, value)
+    if k < 0:
+        raise ValueError(f"{name} must be an integer >= 0, got {k}")
+    return k
+
+
+def _as_int_array(name: str, value: object, minimum: int) -> np.ndarray:
+    if isinstance(value, np.ndarray):
+        if value.dtype.kind not in "iu":
+            raise ValueError(f"{name} must be an integer array, got dtype {value.dtype}")
+        arr = value.astype(np.int64, copy=False)
+        if arr.size and int(arr.min()) < minimum:
+            raise ValueError(f"{name} must be integers >= {minimum}, got min {int(arr.min())}")
+        return arr
+    if minimum >= 1:
+        return np.asarray(check_positive_int(name, value), dtype=np.int64)
+    return np.asarray(check_nonnegative_int(name, value), dtype=np.int64)
+
+
+def check_positive_int_array(name: str, value: object) -> np.ndarray:
+    """Return an int or an integer array, all >= 1, as an int64 array."""
+    return _as_int_array(name, value, 1)
+
+
+def check_nonnegative_int_array(name: str, value: object) -> np.ndarray:
+    """Return an int or an integer array, all >= 0, as an int64 array."""
+    return _as_int_array(name, value, 0)
+
+
+def check_budget(name: str, value: object) -> int:
+    """Return a parallelism budget ``M`` as an int >= 1."""
+    return check_positive_int(name, value)
+
+
+def check_samples(name: str, value: object) -> int:
+    """Return a Monte-Carlo sample count as an int >= 2 (a standard error needs two)."""
+    n = _as_int(name, value)
+    if n < 2:
+        raise ValueError(f"{name} must be an integer >= 2, got {n}")
+    return n
