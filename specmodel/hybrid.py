@@ -121,7 +121,9 @@ class Theorem3Conditions:
         return "step-only"
 
 
-def theorem3_conditions(alpha1: float, c1: float, alpha2: float, c2: float, M: int) -> Theorem3Conditions:
+def theorem3_conditions(
+    alpha1: float, c1: float, alpha2: float, c2: float, M: int
+) -> Theorem3Conditions:
     """Evaluate (6), (7), (8) and the budget hypotheses of Theorem 3 (sync)."""
     a1 = check_probability("alpha1", alpha1)
     a2 = check_probability("alpha2", alpha2)

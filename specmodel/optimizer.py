@@ -203,7 +203,8 @@ def _explain(best: BudgetPoint, tok: BudgetPoint, step: BudgetPoint, mode: str, 
         gain = best.speedup / max(tok.speedup, step.speedup)
         return (
             f"hybrid wins: {best.speedup:.3f}x beats token-only {tok.speedup:.3f}x and "
-            f"step-only {step.speedup:.3f}x ({(gain - 1) * 100:.1f}% over the better single method)."
+            f"step-only {step.speedup:.3f}x "
+            f"({(gain - 1) * 100:.1f}% over the better single method)."
         )
     if reg == "token-only":
         return (
