@@ -47,7 +47,8 @@ def geometric_sum(alpha: float, k: int | np.ndarray) -> float | np.ndarray:
     """
     a = check_probability("alpha", alpha)
     kk = check_positive_int_array("k", k)
-    return _scalar_or_array(-np.expm1(kk * np.log(a)) / (1.0 - a))
+    out = -np.expm1(kk * np.log(a)) / (1.0 - a)
+    return _scalar_or_array(np.where(kk == 1, 1.0, out))
 
 
 def expected_run_length(alpha: float) -> float:
