@@ -14,8 +14,9 @@ j is verified against target step j when both exist, in order; at the first
 rejection X the stage emits X + 1 steps (X drafts and the target's correction)
 and a new stage starts from the corrected prefix, discarding whatever was in
 flight.  :func:`simulate_async` runs this with constant durations by the start
-time recurrence ``s_j = max(s_{j−1} + c1, s_{j−k1} + 1)`` (vectorized over
-stages); :func:`simulate_async_events` runs the same rules as a discrete-event
+time recurrence ``s_j = max(s_{j−1} + c1, s_{j−k1} + 1)`` (run once per call:
+with constant costs it does not depend on where a stage stops);
+:func:`simulate_async_events` runs the same rules as a discrete-event
 simulation with any step durations (a heap of in-flight targets), which is the
 ground truth the recurrence is itself tested against.
 """
@@ -73,31 +74,22 @@ def simulate_sync(
 def async_stage_times(x: np.ndarray, c1: float, k1: int) -> np.ndarray:
     """Duration of async stages whose first rejection is at position ``x`` (constant costs).
 
-    Runs the start-time recurrence ``s_j = max(s_{j−1} + c1, s_{j−k1} + 1)`` for all
-    stages at once (only the stages still running at position j are updated) and
-    returns ``s_X + 1``.
+    With constant costs the start times ``s_j = max(s_{j−1} + c1, s_{j−k1} + 1)`` do
+    not depend on where the stage will stop, so the recurrence is run once up to
+    ``max(x)`` and each stage reads its duration ``s_X + 1`` from that table.
     """
     c = check_cost("c1", c1)
     k = check_positive_int("k1", k1)
     xs = np.asarray(x, dtype=np.int64)
-    n = xs.size
-    order = np.argsort(-xs, kind="stable")  # longest stages first: active set is a prefix
-    xs_sorted = xs[order]
-    ring = np.zeros((n, k), dtype=np.float64)  # start times of the last k positions
-    prev = np.zeros(n, dtype=np.float64)
-    active = n
-    jmax = int(xs_sorted[0]) if n else 0
+    if xs.size == 0:
+        return np.zeros(0, dtype=np.float64)
+    if int(xs.min()) < 0:
+        raise ValueError(f"x must be run lengths >= 0, got min {int(xs.min())}")
+    jmax = int(xs.max())
+    s = np.zeros(jmax + 1, dtype=np.float64)
     for j in range(1, jmax + 1):
-        while active and xs_sorted[active - 1] < j:
-            active -= 1
-        s = prev[:active] + c
-        if j >= k:
-            s = np.maximum(s, ring[:active, j % k] + 1.0)
-        ring[:active, j % k] = s
-        prev[:active] = s
-    out = np.empty(n, dtype=np.float64)
-    out[order] = prev + 1.0
-    return out
+        s[j] = s[j - 1] + c if j < k else max(s[j - 1] + c, s[j - k] + 1.0)
+    return s[xs] + 1.0
 
 
 def simulate_async(

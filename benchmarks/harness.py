@@ -1,0 +1,82 @@
+"""Shared benchmark harness: time a callable, print a table, write JSON with the machine.
+
+Benchmarks compare ratios measured side by side in one run (these machines are
+shared and noisy); absolute times are recorded with the machine description but
+never asserted.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import statistics
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def machine() -> dict[str, Any]:
+    """What ran the benchmark: CPU, cores, Python, NumPy, the date."""
+    import numpy as np
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "platform": platform.platform(),
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+
+
+def best_of(fn: Callable[[], Any], repeat: int = 5, number: int = 1) -> dict[str, float]:
+    """Best and median wall time of ``number`` calls, over ``repeat`` rounds (seconds per call)."""
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        for _ in range(number):
+            fn()
+        times.append((time.perf_counter() - t0) / number)
+    return {"best_s": min(times), "median_s": statistics.median(times), "repeat": repeat}
+
+
+def print_table(title: str, columns: list[str], rows: list[list[Any]]) -> None:
+    """A plain fixed-width table (benchmarks must run without rich)."""
+    cells = [[_fmt(v) for v in row] for row in rows]
+    widths = [max(len(c), *(len(r[i]) for r in cells)) for i, c in enumerate(columns)]
+    print(f"\n{title}")
+    print("  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)))
+    print("  ".join("-" * w for w in widths))
+    for r in cells:
+        print("  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)))
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return str(v)
+
+
+def write_json(name: str, payload: dict[str, Any]) -> Path:
+    """Write ``results/<name>.json`` atomically, with the machine description."""
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / f"{name}.json"
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps({"machine": machine(), **payload}, indent=2) + "\n")
+    os.replace(tmp, path)
+    print(f"\nwrote {path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path}")
+    return path
