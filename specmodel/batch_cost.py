@@ -1,0 +1,247 @@
+"""Pricing parallelism with a measured batch cost curve T(b) (beyond the papers).
+
+The papers assume a batch of width b <= M costs what a single sequence costs.
+On real hardware T(b) grows once the device saturates (on a CPU it grows from
+the start).  Given T(b) measured by the profiler, this module prices each
+configuration and says where speculation stops paying.
+
+Model (units: one target forward pass at the serving batch size B, T(B)):
+
+* the target verifies ``w`` positions per request per forward pass, so one
+  pass costs ``τ_B(w) = T(B·w) / T(B)``;
+* a token-level iteration with k2 positions costs ``c2 (k2 − 1) + τ_B(w)``
+  (the draft's own cost is taken as flat, c2 per token) and emits
+  ``E_2 = (1 − α2^k2)/(1 − α2)`` tokens;
+* a target step therefore takes ``t_T = (c2 (k2 − 1) + τ_B(w)) / E_2`` and a
+  draft step ``t_D = c1 (1 + c2 (k2 − 1)) / E_2`` of the target-only step time
+  (the draft runs its own token-level speculation, as the paper assumes);
+* sync: ``h = E_1 / ((k1 − 1) t_D + t_T)`` with ``E_1 = (1 − α1^k1)/(1 − α1)``
+  and ``w = k1 k2``;
+* async: ``h = f_async(α1, t_D / t_T, k1) / t_T`` with
+  ``w = min(⌈t_T / t_D⌉, k1) · k2``, found as the fixed point of that relation
+  (τ grows with w, which lowers t_D / t_T and can raise the knee).
+
+With a flat curve (τ ≡ 1) every formula reduces exactly to f(k1)·g(k2).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from specmodel.geometric import geometric_sum
+from specmodel.step_level import async_knee, check_mode, f_async
+from specmodel.validation import (
+    check_budget,
+    check_cost,
+    check_positive_int,
+    check_probability,
+)
+
+__all__ = [
+    "BatchCostCurve",
+    "BatchSizeDecision",
+    "CostAwarePoint",
+    "cost_aware_speedup",
+    "optimize_cost_aware",
+    "speculation_by_batch_size",
+]
+
+
+@dataclass(frozen=True)
+class BatchCostCurve:
+    """Measured time of one target forward pass as a function of batch width."""
+
+    widths: tuple[int, ...]
+    """Batch widths b at which T was measured, strictly increasing, starting anywhere >= 1."""
+    times: tuple[float, ...]
+    """T(b) for each width (any time unit), non-decreasing within measurement noise."""
+
+    @classmethod
+    def from_points(cls, points: Sequence[tuple[int, float]]) -> BatchCostCurve:
+        """Build from (b, T(b)) pairs; validates widths and times."""
+        if len(points) < 1:
+            raise ValueError("points must hold at least one (width, time) pair")
+        pts = sorted((check_positive_int("width", b), check_cost("time", t, positive=True))
+                     for b, t in points)
+        widths = tuple(p[0] for p in pts)
+        if len(set(widths)) != len(widths):
+            raise ValueError(f"points must have distinct widths, got {widths}")
+        return cls(widths, tuple(p[1] for p in pts))
+
+    @classmethod
+    def flat(cls) -> BatchCostCurve:
+        """The papers' assumption: every width costs the same."""
+        return cls((1,), (1.0,))
+
+    def time(self, b: float | np.ndarray) -> float | np.ndarray:
+        """T(b) by linear interpolation; constant below the first point, linear
+        extrapolation (never decreasing) from the last two points above the last."""
+        x = np.asarray(b, dtype=np.float64)
+        w = np.asarray(self.widths, dtype=np.float64)
+        t = np.maximum.accumulate(np.asarray(self.times, dtype=np.float64))
+        out = np.interp(x, w, t)
+        if w.size >= 2:
+            slope = max(0.0, (t[-1] - t[-2]) / (w[-1] - w[-2]))
+            out = np.where(x > w[-1], t[-1] + slope * (x - w[-1]), out)
+        return float(out) if out.ndim == 0 else out
+
+    def relative(self, serving_batch: int, width: float | np.ndarray) -> float | np.ndarray:
+        """τ_B(w) = T(B·w) / T(B)."""
+        bb = check_positive_int("serving_batch", serving_batch)
+        base = float(self.time(bb))
+        out = np.asarray(self.time(np.asarray(width, dtype=np.float64) * bb)) / base
+        return float(out) if out.ndim == 0 else out
+
+    @property
+    def max_width(self) -> int:
+        """The widest measured batch."""
+        return self.widths[-1]
+
+
+def _token_terms(alpha2: float, c2: float, k2: int) -> tuple[float, float]:
+    e2 = float(geometric_sum(alpha2, k2))
+    return e2, c2 * (k2 - 1)
+
+
+def cost_aware_speedup(
+    mode: str,
+    alpha1: float,
+    c1: float,
+    alpha2: float,
+    c2: float,
+    k1: int,
+    k2: int,
+    curve: BatchCostCurve,
+    serving_batch: int = 1,
+) -> tuple[float, int]:
+    """Speedup of (k1, k2) priced by ``curve`` at ``serving_batch`` requests.
+
+    Returns ``(speedup, width)`` where width is the positions per request the
+    target verifies per pass (ParallelDim_f · k2).
+    """
+    m = check_mode(mode)
+    a1 = check_probability("alpha1", alpha1)
+    a2 = check_probability("alpha2", alpha2)
+    cc1 = check_cost("c1", c1, positive=m == "async")
+    cc2 = check_cost("c2", c2)
+    kk1 = check_positive_int("k1", k1)
+    kk2 = check_positive_int("k2", k2)
+    e2, draft_tok = _token_terms(a2, cc2, kk2)
+    t_draft = cc1 * (1.0 + draft_tok) / e2
+    if m == "sync":
+        width = kk1 * kk2
+        t_target = (draft_tok + float(curve.relative(serving_batch, width))) / e2
+        return float(geometric_sum(a1, kk1)) / ((kk1 - 1) * t_draft + t_target), width
+    width = min(async_knee(cc1), kk1) * kk2
+    for _ in range(kk1 + 1):
+        t_target = (draft_tok + float(curve.relative(serving_batch, width))) / e2
+        c_eff = t_draft / t_target
+        new = min(async_knee(c_eff), kk1) * kk2
+        if new == width:
+            break
+        width = new
+    return float(f_async(a1, c_eff, kk1)) / t_target, width
+
+
+@dataclass(frozen=True)
+class CostAwarePoint:
+    """The best configuration once batch cost is priced in."""
+
+    k1: int
+    """Target steps in parallel."""
+    k2: int
+    """Target positions per step."""
+    speedup: float
+    """Predicted speedup over target-only decoding at the same serving batch."""
+    width: int
+    """Positions per request verified per target pass."""
+    flat_speedup: float
+    """What the flat-budget model (f·g) predicts for the same point."""
+
+
+def optimize_cost_aware(
+    mode: str,
+    alpha1: float,
+    c1: float,
+    alpha2: float,
+    c2: float,
+    M: int,
+    curve: BatchCostCurve,
+    serving_batch: int = 1,
+) -> CostAwarePoint:
+    """Maximise the priced speedup over ParallelDim_f(k1)·k2 <= M (exhaustive, O(M log M))."""
+    from specmodel.hybrid import h  # local: keeps this module's import light
+    from specmodel.optimizer import budget_landscape
+
+    budget = check_budget("M", M)
+    land = budget_landscape(mode, alpha1, c1, alpha2, c2, budget)
+    best: CostAwarePoint | None = None
+    for k1, k2 in zip(land.k1.tolist(), land.k2.tolist(), strict=True):
+        s, w = cost_aware_speedup(mode, alpha1, c1, alpha2, c2, k1, k2, curve, serving_batch)
+        if best is None or s > best.speedup * (1 + 1e-12):
+            flat = float(h(mode, alpha1, c1, alpha2, c2, k1, k2))
+            best = CostAwarePoint(k1, k2, s, w, flat)
+    assert best is not None
+    return best
+
+
+@dataclass(frozen=True)
+class BatchSizeDecision:
+    """What to run at one serving batch size."""
+
+    serving_batch: int
+    """Concurrent requests B."""
+    best: CostAwarePoint
+    """Best (k1, k2) at this batch size."""
+    token_only: CostAwarePoint
+    """Best token-level-only point (what vLLM's num_speculative_tokens controls)."""
+
+    @property
+    def pays(self) -> bool:
+        """True when some speculation beats target-only decoding at this batch size."""
+        return self.best.speedup > 1.0 + 1e-9 and (self.best.k1, self.best.k2) != (1, 1)
+
+
+def speculation_by_batch_size(
+    mode: str,
+    alpha1: float,
+    c1: float,
+    alpha2: float,
+    c2: float,
+    M: int,
+    curve: BatchCostCurve,
+    batch_sizes: Sequence[int] | None = None,
+) -> list[BatchSizeDecision]:
+    """Best configuration per serving batch size; where speculation stops paying.
+
+    ``batch_sizes`` defaults to powers of two up to the widest measured batch.
+    """
+    if batch_sizes is None:
+        top = max(1, curve.max_width)
+        batch_sizes = [2**i for i in range(int(math.log2(top)) + 1)]
+    out = []
+    for b in batch_sizes:
+        bb = check_positive_int("batch_sizes", b)
+        best = optimize_cost_aware(mode, alpha1, c1, alpha2, c2, M, curve, bb)
+        tok = _best_token_only(alpha2, c2, M, curve, bb)
+        out.append(BatchSizeDecision(bb, best, tok))
+    return out
+
+
+def _best_token_only(
+    alpha2: float, c2: float, M: int, curve: BatchCostCurve, serving_batch: int
+) -> CostAwarePoint:
+    from specmodel.token_level import g_token
+
+    best: CostAwarePoint | None = None
+    for k2 in range(1, check_budget("M", M) + 1):
+        e2, draft_tok = _token_terms(alpha2, c2, k2)
+        s = e2 / (draft_tok + float(curve.relative(serving_batch, k2)))
+        if best is None or s > best.speedup * (1 + 1e-12):
+            best = CostAwarePoint(1, k2, s, k2, float(g_token(alpha2, c2, k2)))
+    assert best is not None
+    return best
