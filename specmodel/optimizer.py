@@ -219,3 +219,99 @@ def _explain(best: BudgetPoint, tok: BudgetPoint, step: BudgetPoint, mode: str, 
         )
         return f"step-only wins: token speculation does not pay at this budget.{extra}"
     return "no speculation pays: every configuration is slower than target-only decoding."
+
+
+@dataclass(frozen=True)
+class MonteCarloPoint:
+    """A configuration evaluated by simulation next to its closed form."""
+
+    k1: int
+    """Target steps in parallel."""
+    k2: int
+    """Target positions per step."""
+    closed_form: float
+    """h(k1, k2) from the closed forms."""
+    simulated: float
+    """The simulated speedup f_MC · g_MC."""
+    stderr: float
+    """Standard error of ``simulated`` (delta method over the two estimates)."""
+
+    @property
+    def z_score(self) -> float:
+        """(simulated − closed form) / stderr."""
+        return (self.simulated - self.closed_form) / self.stderr if self.stderr else 0.0
+
+
+@dataclass(frozen=True)
+class MonteCarloOptimizeResult:
+    """Result of :func:`optimize_budget_mc`."""
+
+    closed_form: OptimizeResult
+    """The exact closed-form optimum the candidates came from."""
+    best: MonteCarloPoint
+    """The candidate with the highest simulated speedup."""
+    candidates: tuple[MonteCarloPoint, ...]
+    """Every simulated candidate, best closed form first."""
+    agrees: bool
+    """True when the simulated best is the closed-form optimum or statistically tied
+    with it (within ``z`` standard errors of the difference)."""
+    samples: int
+    """Simulated stages per level per candidate."""
+
+
+def optimize_budget_mc(
+    alpha1: float,
+    c1: float,
+    alpha2: float,
+    c2: float,
+    M: int,
+    mode: str = "async",
+    *,
+    samples: int = 200_000,
+    seed: int = 0,
+    candidates: int = 6,
+    z: float = 4.0,
+) -> MonteCarloOptimizeResult:
+    """Solve the budget problem by Monte-Carlo and hold it against the closed form.
+
+    The closed-form landscape nominates the ``candidates`` best points plus the
+    best token-only and step-only points; each is then simulated as the papers'
+    processes (the step process — sync cycles or async stages — and token-level
+    SD, each ``samples`` long, seeded), and the simulated speedup f_MC · g_MC
+    decides.  Use :func:`specmodel.montecarlo.hybrid.simulate_hybrid` for the
+    finite-step process that the product form ignores.
+    """
+    from specmodel.montecarlo.step import simulate_async, simulate_sync
+    from specmodel.montecarlo.token import simulate_token_sd
+    from specmodel.validation import check_positive_int, check_samples
+
+    n = check_samples("samples", samples)
+    top = check_positive_int("candidates", candidates)
+    res = optimize_budget(alpha1, c1, alpha2, c2, M, mode, landscape=True)
+    land = res.landscape
+    assert land is not None
+    order = np.argsort(-land.speedup, kind="stable")
+    picks: list[tuple[int, int]] = []
+    for i in order:
+        p = (int(land.k1[i]), int(land.k2[i]))
+        if p not in picks:
+            picks.append(p)
+        if len(picks) >= top:
+            break
+    for p in ((res.token_only.k1, res.token_only.k2), (res.step_only.k1, res.step_only.k2)):
+        if p not in picks:
+            picks.append(p)
+    step_sim = simulate_sync if res.mode == "sync" else simulate_async
+    points = []
+    for j, (k1, k2) in enumerate(picks):
+        f = step_sim(res.alpha1, res.c1, k1, n, seed=seed + 2 * j)
+        g = simulate_token_sd(res.alpha2, res.c2, k2, n, seed=seed + 2 * j + 1)
+        value = f.mean * g.mean
+        se = value * float(np.hypot(f.stderr / f.mean, g.stderr / g.mean))
+        exact = float(land.speedup[(land.k1 == k1) & (land.k2 == k2)][0])
+        points.append(MonteCarloPoint(k1, k2, exact, value, se))
+    best = max(points, key=lambda p: p.simulated)
+    opt = points[0]
+    diff_se = float(np.hypot(best.stderr, opt.stderr))
+    agrees = best is opt or best.simulated - opt.simulated <= z * diff_se
+    return MonteCarloOptimizeResult(res, best, tuple(points), agrees, n)

@@ -105,3 +105,23 @@ def test_bad_input_names_the_parameter(kwargs, param: str) -> None:
     args.update(kwargs)
     with pytest.raises(ValueError, match=param):
         optimize_budget(**args)
+
+
+@pytest.mark.parametrize(
+    "p",
+    [
+        (0.63, 0.2, 0.7, 0.02, 16, "async"),
+        (0.63, 0.2, 0.7, 0.02, 16, "sync"),
+        (0.5, 0.4, 0.8, 0.05, 32, "async"),
+        (0.8, 0.05, 0.3, 0.3, 8, "sync"),
+    ],
+)
+def test_monte_carlo_method_agrees_with_closed_form(p) -> None:
+    from specmodel.optimizer import optimize_budget_mc
+
+    res = optimize_budget_mc(*p, samples=200_000, seed=3)
+    assert res.agrees
+    assert all(abs(c.z_score) < 4.5 for c in res.candidates)
+    assert res.candidates[0].closed_form == pytest.approx(res.closed_form.speedup)
+    kinds = {(c.k1 == 1, c.k2 == 1) for c in res.candidates}
+    assert (True, False) in kinds or res.closed_form.token_only.k2 == 1
