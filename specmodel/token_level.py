@@ -25,8 +25,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import brentq
-
 from specmodel.geometric import expected_truncated_run, geometric_sum
 from specmodel.validation import (
     check_cost,
@@ -130,7 +128,15 @@ def continuous_optimal_k(alpha: float, c: float) -> float:
         hi *= 2.0
         if hi > 1e15:  # pragma: no cover - unreachable for c > 0
             return math.inf
-    return float(brentq(lambda x: unimodality_sign(a, cc, x), 1.0, hi, xtol=1e-12))
+    # F is strictly decreasing (Lemma 3, step 2): bisection on [1, hi] to 1e-12.
+    lo = 1.0
+    while hi - lo > 1e-12 * hi:
+        mid = 0.5 * (lo + hi)
+        if unimodality_sign(a, cc, mid) > 0.0:
+            lo = mid
+        else:
+            hi = mid
+    return 0.5 * (lo + hi)
 
 
 @dataclass(frozen=True)

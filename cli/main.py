@@ -1,0 +1,491 @@
+"""The ``specmodel`` command line: parse, call the library, print.
+
+Every command prints a rich table by default and machine JSON with ``--json``.
+Bad input never produces a traceback: a ``ValueError`` from the library (or a
+usage error) becomes one line on stderr and exit code 2.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+app = typer.Typer(
+    name="specmodel",
+    help="Predict, optimize and realize the speedup of speculative decoding.",
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+
+
+class ModeChoice(str, Enum):
+    """Lookahead Reasoning algorithm."""
+
+    sync = "sync"
+    async_ = "async"
+
+
+class MethodChoice(str, Enum):
+    """How the optimizer evaluates configurations."""
+
+    closed_form = "closed-form"
+    mc = "mc"
+
+
+class ProcessChoice(str, Enum):
+    """Which process `simulate` runs."""
+
+    token = "token"
+    sync = "sync"
+    async_ = "async"
+    hybrid = "hybrid"
+
+
+Budget = Annotated[int, typer.Option("--budget", "-M", min=1, help="Parallelism budget M (>= 1).")]
+CalibrationOpt = Annotated[
+    Path | None, typer.Option("--calibration", "-c", help="Calibration JSON file.")
+]
+PresetOpt = Annotated[str | None, typer.Option("--preset", help="Embedded calibration name.")]
+Alpha1 = Annotated[float | None, typer.Option("--alpha1", help="Step acceptance rate α1.")]
+C1 = Annotated[float | None, typer.Option("--c1", help="Draft-step cost ratio c1.")]
+Alpha2 = Annotated[float | None, typer.Option("--alpha2", help="Token acceptance rate α2.")]
+C2 = Annotated[float | None, typer.Option("--c2", help="Draft-token cost ratio c2.")]
+Mode = Annotated[ModeChoice, typer.Option("--mode", help="sync (Algorithm 1) or async.")]
+JsonOut = Annotated[bool, typer.Option("--json", help="Print JSON for machines.")]
+
+
+def _console() -> Any:
+    from rich.console import Console
+
+    return Console()
+
+
+def _emit_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, default=_jsonable) + "\n")
+
+
+def _jsonable(o: Any) -> Any:
+    import numpy as np
+
+    if isinstance(o, np.integer):
+        return int(o)
+    if isinstance(o, np.floating):
+        return float(o)
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    raise TypeError(f"not JSON serialisable: {type(o).__name__}")
+
+
+class Parameters:
+    """α1, c1, α2, c2 after merging a calibration with direct overrides."""
+
+    def __init__(
+        self,
+        calibration: Path | None,
+        preset: str | None,
+        alpha1: float | None,
+        c1: float | None,
+        alpha2: float | None,
+        c2: float | None,
+    ) -> None:
+        direct = [alpha1, c1, alpha2, c2]
+        self.cal = None
+        if calibration is not None or preset is not None or any(v is None for v in direct):
+            from specmodel.calibration import resolve_calibration
+
+            self.cal = resolve_calibration(calibration, preset)
+        self.alpha1 = alpha1 if alpha1 is not None else self.cal.step.alpha1
+        self.c1 = c1 if c1 is not None else self.cal.step.c1
+        self.alpha2 = alpha2 if alpha2 is not None else self.cal.token.alpha2
+        self.c2 = c2 if c2 is not None else self.cal.token.c2
+        overridden = [
+            n
+            for n, v in zip(("alpha1", "c1", "alpha2", "c2"), direct, strict=True)
+            if v is not None
+        ]
+        if self.cal is None:
+            self.source = {"name": "command line", "source": "user", "overridden": overridden}
+        else:
+            self.source = {
+                "name": self.cal.name,
+                "source": self.cal.provenance.source,
+                "file": str(calibration) if calibration else None,
+                "default": calibration is None and preset is None,
+                "overridden": overridden,
+            }
+
+    def describe(self) -> str:
+        """One line saying which calibration was used."""
+        s = self.source
+        if self.cal is None:
+            return "parameters given on the command line"
+        text = f"calibration '{s['name']}' ({s['source']})"
+        if s["default"]:
+            text += " — the embedded default; pass --calibration or --preset to change it"
+        if s["overridden"]:
+            text += f"; overridden: {', '.join(s['overridden'])}"
+        return text
+
+
+def _point(p: Any) -> dict[str, Any]:
+    return {
+        "k1": p.k1,
+        "k2": p.k2,
+        "speedup": p.speedup,
+        "parallel_dim": p.parallel_dim,
+        "regime": p.regime,
+    }
+
+
+@app.command()
+def optimize(
+    budget: Budget = 16,
+    calibration: CalibrationOpt = None,
+    preset: PresetOpt = None,
+    alpha1: Alpha1 = None,
+    c1: C1 = None,
+    alpha2: Alpha2 = None,
+    c2: C2 = None,
+    mode: Mode = ModeChoice.async_,
+    method: Annotated[
+        MethodChoice, typer.Option("--method", help="closed-form, or mc (Monte-Carlo).")
+    ] = MethodChoice.closed_form,
+    samples: Annotated[int, typer.Option(help="Monte-Carlo samples per level.")] = 200_000,
+    seed: Annotated[int, typer.Option(help="Monte-Carlo seed.")] = 0,
+    landscape: Annotated[bool, typer.Option(help="Include every feasible point.")] = False,
+    json_out: JsonOut = False,
+) -> None:
+    """Split a parallelism budget between steps in flight (k1) and tokens per step (k2)."""
+    from specmodel.optimizer import optimize_budget, optimize_budget_mc
+
+    p = Parameters(calibration, preset, alpha1, c1, alpha2, c2)
+    mc = None
+    if method == MethodChoice.mc:
+        mc = optimize_budget_mc(
+            p.alpha1, p.c1, p.alpha2, p.c2, budget, mode.value, samples=samples, seed=seed
+        )
+        res = mc.closed_form
+    else:
+        res = optimize_budget(
+            p.alpha1, p.c1, p.alpha2, p.c2, budget, mode.value, landscape=landscape
+        )
+    if landscape and res.landscape is None:
+        res = optimize_budget(p.alpha1, p.c1, p.alpha2, p.c2, budget, mode.value, landscape=True)
+    out: dict[str, Any] = {
+        "mode": res.mode,
+        "budget": res.budget,
+        "k1": res.k1,
+        "k2": res.k2,
+        "speedup": res.speedup,
+        "regime": res.regime,
+        "parallel_dim": res.best.parallel_dim,
+        "token_only": _point(res.token_only),
+        "step_only": _point(res.step_only),
+        "parameters": {"alpha1": p.alpha1, "c1": p.c1, "alpha2": p.alpha2, "c2": p.c2},
+        "calibration": p.source,
+        "method": method.value,
+        "message": res.message,
+    }
+    if res.theorem3 is not None:
+        t = res.theorem3
+        out["theorem3"] = {
+            "in_scope": t.in_scope,
+            "condition6": t.condition6,
+            "condition7": t.condition7,
+            "condition8": t.condition8,
+            "predicted_regime": t.predicted_regime,
+        }
+    else:
+        out["theorem4_in_scope"] = res.theorem4_in_scope
+    if mc is not None:
+        out["monte_carlo"] = {
+            "samples": mc.samples,
+            "seed": seed,
+            "agrees": mc.agrees,
+            "best": {
+                "k1": mc.best.k1,
+                "k2": mc.best.k2,
+                "simulated": mc.best.simulated,
+                "stderr": mc.best.stderr,
+            },
+            "candidates": [
+                {
+                    "k1": c.k1,
+                    "k2": c.k2,
+                    "closed_form": c.closed_form,
+                    "simulated": c.simulated,
+                    "stderr": c.stderr,
+                    "z": c.z_score,
+                }
+                for c in mc.candidates
+            ],
+        }
+    if res.landscape is not None and landscape:
+        lz = res.landscape
+        out["landscape"] = {
+            "k1": lz.k1,
+            "k2": lz.k2,
+            "speedup": lz.speedup,
+            "parallel_dim": lz.parallel_dim,
+        }
+    if json_out:
+        _emit_json(out)
+        return
+    _print_optimize(out, p)
+
+
+def _print_optimize(out: dict[str, Any], p: Parameters) -> None:
+    from rich.table import Table
+
+    con = _console()
+    con.print(f"[dim]Using {p.describe()}.[/dim]")
+    con.print(
+        f"[dim]α1 = {p.alpha1:.4g}, c1 = {p.c1:.4g}, α2 = {p.alpha2:.4g}, c2 = {p.c2:.4g}; "
+        f"mode {out['mode']}, budget M = {out['budget']}.[/dim]"
+    )
+    t = Table(title=f"Best configurations under ParallelDim_f(k1)·k2 ≤ {out['budget']}")
+    for col in ("", "k1 (steps)", "k2 (positions/step)", "budget used", "speedup"):
+        t.add_column(col, justify="right" if col else "left")
+    t.add_row(
+        f"[bold]optimum ({out['regime']})[/bold]",
+        str(out["k1"]),
+        str(out["k2"]),
+        str(out["parallel_dim"]),
+        f"[bold]{out['speedup']:.3f}x[/bold]",
+    )
+    for label, key in (("token-only", "token_only"), ("step-only", "step_only")):
+        q = out[key]
+        t.add_row(label, str(q["k1"]), str(q["k2"]), str(q["parallel_dim"]), f"{q['speedup']:.3f}x")
+    con.print(t)
+    con.print(out["message"])
+    if "theorem3" in out:
+        th = out["theorem3"]
+        scope = "inside" if th["in_scope"] else "outside"
+        con.print(
+            f"Theorem 3 (sync): {scope} its conditions; (6) {th['condition6']}, "
+            f"(7) {th['condition7']}, (8) {th['condition8']} → predicts "
+            f"{th['predicted_regime']}."
+        )
+    else:
+        scope = "inside" if out["theorem4_in_scope"] else "outside"
+        con.print(f"Theorem 4 (async, hybrid optimal): parameters are {scope} its conditions.")
+    if "monte_carlo" in out:
+        m = out["monte_carlo"]
+        b = m["best"]
+        con.print(
+            f"Monte-Carlo ({m['samples']} samples, seed {m['seed']}): best "
+            f"(k1={b['k1']}, k2={b['k2']}) {b['simulated']:.3f} ± {b['stderr']:.3f}; "
+            f"{'agrees with' if m['agrees'] else 'DISAGREES with'} the closed form."
+        )
+
+
+@app.command()
+def simulate(
+    process: Annotated[ProcessChoice, typer.Option("--process", help="Which process.")] = (
+        ProcessChoice.async_
+    ),
+    k1: Annotated[int, typer.Option(help="Target steps in parallel.")] = 4,
+    k2: Annotated[int, typer.Option(help="Target positions per step (drafts + 1).")] = 4,
+    step_tokens: Annotated[int, typer.Option(help="hybrid: tokens per reasoning step.")] = 64,
+    calibration: CalibrationOpt = None,
+    preset: PresetOpt = None,
+    alpha1: Alpha1 = None,
+    c1: C1 = None,
+    alpha2: Alpha2 = None,
+    c2: C2 = None,
+    mode: Mode = ModeChoice.async_,
+    samples: Annotated[int, typer.Option(help="Stages / iterations / cycles.")] = 200_000,
+    seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
+    json_out: JsonOut = False,
+) -> None:
+    """Monte-Carlo of a process, next to its closed form."""
+    from specmodel.hybrid import h
+    from specmodel.step_level import f_async, f_sync
+    from specmodel.token_level import g_token, g_token_step
+
+    p = Parameters(calibration, preset, alpha1, c1, alpha2, c2)
+    proc = process.value
+    if proc == "token":
+        from specmodel.montecarlo.token import simulate_token_sd
+
+        est = simulate_token_sd(p.alpha2, p.c2, k2, samples, seed)
+        exact, label = g_token(p.alpha2, p.c2, k2), f"g(k2={k2})"
+    elif proc == "sync":
+        from specmodel.montecarlo.step import simulate_sync
+
+        est = simulate_sync(p.alpha1, p.c1, k1, samples, seed)
+        exact, label = f_sync(p.alpha1, p.c1, k1), f"f_sync(k1={k1})"
+    elif proc == "async":
+        from specmodel.montecarlo.step import simulate_async
+
+        est = simulate_async(p.alpha1, p.c1, k1, samples, seed)
+        exact, label = f_async(p.alpha1, p.c1, k1), f"f_async(k1={k1})"
+    else:
+        from specmodel.montecarlo.hybrid import simulate_hybrid
+
+        est = simulate_hybrid(
+            mode.value,
+            p.alpha1,
+            p.c1,
+            p.alpha2,
+            p.c2,
+            k1,
+            k2,
+            step_tokens=step_tokens,
+            n_cycles=min(samples, 50_000),
+            seed=seed,
+        )
+        exact = h(mode.value, p.alpha1, p.c1, p.alpha2, p.c2, k1, k2)
+        label = f"f_{mode.value}(k1={k1})·g(k2={k2}) (endless-step product)"
+    out: dict[str, Any] = {
+        "process": proc,
+        "k1": k1,
+        "k2": k2,
+        "simulated": est.mean,
+        "stderr": est.stderr,
+        "samples": est.n,
+        "seed": seed,
+        "closed_form": float(exact),
+        "formula": label,
+        "z": est.z_score(float(exact)),
+        "calibration": p.source,
+        "parameters": {"alpha1": p.alpha1, "c1": p.c1, "alpha2": p.alpha2, "c2": p.c2},
+    }
+    if proc == "hybrid":
+        out["step_tokens"] = step_tokens
+        if mode.value == "sync":
+            out["finite_step_model"] = float(f_sync(p.alpha1, p.c1, k1)) * g_token_step(
+                p.alpha2, p.c2, k2, step_tokens
+            )
+    if json_out:
+        _emit_json(out)
+        return
+    con = _console()
+    con.print(f"[dim]Using {p.describe()}.[/dim]")
+    con.print(f"simulated {proc}: {est.mean:.4f} ± {est.stderr:.4f} (n = {est.n}, seed {seed})")
+    con.print(f"closed form {label}: {float(exact):.4f}   z = {out['z']:+.2f}")
+    if "finite_step_model" in out:
+        con.print(
+            f"finite-step model f_sync·g_L (L = {step_tokens}): {out['finite_step_model']:.4f}"
+        )
+
+
+@app.command()
+def theorems(
+    alpha1: Annotated[float, typer.Option("--alpha1", help="Step acceptance rate α1.")],
+    c1: Annotated[float, typer.Option("--c1", help="Draft-step cost ratio c1.")],
+    alpha2: Annotated[float, typer.Option("--alpha2", help="Token acceptance rate α2.")],
+    c2: Annotated[float, typer.Option("--c2", help="Draft-token cost ratio c2.")],
+    budget: Budget = 16,
+    json_out: JsonOut = False,
+) -> None:
+    """Which theorem conditions hold, what they predict, what is actually optimal."""
+    from specmodel.theorems import theorem_report
+
+    report = theorem_report(alpha1, c1, alpha2, c2, budget)
+    data = report.to_dict()
+    if json_out:
+        _emit_json(data)
+        return
+    con = _console()
+    for key, value in data.items():
+        if key == "notes":
+            continue
+        con.print(f"[bold]{key}[/bold]: {json.dumps(value, default=_jsonable)}")
+    for note in data.get("notes", []):
+        con.print(f"• {note}")
+
+
+@app.command()
+def presets(json_out: JsonOut = False) -> None:
+    """List the embedded calibrations."""
+    from specmodel.calibration import DEFAULT_PRESET, list_presets, load_preset
+
+    rows = []
+    for name in list_presets():
+        cal = load_preset(name)
+        rows.append(
+            {
+                "name": name,
+                "default": name == DEFAULT_PRESET,
+                "source": cal.provenance.source,
+                "alpha1": cal.step.alpha1,
+                "c1": cal.step.c1,
+                "alpha2": cal.token.alpha2,
+                "c2": cal.token.c2,
+                "description": cal.provenance.description,
+            }
+        )
+    if json_out:
+        _emit_json(rows)
+        return
+    from rich.table import Table
+
+    t = Table(title="Embedded calibrations")
+    for col in ("name", "source", "α1", "c1", "α2", "c2"):
+        t.add_column(col)
+    for r in rows:
+        t.add_row(
+            r["name"] + (" (default)" if r["default"] else ""),
+            r["source"],
+            f"{r['alpha1']:.4g}",
+            f"{r['c1']:.4g}",
+            f"{r['alpha2']:.4g}",
+            f"{r['c2']:.4g}",
+        )
+    _console().print(t)
+
+
+def _register_optional() -> None:
+    """Commands that live in their own modules (cli/<command>.py)."""
+    import importlib
+
+    for name in ("cli.export", "cli.plot", "cli.compare"):
+        try:
+            mod = importlib.import_module(name)
+        except ImportError:
+            continue
+        mod.register(app)
+
+
+_register_optional()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: run the app; ValueError and usage errors → one line, exit 2."""
+    try:
+        app(args=argv, standalone_mode=False)
+    except (ValueError, FileNotFoundError, ImportError) as e:
+        msg = str(e).splitlines()[0] if str(e) else type(e).__name__
+        sys.stderr.write(f"error: {msg}\n")
+        return 2
+    except Exception as e:
+        # typer vendors click: match its exceptions by shape, not by import path.
+        kind = type(e).__name__
+        if kind == "Exit":
+            return int(getattr(e, "exit_code", 0))
+        if kind == "Abort":
+            sys.stderr.write("Aborted.\n")
+            return 1
+        if hasattr(e, "format_message"):
+            message = e.format_message()
+            if message:
+                sys.stderr.write(f"error: {message}\n")
+            return int(getattr(e, "exit_code", 2) or 2)
+        raise
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
+
+
+def run() -> None:
+    """Console-script entry point."""
+    raise SystemExit(main())
