@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -24,21 +24,21 @@ app = typer.Typer(
 )
 
 
-class ModeChoice(str, Enum):
+class ModeChoice(StrEnum):
     """Lookahead Reasoning algorithm."""
 
     sync = "sync"
     async_ = "async"
 
 
-class MethodChoice(str, Enum):
+class MethodChoice(StrEnum):
     """How the optimizer evaluates configurations."""
 
     closed_form = "closed-form"
     mc = "mc"
 
 
-class ProcessChoice(str, Enum):
+class ProcessChoice(StrEnum):
     """Which process `simulate` runs."""
 
     token = "token"

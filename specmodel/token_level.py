@@ -25,6 +25,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+
 from specmodel.geometric import expected_truncated_run, geometric_sum
 from specmodel.validation import (
     check_cost,
