@@ -1,0 +1,5 @@
+"""``python -m cli`` runs the specmodel command line."""
+
+from cli.main import main
+
+raise SystemExit(main())

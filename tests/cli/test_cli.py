@@ -1,0 +1,122 @@
+"""The command line: fields, overrides, errors as one line with exit code 2."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from cli.main import main
+from specmodel.calibration import DEFAULT_PRESET, load_preset
+from specmodel.optimizer import optimize_budget
+
+
+def run(args: list[str], capsys) -> tuple[int, str, str]:
+    code = main(args)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_optimize_default_json(capsys) -> None:
+    code, out, _ = run(["optimize", "--budget", "16", "--json"], capsys)
+    assert code == 0
+    data = json.loads(out)
+    for key in ("mode", "budget", "k1", "k2", "speedup", "regime", "token_only", "step_only",
+                "calibration", "message"):
+        assert key in data
+    assert data["regime"] in {"hybrid", "token-only", "step-only"}
+    assert data["calibration"]["name"] == DEFAULT_PRESET and data["calibration"]["default"]
+    cal = load_preset(DEFAULT_PRESET)
+    ref = optimize_budget(cal.step.alpha1, cal.step.c1, cal.token.alpha2, cal.token.c2, 16,
+                          "async")
+    assert (data["k1"], data["k2"]) == (ref.k1, ref.k2)
+    assert data["speedup"] == pytest.approx(ref.speedup)
+
+
+def test_optimize_rich_output_says_which_calibration(capsys) -> None:
+    code, out, _ = run(["optimize", "--budget", "16"], capsys)
+    assert code == 0
+    assert DEFAULT_PRESET in out and "embedded default" in out
+    assert "token-only" in out and "step-only" in out
+
+
+def test_direct_parameters_override(capsys) -> None:
+    args = ["optimize", "--budget", "32", "--mode", "sync", "--alpha1", "0.7", "--c1", "0.1",
+            "--alpha2", "0.6", "--c2", "0.05", "--json"]
+    code, out, _ = run(args, capsys)
+    data = json.loads(out)
+    ref = optimize_budget(0.7, 0.1, 0.6, 0.05, 32, "sync")
+    assert code == 0 and (data["k1"], data["k2"]) == (ref.k1, ref.k2)
+    assert data["calibration"]["source"] == "user"
+    assert "theorem3" in data
+    code, out, _ = run(["optimize", "--alpha2", "0.9", "--json"], capsys)
+    data = json.loads(out)
+    assert data["parameters"]["alpha2"] == 0.9 and data["calibration"]["overridden"] == ["alpha2"]
+
+
+def test_monte_carlo_method(capsys) -> None:
+    code, out, _ = run(["optimize", "--method", "mc", "--samples", "100000", "--json"], capsys)
+    data = json.loads(out)
+    assert code == 0 and data["monte_carlo"]["agrees"]
+    assert all(abs(c["z"]) < 4.5 for c in data["monte_carlo"]["candidates"])
+
+
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["optimize", "--alpha1", "1.5"], "alpha1"),
+        (["optimize", "--budget", "0"], "--budget"),
+        (["optimize", "--c2", "-1"], "c2"),
+        (["optimize", "--calibration", "/nonexistent/cal.json"], "does not exist"),
+        (["optimize", "--preset", "nope"], "preset"),
+        (["optimize", "--mode", "fast"], "--mode"),
+        (["simulate", "--k1", "0"], "k1"),
+        (["export", "--engine", "sglang"], "engine"),
+    ],
+)
+def test_bad_input_is_one_line_exit_2(args, needle, capsys) -> None:
+    code, _, err = run(args, capsys)
+    assert code == 2
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert needle in err
+
+
+def test_corrupt_calibration(tmp_path, capsys) -> None:
+    bad = tmp_path / "cal.json"
+    bad.write_text("{not json")
+    code, _, err = run(["optimize", "--calibration", str(bad)], capsys)
+    assert code == 2 and "not valid JSON" in err
+    bad.write_text(json.dumps({"name": "x"}))
+    code, _, err = run(["optimize", "--calibration", str(bad)], capsys)
+    assert code == 2 and "invalid" in err
+
+
+def test_simulate_agrees_with_closed_form(capsys) -> None:
+    for proc in ("token", "sync", "async"):
+        code, out, _ = run(["simulate", "--process", proc, "--samples", "200000", "--json"],
+                           capsys)
+        data = json.loads(out)
+        assert code == 0 and abs(data["z"]) < 4.5, data
+
+
+def test_presets_lists_the_default(capsys) -> None:
+    code, out, _ = run(["presets", "--json"], capsys)
+    rows = json.loads(out)
+    assert code == 0 and any(r["name"] == DEFAULT_PRESET and r["default"] for r in rows)
+
+
+def test_export_writes_file(tmp_path, capsys) -> None:
+    target = tmp_path / "cfg.json"
+    code, _, _ = run(["export", "--budget", "16", "-o", str(target)], capsys)
+    data = json.loads(target.read_text())
+    assert code == 0 and data["engine"] == "vllm"
+    assert data["speculative_config"]["num_speculative_tokens"] == data["prediction"]["k2"] - 1
+    assert data["lookahead_reasoning"]["verifier"] == "judge"  # the default preset's
+
+
+def test_console_script_subprocess_is_quiet_on_error() -> None:
+    proc = subprocess.run([sys.executable, "-m", "cli", "optimize", "--alpha1", "2"],
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
