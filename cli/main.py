@@ -7,7 +7,6 @@ usage error) becomes one line on stderr and exit code 2.
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import Annotated, Any
 
@@ -29,7 +28,6 @@ from cli.common import (
     ProcessChoice,
     _console,
     _emit_json,
-    _jsonable,
 )
 
 app = typer.Typer(
@@ -301,12 +299,17 @@ def theorems(
     if json_out:
         _emit_json(data)
         return
+    from rich.table import Table
+
     con = _console()
-    for key, value in data.items():
-        if key == "notes":
-            continue
-        con.print(f"[bold]{key}[/bold]: {json.dumps(value, default=_jsonable)}")
-    for note in data.get("notes", []):
+    t = Table(title=f"α1={alpha1}, c1={c1}, α2={alpha2}, c2={c2}, M={budget}")
+    for col in ("statement", "in scope", "claims", "actually", "holds"):
+        t.add_column(col)
+    for c in report.checks:
+        verdict = "—" if c.holds is None else ("yes" if c.holds else "[red]NO[/red]")
+        t.add_row(c.name, "yes" if c.in_scope else "no", c.prediction or "—", c.actual, verdict)
+    con.print(t)
+    for note in report.notes:
         con.print(f"• {note}")
 
 
