@@ -120,3 +120,12 @@ def test_console_script_subprocess_is_quiet_on_error() -> None:
     proc = subprocess.run([sys.executable, "-m", "cli", "optimize", "--alpha1", "2"],
                           capture_output=True, text=True, check=False)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
+
+
+def test_compare_names_a_winner(capsys) -> None:
+    code, out, _ = run(["compare", "--alpha-lookahead", "0.425", "--json"], capsys)
+    data = json.loads(out)
+    assert code == 0 and data["winner"] == data["results"][0]["method"]
+    assert "cascade (vertical)" in data["skipped"]
+    code, _, err = run(["compare", "--alpha-prime", "0.8"], capsys)
+    assert code == 2 and "together" in err
