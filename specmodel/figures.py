@@ -1,0 +1,289 @@
+"""Plotly figures of the model (``specmodel plot``).
+
+plotly is imported inside the functions only, so ``import specmodel`` stays
+fast.  Every figure function returns a ``plotly.graph_objects.Figure``;
+:func:`write_figure` writes HTML always and PNG when a static renderer
+(kaleido with a browser) works; :func:`make_all` writes every figure.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from specmodel.step_level import async_knee, async_s1, async_s2, f_async, f_sync
+from specmodel.token_level import g_token, token_speedup_bound
+
+__all__ = [
+    "FIGURES",
+    "async_knee_figure",
+    "budget_landscape_figure",
+    "cascade_ewif_figure",
+    "lookahead_scaling_figure",
+    "make_all",
+    "speedup_vs_draft_length_figure",
+    "write_figure",
+]
+
+DEFAULTS: dict[str, Any] = {
+    "alpha1": 0.63,
+    "c1": 0.2,
+    "alpha2": 0.7,
+    "c2": 0.05,
+    "budget": 16,
+    "mode": "async",
+}
+
+
+def _go() -> Any:
+    import plotly.graph_objects as go
+
+    return go
+
+
+def speedup_vs_draft_length_figure(
+    alpha1: float = 0.63,
+    c1: float = 0.2,
+    alpha2: float = 0.7,
+    c2: float = 0.05,
+    max_k: int = 24,
+) -> Any:
+    """Speedup against parallel positions: token-level g, step-level f, and the hybrid.
+
+    The hybrid curve pairs each k2 with the best k1 for the sync algorithm
+    (no budget), the LR paper's Figure 2 idea: token speculation plateaus at
+    1/(1 − α2), step-level speculation multiplies on top of it.
+    """
+    go = _go()
+    k = np.arange(1, max_k + 1)
+    g = np.asarray(g_token(alpha2, c2, k))
+    fs = np.asarray(f_sync(alpha1, c1, k))
+    fa = np.asarray(f_async(alpha1, c1, k))
+    best_f = float(np.max(np.asarray(f_async(alpha1, c1, np.arange(1, 65)))))
+    fig = go.Figure()
+    fig.add_scatter(x=k, y=g, name="token-level g(k2)", mode="lines+markers")
+    fig.add_scatter(x=k, y=fs, name="step-level f_sync(k1)", mode="lines+markers")
+    fig.add_scatter(x=k, y=fa, name="step-level f_async(k1)", mode="lines+markers")
+    fig.add_scatter(x=k, y=g * best_f, name="hybrid: best f_async × g(k2)", mode="lines+markers")
+    fig.add_hline(
+        y=token_speedup_bound(alpha2),
+        line_dash="dash",
+        annotation_text="token-level bound 1/(1 − α2)",
+    )
+    fig.update_layout(
+        title=f"Speedup vs parallel positions (α1={alpha1}, c1={c1}, α2={alpha2}, c2={c2})",
+        xaxis_title="k = target positions (token: drafts + 1) or steps in parallel (step)",
+        yaxis_title="speedup over target-only decoding",
+    )
+    return fig
+
+
+def budget_landscape_figure(
+    alpha1: float = 0.63,
+    c1: float = 0.2,
+    alpha2: float = 0.7,
+    c2: float = 0.05,
+    budget: int = 16,
+    mode: str = "async",
+) -> Any:
+    """Heatmap of h(k1, k2) over the feasible set, with the optimum and single methods marked."""
+    from specmodel.optimizer import optimize_budget
+
+    go = _go()
+    res = optimize_budget(alpha1, c1, alpha2, c2, budget, mode, landscape=True)
+    land = res.landscape
+    assert land is not None
+    k1max, k2max = int(land.k1.max()), int(land.k2.max())
+    z = np.full((k2max, k1max), np.nan)
+    z[land.k2 - 1, land.k1 - 1] = land.speedup
+    fig = go.Figure(
+        go.Heatmap(
+            x=np.arange(1, k1max + 1),
+            y=np.arange(1, k2max + 1),
+            z=z,
+            colorscale="Viridis",
+            colorbar={"title": "h(k1, k2)"},
+            hovertemplate="k1=%{x}, k2=%{y}: %{z:.3f}x<extra></extra>",
+        )
+    )
+    for label, p, symbol in (
+        ("optimum", res.best, "star"),
+        ("token-only", res.token_only, "circle"),
+        ("step-only", res.step_only, "square"),
+    ):
+        fig.add_scatter(
+            x=[p.k1],
+            y=[p.k2],
+            mode="markers+text",
+            name=f"{label} {p.speedup:.3f}x",
+            text=[label],
+            textposition="top center",
+            marker={"symbol": symbol, "size": 14, "color": "red"},
+        )
+    fig.update_layout(
+        title=f"h(k1, k2) under ParallelDim_f(k1)·k2 ≤ {budget} ({mode}; α1={alpha1}, c1={c1}, "
+        f"α2={alpha2}, c2={c2})",
+        xaxis_title="k1 = target steps in parallel",
+        yaxis_title="k2 = positions per step",
+    )
+    return fig
+
+
+def async_knee_figure(
+    alpha1: float = 0.63, c1_values: tuple[float, ...] = (0.3, 0.15), max_k: int = 14
+) -> Any:
+    """f_async against k1 with S2 continued past the knee and S1; knee at ⌈1/c1⌉."""
+    go = _go()
+    fig = go.Figure()
+    k = np.arange(1, max_k + 1)
+    for c1 in c1_values:
+        knee = async_knee(c1)
+        fig.add_scatter(
+            x=k,
+            y=np.asarray(f_async(alpha1, c1, k)),
+            mode="lines+markers",
+            name=f"f_async, c1={c1}",
+        )
+        fig.add_scatter(
+            x=k,
+            y=np.asarray(async_s2(alpha1, c1, k)),
+            mode="lines",
+            line_dash="dot",
+            name=f"S2 formula past the knee, c1={c1}",
+        )
+        fig.add_hline(y=async_s1(alpha1, c1), line_dash="dash", annotation_text=f"S1, c1={c1}")
+        fig.add_vline(x=knee, line_dash="dash", annotation_text=f"⌈1/c1⌉={knee}")
+        if abs(1 / c1 - round(1 / c1)) > 1e-9:
+            fig.add_vline(
+                x=knee - 1,
+                line_dash="dot",
+                line_color="grey",
+                annotation_text=f"⌊1/c1⌋={knee - 1} (paper's other boundary)",
+            )
+    fig.update_layout(
+        title=f"Async Lookahead Reasoning: the knee at ⌈1/c1⌉ (α1={alpha1})",
+        xaxis_title="k1 = depth limit (target steps in flight at most)",
+        yaxis_title="speedup",
+    )
+    return fig
+
+
+def lookahead_scaling_figure(
+    alpha: float = 0.425, f: float = 3.106, gamma: int = 60, max_log2_b: int = 12
+) -> Any:
+    """Lookahead decoding's step compression S against b (log scale), the paper's Fig. 4(b)."""
+    from specmodel.lookahead_decoding import step_compression_ratio
+
+    go = _go()
+    b = 2 ** np.arange(0, max_log2_b + 1)
+    fig = go.Figure()
+    for g in sorted({4, 8, gamma}):
+        s = [step_compression_ratio(alpha, g, int(x), f) for x in b]
+        fig.add_scatter(x=b, y=s, mode="lines+markers", name=f"γ = N − 1 = {g}")
+    fig.update_xaxes(type="log")
+    fig.update_layout(
+        title=f"Lookahead decoding scaling (α={alpha}, f={f}): S linear in log b",
+        xaxis_title="b = G = W speculations per step",
+        yaxis_title="step compression ratio S",
+    )
+    return fig
+
+
+def cascade_ewif_figure(
+    alpha: float = 0.8,
+    alpha_prime: float = 0.8,
+    c_d1: float = 0.1,
+    c_d2: float = 0.01,
+    n: int = 3,
+    max_k: int = 12,
+) -> Any:
+    """EWIF of plain SD, the vertical cascade and a horizontal cascade against k."""
+    from specmodel.cascade import ewif_horizontal, ewif_speculative, ewif_vertical
+
+    go = _go()
+    k = np.arange(1, max_k + 1)
+    fig = go.Figure()
+    fig.add_scatter(
+        x=k,
+        y=np.asarray(ewif_speculative(alpha, c_d1, k)),
+        mode="lines+markers",
+        name=f"SD with M_d1 (c={c_d1})",
+    )
+    fig.add_scatter(
+        x=k,
+        y=np.asarray(ewif_vertical(alpha, alpha_prime, c_d1, c_d2, k, n)),
+        mode="lines+markers",
+        name=f"vertical cascade (n={n}, α'={alpha_prime})",
+    )
+    horiz = [
+        ewif_horizontal(
+            [alpha] * 2 + [alpha * 0.8] * (int(x) - 2) if x > 2 else [alpha] * int(x),
+            [c_d1] * min(2, int(x)) + [c_d2] * max(0, int(x) - 2),
+        )
+        for x in k
+    ]
+    fig.add_scatter(
+        x=k,
+        y=horiz,
+        mode="lines+markers",
+        name="horizontal cascade (first 2 by M_d1, rest by M_d2 at 0.8α)",
+    )
+    fig.update_layout(
+        title=f"Cascade Speculative Drafting: EWIF (α={alpha}, c_d1={c_d1}, c_d2={c_d2})",
+        xaxis_title="k = draft tokens per call",
+        yaxis_title="EWIF",
+    )
+    return fig
+
+
+FIGURES = {
+    "speedup_vs_draft_length": speedup_vs_draft_length_figure,
+    "budget_landscape": budget_landscape_figure,
+    "async_knee": async_knee_figure,
+    "lookahead_scaling": lookahead_scaling_figure,
+    "cascade_ewif": cascade_ewif_figure,
+}
+"""Name -> figure function."""
+
+
+def write_figure(fig: Any, path_stem: str | Path) -> list[Path]:
+    """Write ``<stem>.html`` (always) and ``<stem>.png`` (when a renderer works)."""
+    stem = Path(path_stem)
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    html = stem.with_suffix(".html")
+    fig.write_html(html, include_plotlyjs="cdn")
+    written = [html]
+    try:
+        png = stem.with_suffix(".png")
+        fig.write_image(png, width=1000, height=600)
+        written.append(png)
+    except Exception:
+        pass
+    return written
+
+
+def make_all(
+    out_dir: str | Path = "figures", which: list[str] | None = None, **params: Any
+) -> list[Path]:
+    """Write the chosen figures (all by default); ``params`` feed the α/c/budget figures."""
+    names = which or list(FIGURES)
+    unknown = [n for n in names if n not in FIGURES]
+    if unknown:
+        raise ValueError(f"which must name figures among {', '.join(FIGURES)}, got {unknown}")
+    p = {**DEFAULTS, **{k: v for k, v in params.items() if v is not None}}
+    written: list[Path] = []
+    for name in names:
+        if name == "speedup_vs_draft_length":
+            fig = speedup_vs_draft_length_figure(p["alpha1"], p["c1"], p["alpha2"], p["c2"])
+        elif name == "budget_landscape":
+            fig = budget_landscape_figure(
+                p["alpha1"], p["c1"], p["alpha2"], p["c2"], p["budget"], p["mode"]
+            )
+        elif name == "async_knee":
+            fig = async_knee_figure(p["alpha1"])
+        else:
+            fig = FIGURES[name]()
+        written += write_figure(fig, Path(out_dir) / name)
+    return written

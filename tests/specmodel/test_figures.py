@@ -1,0 +1,56 @@
+"""Figures carry the model's numbers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("plotly")
+
+from specmodel.figures import (
+    async_knee_figure,
+    budget_landscape_figure,
+    lookahead_scaling_figure,
+    make_all,
+    speedup_vs_draft_length_figure,
+    write_figure,
+)
+from specmodel.lookahead_decoding import step_compression_ratio
+from specmodel.optimizer import optimize_budget
+from specmodel.token_level import g_token
+
+
+def test_speedup_curves_are_the_closed_forms() -> None:
+    fig = speedup_vs_draft_length_figure(0.6, 0.2, 0.7, 0.05, max_k=10)
+    g = next(t for t in fig.data if t.name.startswith("token-level"))
+    assert np.allclose(g.y, g_token(0.7, 0.05, np.arange(1, 11)))
+
+
+def test_landscape_marks_the_optimum() -> None:
+    fig = budget_landscape_figure(0.6, 0.2, 0.7, 0.05, 16, "sync")
+    res = optimize_budget(0.6, 0.2, 0.7, 0.05, 16, "sync")
+    star = next(t for t in fig.data if t.name and t.name.startswith("optimum"))
+    assert (star.x[0], star.y[0]) == (res.k1, res.k2)
+    z = np.asarray(fig.data[0].z, dtype=float)
+    assert np.nanmax(z) == pytest.approx(res.speedup)
+
+
+def test_knee_line_at_ceil() -> None:
+    fig = async_knee_figure(0.6, (0.3,))
+    xs = [s.x0 for s in fig.layout.shapes if s.x0 is not None and s.x0 == s.x1]
+    assert 4 in xs and 3 in xs  # ⌈1/0.3⌉ and the paper's ⌊1/0.3⌋
+
+
+def test_lookahead_curve_values() -> None:
+    fig = lookahead_scaling_figure(0.425, 3.106, 8, 4)
+    tr = next(t for t in fig.data if t.name.endswith("= 8"))
+    assert tr.y[-1] == pytest.approx(step_compression_ratio(0.425, 8, 16, 3.106))
+
+
+def test_write_and_make_all(tmp_path) -> None:
+    paths = write_figure(lookahead_scaling_figure(), tmp_path / "x")
+    assert paths[0].suffix == ".html" and paths[0].stat().st_size > 1000
+    written = make_all(tmp_path, ["async_knee", "cascade_ewif"])
+    assert {p.stem for p in written} == {"async_knee", "cascade_ewif"}
+    with pytest.raises(ValueError, match="which"):
+        make_all(tmp_path, ["nope"])
