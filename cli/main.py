@@ -93,6 +93,7 @@ def optimize(
         "parallel_dim": res.best.parallel_dim,
         "token_only": _point(res.token_only),
         "step_only": _point(res.step_only),
+        "economical": None if res.economical is None else _point(res.economical),
         "parameters": {"alpha1": p.alpha1, "c1": p.c1, "alpha2": p.alpha2, "c2": p.c2},
         "calibration": p.source,
         "method": method.value,
@@ -165,7 +166,10 @@ def _print_optimize(out: dict[str, Any], p: Parameters) -> None:
         str(out["parallel_dim"]),
         f"[bold]{out['speedup']:.3f}x[/bold]",
     )
-    for label, key in (("token-only", "token_only"), ("step-only", "step_only")):
+    rows = [("token-only", "token_only"), ("step-only", "step_only")]
+    if out["economical"] is not None:
+        rows.insert(0, ("leanest within 0.1%", "economical"))
+    for label, key in rows:
         q = out[key]
         t.add_row(label, str(q["k1"]), str(q["k2"]), str(q["parallel_dim"]), f"{q['speedup']:.3f}x")
     con.print(t)

@@ -87,6 +87,9 @@ class OptimizeResult:
     """Why the winning regime wins, in one or two sentences."""
     landscape: Landscape | None = field(default=None, repr=False)
     """All feasible points, when requested."""
+    economical: BudgetPoint | None = None
+    """The point using the least budget whose speedup is within ``economy_rtol`` of the
+    optimum (None when that is the optimum itself)."""
 
     @property
     def regime(self) -> Regime:
@@ -161,6 +164,7 @@ def optimize_budget(
     mode: str = "async",
     *,
     landscape: bool = False,
+    economy_rtol: float = 1e-3,
 ) -> OptimizeResult:
     """Solve max h(k1, k2) s.t. ParallelDim_f(k1)·k2 <= M exactly over integers.
 
@@ -189,12 +193,20 @@ def optimize_budget(
     j = _pick(k1, np.ones_like(k1), f, pd1)
     step_only = BudgetPoint(int(k1[j]), 1, float(f[j]), int(pd1[j]))
 
+    rtol = check_cost("economy_rtol", economy_rtol)
+    land_all = budget_landscape(m, a1, cc1, a2, cc2, budget)
+    ok = land_all.speedup >= best.speedup * (1.0 - rtol)
+    idx = np.flatnonzero(ok)
+    e = int(idx[np.lexsort((land_all.k1[idx], land_all.parallel_dim[idx]))[0]])
+    economical = BudgetPoint(int(land_all.k1[e]), int(land_all.k2[e]),
+                             float(land_all.speedup[e]), int(land_all.parallel_dim[e]))
+    if economical.parallel_dim >= best.parallel_dim:
+        economical = None
     t3 = theorem3_conditions(a1, cc1, a2, cc2, budget) if m == "sync" else None
     t4 = m == "async" and _theorem4_in_scope(a1, cc1, a2, cc2, budget)
     message = _explain(best, token_only, step_only, m, cc1)
-    land = budget_landscape(m, a1, cc1, a2, cc2, budget) if landscape else None
     return OptimizeResult(m, budget, a1, cc1, a2, cc2, best, token_only, step_only, t3, t4,
-                          message, land)
+                          message, land_all if landscape else None, economical)
 
 
 def _explain(best: BudgetPoint, tok: BudgetPoint, step: BudgetPoint, mode: str, c1: float) -> str:

@@ -125,3 +125,14 @@ def test_monte_carlo_method_agrees_with_closed_form(p) -> None:
     assert res.candidates[0].closed_form == pytest.approx(res.closed_form.speedup)
     kinds = {(c.k1 == 1, c.k2 == 1) for c in res.candidates}
     assert (True, False) in kinds or res.closed_form.token_only.k2 == 1
+
+
+def test_economical_point_is_the_leanest_near_optimum() -> None:
+    res = optimize_budget(0.63, 0.34, 0.28, 0.0, 256, "sync", landscape=True)
+    eco = res.economical
+    assert eco is not None and eco.parallel_dim < res.best.parallel_dim
+    assert eco.speedup >= res.speedup * (1 - 1e-3)
+    land = res.landscape
+    near = land.speedup >= res.speedup * (1 - 1e-3)
+    assert eco.parallel_dim == int(land.parallel_dim[near].min())
+    assert optimize_budget(0.6, 0.2, 0.7, 0.05, 16, "sync", economy_rtol=0.0).economical is None

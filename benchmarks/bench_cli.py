@@ -1,0 +1,67 @@
+"""Start-up cost of ``specmodel optimize --budget 16`` and the optimizer from M = 16 to 4096.
+
+The whole process is timed against ``python -c pass`` in the same run
+(interleaved, so machine noise hits both alike); the optimizer is timed in
+process.  Usage: ``python -m benchmarks.bench_cli``.
+"""
+
+from __future__ import annotations
+
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+from benchmarks.harness import best_of, print_table, write_json
+from specmodel.calibration import DEFAULT_PRESET, load_preset
+from specmodel.optimizer import optimize_budget
+
+ROUNDS = 15
+
+
+def _time(cmd: list[str]) -> float:
+    t0 = time.perf_counter()
+    subprocess.run(cmd, check=True, capture_output=True)
+    return time.perf_counter() - t0
+
+
+def main() -> None:
+    exe = shutil.which("specmodel")
+    optimize_cmd = [exe] if exe else [sys.executable, "-m", "cli"]
+    optimize_cmd += ["optimize", "--budget", "16"]
+    baseline = [sys.executable, "-c", "pass"]
+    a, b = [], []
+    for _ in range(ROUNDS):
+        a.append(_time(optimize_cmd))
+        b.append(_time(baseline))
+    ratio = statistics.median(a) / statistics.median(b)
+    print_table(
+        f"whole-process wall time, {ROUNDS} interleaved rounds",
+        ["command", "median s", "best s"],
+        [[" ".join(optimize_cmd[-4:]), statistics.median(a), min(a)],
+         ["python -c pass", statistics.median(b), min(b)],
+         ["ratio (median)", ratio, min(a) / min(b)]],
+    )
+    cal = load_preset(DEFAULT_PRESET)
+    rows, records = [], []
+    for mode in ("sync", "async"):
+        for m in (16, 64, 256, 1024, 4096):
+            t = best_of(lambda m=m, mode=mode: optimize_budget(
+                cal.step.alpha1, cal.step.c1, cal.token.alpha2, cal.token.c2, m, mode),
+                repeat=5, number=20)
+            res = optimize_budget(cal.step.alpha1, cal.step.c1, cal.token.alpha2,
+                                  cal.token.c2, m, mode)
+            rows.append([mode, m, f"{t['best_s'] * 1e3:.3f} ms", res.k1, res.k2,
+                         round(res.speedup, 4)])
+            records.append({"mode": mode, "budget": m, **t, "k1": res.k1, "k2": res.k2,
+                            "speedup": res.speedup})
+    print_table(f"optimize_budget on the default preset ({DEFAULT_PRESET})",
+                ["mode", "M", "best time", "k1", "k2", "speedup"], rows)
+    write_json("cli", {"process": {"optimize_s": a, "python_pass_s": b,
+                                   "median_ratio": ratio},
+                       "optimizer": records})
+
+
+if __name__ == "__main__":
+    main()
