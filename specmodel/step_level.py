@@ -213,9 +213,13 @@ def f_sync_multibranch(
     kk = check_positive_int("k1", k1)
     w = check_positive_int("width", width)
     beta = check_cost("draft_batch_cost", draft_batch_cost)
-    aw = branch_acceptance(a, w) if branch_alpha is None else check_probability(
-        "branch_alpha", branch_alpha
-    )
+    # Work with the rejection probability q = 1 − α_W (exact even when α_W rounds to 1).
+    if branch_alpha is None:
+        q = math.exp(w * math.log1p(-a))
+    else:
+        q = 1.0 - check_probability("branch_alpha", branch_alpha)
+    aw = 1.0 - q
+    expected_steps = 1.0 if kk == 1 else -math.expm1(kk * math.log1p(-q)) / q  # Σ α_W^i
     draft = sum(c * (1.0 + beta * (w**j - 1)) for j in range(1, kk))
-    speedup = float(geometric_sum(aw, kk)) / (1.0 + draft)
+    speedup = expected_steps / (1.0 + draft)
     return MultiBranchSpeedup(speedup, aw, multibranch_parallel_dim(kk, w), draft)
