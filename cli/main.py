@@ -133,6 +133,9 @@ def optimize(
                 for c in mc.candidates
             ],
         }
+    curve = p.cal.batch_cost_curve() if p.cal is not None else None
+    if curve is not None:
+        out["cost_aware"] = _cost_aware(res, curve)
     if res.landscape is not None and landscape:
         lz = res.landscape
         out["landscape"] = {
@@ -145,6 +148,25 @@ def optimize(
         _emit_json(out)
         return
     _print_optimize(out, p)
+
+
+def _cost_aware(res: Any, curve: Any) -> dict[str, Any]:
+    """Price the budget with the calibration's measured T(b)."""
+    from specmodel.batch_cost import optimize_cost_aware, speculation_by_batch_size
+
+    best = optimize_cost_aware(res.mode, res.alpha1, res.c1, res.alpha2, res.c2, res.budget,
+                               curve)
+    rows = speculation_by_batch_size(res.mode, res.alpha1, res.c1, res.alpha2, res.c2,
+                                     res.budget, curve)
+    off = [d.serving_batch for d in rows if not d.pays]
+    return {
+        "best": {"k1": best.k1, "k2": best.k2, "speedup": best.speedup, "width": best.width,
+                 "flat_speedup": best.flat_speedup},
+        "by_batch_size": [{"serving_batch": d.serving_batch, "k1": d.best.k1, "k2": d.best.k2,
+                           "speedup": d.best.speedup, "pays": d.pays,
+                           "token_only_k2": d.token_only.k2} for d in rows],
+        "stops_paying_at": off[0] if off else None,
+    }
 
 
 def _print_optimize(out: dict[str, Any], p: Parameters) -> None:
@@ -185,6 +207,21 @@ def _print_optimize(out: dict[str, Any], p: Parameters) -> None:
     else:
         scope = "inside" if out["theorem4_in_scope"] else "outside"
         con.print(f"Theorem 4 (async, hybrid optimal): parameters are {scope} its conditions.")
+    if "cost_aware" in out:
+        ca = out["cost_aware"]
+        b = ca["best"]
+        con.print(f"Priced by the measured T(b): best (k1={b['k1']}, k2={b['k2']}) "
+                  f"{b['speedup']:.3f}x (the flat-budget model says {b['flat_speedup']:.3f}x).")
+        t2 = Table(title="By serving batch size (concurrent requests)")
+        for col in ("batch", "k1", "k2", "speedup", "pays"):
+            t2.add_column(col, justify="right")
+        for r in ca["by_batch_size"]:
+            t2.add_row(str(r["serving_batch"]), str(r["k1"]), str(r["k2"]),
+                       f"{r['speedup']:.3f}x", "yes" if r["pays"] else "no")
+        con.print(t2)
+        stop = ca["stops_paying_at"]
+        con.print("Speculation pays at every measured batch size." if stop is None else
+                  f"Speculation stops paying at a batch of {stop} requests.")
     if "monte_carlo" in out:
         m = out["monte_carlo"]
         b = m["best"]

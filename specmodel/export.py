@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from specmodel.batch_cost import BatchSizeDecision
+from specmodel.hybrid import regime_of
 from specmodel.optimizer import OptimizeResult
 from specmodel.validation import check_positive_int
 
@@ -149,10 +150,19 @@ def export_vllm(
     if verifier not in ("exact", "embedding", "judge"):
         raise ValueError(f"verifier must be one of exact, embedding, judge, got {verifier!r}")
     notes: list[str] = []
-    k2 = result.k2
+    k1, k2, speedup = result.k1, result.k2, result.speedup
     spec: dict[str, Any] | None = None
     schedule = batch_size_schedule(decisions) if decisions else None
-    top_k = max([k2 - 1] + ([r[2] for r in schedule] if schedule else []))
+    if decisions:
+        # A measured T(b) overrides the flat budget: the decoder runs the priced optimum at
+        # one request, vLLM's K follows the per-batch-size schedule.
+        first = min(decisions, key=lambda d: d.serving_batch).best
+        k1, k2, speedup = first.k1, first.k2, first.speedup
+        notes.append(
+            f"priced by the measured T(b): (k1, k2) = ({k1}, {k2}) at one request; the "
+            f"flat-budget optimum was ({result.k1}, {result.k2})."
+        )
+    top_k = max(r[2] for r in schedule) if schedule else k2 - 1
     if top_k >= 1:
         spec = {"method": drafter.method, "num_speculative_tokens": top_k}
         if drafter.model:
@@ -166,7 +176,7 @@ def export_vllm(
                 "num_speculative_tokens_per_batch_size comes from the calibration's measured "
                 "T(b): K per serving batch size is the token-only optimum priced by T(b)."
             )
-        if top_k != k2 - 1:
+        if not schedule and top_k != k2 - 1:
             notes.append(
                 f"num_speculative_tokens = {top_k} is the schedule's maximum; the flat-budget "
                 f"optimum uses {k2 - 1} draft tokens."
@@ -174,13 +184,14 @@ def export_vllm(
     else:
         notes.append("token-level speculation does not pay here: no speculative_config.")
     lr = LookaheadReasoningSettings(
-        mode=result.mode, k1=result.k1, draft_steps=result.k1 - 1, k2=k2, verifier=verifier
+        mode=result.mode, k1=k1, draft_steps=k1 - 1, k2=k2, verifier=verifier
     )
     prediction = {
-        "speedup": result.speedup,
-        "regime": result.regime,
+        "speedup": speedup,
+        "priced_by_batch_cost": bool(decisions),
+        "regime": regime_of(k1, k2),
         "budget": result.budget,
-        "k1": result.k1,
+        "k1": k1,
         "k2": k2,
         "alpha1": result.alpha1,
         "c1": result.c1,

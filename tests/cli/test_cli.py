@@ -129,3 +129,21 @@ def test_compare_names_a_winner(capsys) -> None:
     assert "cascade (vertical)" in data["skipped"]
     code, _, err = run(["compare", "--alpha-prime", "0.8"], capsys)
     assert code == 2 and "together" in err
+
+
+def test_measured_batch_cost_is_priced(tmp_path, capsys) -> None:
+    from specmodel.calibration import Calibration, save_calibration
+
+    data = load_preset(DEFAULT_PRESET).model_dump(exclude_none=True)
+    data["name"] = "steep"
+    data["provenance"] = {"source": "user", "description": "a CPU-like T(b)"}
+    data["batch_cost"] = {"points": [{"batch": b, "time": t} for b, t in
+                                     [(1, 1.0), (2, 1.3), (4, 2.0), (8, 3.6), (16, 6.8)]]}
+    path = save_calibration(Calibration.model_validate(data), tmp_path / "steep.json")
+    code, out, _ = run(["optimize", "--calibration", str(path), "--json"], capsys)
+    ca = json.loads(out)["cost_aware"]
+    assert code == 0 and ca["best"]["speedup"] < ca["best"]["flat_speedup"]
+    assert ca["stops_paying_at"] == 4
+    code, out, _ = run(["export", "--calibration", str(path)], capsys)
+    sched = json.loads(out)["speculative_config"]
+    assert sched is None or "num_speculative_tokens_per_batch_size" in sched
