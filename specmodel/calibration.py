@@ -47,6 +47,13 @@ TokenMethodName = Literal["ngram", "draft_model", "eagle", "eagle3", "mtp", "suf
 """Token-level drafters (vLLM's method names)."""
 
 
+def _open_unit_interval(cls: type, v: list[float] | None) -> list[float] | None:
+    """Validator: every rate of a per-position acceptance list lies in (0, 1)."""
+    if v is not None and not all(0 < x < 1 for x in v):
+        raise ValueError("every acceptance_by_position entry must lie in (0, 1)")
+    return v
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
@@ -84,12 +91,7 @@ class StepLevel(_Strict):
     samples: int | None = Field(default=None, ge=1)
     """Draft/target step pairs measured."""
 
-    @field_validator("acceptance_by_position")
-    @classmethod
-    def _probabilities(cls, v: list[float] | None) -> list[float] | None:
-        if v is not None and not all(0 < x < 1 for x in v):
-            raise ValueError("every acceptance_by_position entry must lie in (0, 1)")
-        return v
+    _rates = field_validator("acceptance_by_position")(_open_unit_interval)
 
 
 class TokenLevel(_Strict):
@@ -114,12 +116,7 @@ class TokenLevel(_Strict):
     samples: int | None = Field(default=None, ge=1)
     """Draft tokens measured."""
 
-    @field_validator("acceptance_by_position")
-    @classmethod
-    def _probabilities(cls, v: list[float] | None) -> list[float] | None:
-        if v is not None and not all(0 < x < 1 for x in v):
-            raise ValueError("every acceptance_by_position entry must lie in (0, 1)")
-        return v
+    _rates = field_validator("acceptance_by_position")(_open_unit_interval)
 
 
 class BatchCostPoint(_Strict):
