@@ -398,7 +398,7 @@ def _register_optional() -> None:
     """Commands that live in their own modules (cli/<command>.py)."""
     import importlib
 
-    for name in ("cli.export", "cli.plot", "cli.compare", "cli.models"):
+    for name in ("cli.export", "cli.plot", "cli.compare", "cli.models", "cli.profile"):
         try:
             mod = importlib.import_module(name)
         except ImportError:

@@ -261,6 +261,8 @@ class VLLMEngine:
                 f"model {model} will not load in vLLM: {type(e).__name__}: {e}"
             ) from e
         self.tokenizer = self.llm.get_tokenizer()
+        self.sampling_params = SamplingParams
+        """vLLM's SamplingParams class (for callers that build their own requests)."""
         self.speculation = speculation
         self.max_model_len = max_model_len
 

@@ -1,0 +1,126 @@
+"""Measure the target's batch cost curve T(b): time per decode step as the batch widens.
+
+Each width b decodes exactly ``tokens`` new tokens for b copies of one prompt
+(no early stop), ``repeats`` times after one warm-up, and records the time per
+decode step (seconds / tokens) with its standard error.  On a CPU T(b) grows
+from b = 1; on a GPU it stays nearly flat until the device saturates.  The
+result slots into a calibration's ``batch_cost`` (see specmodel.calibration).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = ["BatchTiming", "measure_batch_cost", "batch_cost_section"]
+
+
+@dataclass(frozen=True)
+class BatchTiming:
+    """T(b) at one width."""
+
+    batch: int
+    """Batch width b."""
+    seconds_per_step: float
+    """Mean time of one decode step for the whole batch."""
+    stderr: float
+    """Standard error of the mean over repeats."""
+    repeats: int
+    """Timed repeats (after one warm-up)."""
+
+
+def _hf_decoder(model: str | Path, threads: int) -> Callable[[str, int, int], float]:
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    torch.set_num_threads(threads)
+    tok = AutoTokenizer.from_pretrained(model, trust_remote_code=False)
+    lm = AutoModelForCausalLM.from_pretrained(
+        model, dtype=torch.float32, trust_remote_code=False
+    ).eval()
+    if tok.pad_token is None:
+        tok.pad_token = tok.eos_token
+
+    def decode(prompt: str, batch: int, tokens: int) -> float:
+        ids = tok([prompt] * batch, return_tensors="pt").input_ids
+        t0 = time.perf_counter()
+        with torch.inference_mode():
+            lm.generate(
+                ids,
+                attention_mask=torch.ones_like(ids),
+                max_new_tokens=tokens,
+                min_new_tokens=tokens,
+                do_sample=False,
+                pad_token_id=tok.pad_token_id,
+            )
+        return time.perf_counter() - t0
+
+    return decode
+
+
+def _vllm_decoder(model: str | Path, max_model_len: int) -> Callable[[str, int, int], float]:
+    from profiler.engines import VLLMEngine
+
+    engine = VLLMEngine(model, max_model_len=max_model_len)
+    sampling = engine.sampling_params
+
+    def decode(prompt: str, batch: int, tokens: int) -> float:
+        params = sampling(temperature=0.0, max_tokens=tokens, min_tokens=tokens, ignore_eos=True)
+        t0 = time.perf_counter()
+        engine.llm.generate([prompt] * batch, params, use_tqdm=False)
+        return time.perf_counter() - t0
+
+    return decode
+
+
+def measure_batch_cost(
+    model: str | Path,
+    *,
+    engine: str = "transformers",
+    widths: Sequence[int] = (1, 2, 4, 8, 16),
+    tokens: int = 16,
+    repeats: int = 3,
+    prompt: str = "Question: Tom has 3 apples and buys 4 more. How many apples?\nAnswer:",
+    threads: int = 1,
+    max_model_len: int = 1024,
+    progress: Callable[[str], None] | None = None,
+) -> list[BatchTiming]:
+    """T(b) for each width, by timing real decoding on ``engine``."""
+    if engine not in ("transformers", "vllm"):
+        raise ValueError(f"engine must be 'transformers' or 'vllm', got {engine!r}")
+    if tokens < 2 or repeats < 1:
+        raise ValueError(f"tokens must be >= 2 and repeats >= 1, got {tokens}, {repeats}")
+    ws = sorted({int(w) for w in widths})
+    if not ws or ws[0] < 1:
+        raise ValueError(f"widths must be integers >= 1, got {list(widths)}")
+    decode = (
+        _hf_decoder(model, threads)
+        if engine == "transformers"
+        else _vllm_decoder(model, max_model_len)
+    )
+    say = progress or (lambda _m: None)
+    decode(prompt, ws[0], tokens)  # warm-up
+    out = []
+    for w in ws:
+        decode(prompt, w, 2)  # warm this width's shapes
+        times = [decode(prompt, w, tokens) / tokens for _ in range(repeats)]
+        se = statistics.stdev(times) / math.sqrt(len(times)) if len(times) > 1 else 0.0
+        out.append(BatchTiming(w, statistics.fmean(times), se, len(times)))
+        say(f"b={w}: {out[-1].seconds_per_step * 1e3:.1f} ms/step ± {se * 1e3:.1f}")
+    return out
+
+
+def batch_cost_section(timings: Sequence[BatchTiming]) -> dict[str, Any]:
+    """The calibration's ``batch_cost`` object for these timings."""
+    return {
+        "points": [
+            {"batch": t.batch, "time": t.seconds_per_step, "stderr": t.stderr, "n": t.repeats}
+            for t in timings
+        ],
+        "unit": "s/step",
+    }
