@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
 import pytest
@@ -72,13 +71,11 @@ def test_budget_one_is_autoregressive() -> None:
     assert (res.k1, res.k2, res.speedup, res.regime) == (1, 1, 1.0, "none")
 
 
-def test_large_budget_is_finite_and_fast() -> None:
-    t0 = time.perf_counter()
+def test_large_budget_stays_finite() -> None:
     res = optimize_budget(0.8, 0.05, 0.8, 0.02, 4096, "sync", landscape=True)
-    elapsed = time.perf_counter() - t0
     assert math.isfinite(res.speedup) and res.regime == "hybrid"
     assert res.landscape is not None and res.landscape.k1.size > 4096
-    assert elapsed < 5.0  # a loose sanity bound; benchmarks/ measures the real cost
+    assert np.all(np.isfinite(res.landscape.speedup))  # benchmarks/ measures the cost
 
 
 def test_result_reports_theorem_status() -> None:
