@@ -58,6 +58,78 @@ def batch_cost(
     con.print(f"wrote {output}")
 
 
+@profile_app.command("steps")
+def steps(
+    target: Annotated[str, typer.Option(help="Target model: pack name or local folder.")],
+    draft: Annotated[str, typer.Option(help="Draft model: pack name or local folder.")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Calibration file to write.")],
+    record: Annotated[
+        Path | None, typer.Option(help="JSONL record of every pair (default: OUTPUT.pairs.jsonl).")
+    ] = None,
+    verifier: Annotated[str, typer.Option(help="exact, embedding or judge.")] = "embedding",
+    threshold: Annotated[float, typer.Option(help="embedding: cosine threshold.")] = 0.9,
+    judge_model: Annotated[str, typer.Option(help="judge: model.")] = "qwen2.5-coder-0.5b",
+    problems: Annotated[int, typer.Option(help="gsm_symbolic problems.")] = 8,
+    seed: Annotated[int, typer.Option(help="Problem seed.")] = 0,
+    steps_per_problem: Annotated[int, typer.Option(help="Target steps per problem.")] = 4,
+    max_step_tokens: Annotated[int, typer.Option(help="Token cap per step.")] = 48,
+    threads: Annotated[int, typer.Option(help="CPU threads per model.")] = 1,
+    resume: Annotated[bool, typer.Option(help="Continue an interrupted run.")] = False,
+    calibration: CalibrationOpt = None,
+    preset: PresetOpt = None,
+) -> None:
+    """Measure α1, c1, the verifier's cost and step lengths; write them into a calibration."""
+    from profiler.engines import HFEngine
+    from profiler.packs import resolve_model
+    from profiler.problems import load_problems
+    from profiler.step_profile import profile_steps, summarize
+    from profiler.verifiers import EmbeddingVerifier, ExactMatch, JudgeVerifier
+    from specmodel.calibration import Calibration, resolve_calibration, save_calibration
+
+    base = resolve_calibration(calibration, preset)
+    if verifier == "exact":
+        ver: object = ExactMatch()
+    elif verifier == "embedding":
+        ver = EmbeddingVerifier(resolve_model("minilm-l6-v2"), threshold=threshold,
+                                threads=threads)
+    elif verifier == "judge":
+        ver = JudgeVerifier(resolve_model(judge_model), threads=threads)
+    else:
+        raise ValueError(f"verifier must be exact, embedding or judge, got {verifier!r}")
+    con = _console()
+    tgt = HFEngine(resolve_model(target), threads=threads)
+    drf = HFEngine(resolve_model(draft), threads=threads)
+    rec = record or output.with_suffix(".pairs.jsonl")
+    pairs = profile_steps(tgt, drf, ver, load_problems(problems, seed), rec,
+                          steps_per_problem=steps_per_problem, max_step_tokens=max_step_tokens,
+                          resume=resume, progress=lambda m: con.print(f"[dim]{m}[/dim]"))
+    summary = summarize(pairs)
+    data = base.model_dump(exclude_none=True)
+    data["name"] = f"measured-{Path(str(target)).name}-{Path(str(draft)).name}"
+    data["step"] = summary.step_section(ver.name)
+    prov = data["provenance"]
+    prov["description"] = (
+        f"step: measured by `specmodel profile steps` (transformers, greedy, {threads} "
+        f"thread(s)) on {summary.pairs} target/draft step pairs from {problems} gsm_symbolic "
+        f"problems (seed {seed}); alpha1 = ({summary.accepted} + 0.5)/({summary.pairs} + 1), "
+        f"Wilson 95% CI of the raw rate {summary.alpha1_ci95[0]:.3f}-{summary.alpha1_ci95[1]:.3f}; "
+        f"c1 = {summary.c1:.4f} +/- {summary.c1_stderr:.4f}. token: from {base.name} "
+        f"({base.provenance.source}), not measured in this run. " + prov["description"]
+    )
+    prov["source"] = "measured" if base.provenance.source == "measured" else prov["source"]
+    prov["models"] = {"target": target, "draft": draft, "verifier": ver.name}
+    prov["engine"] = "transformers"
+    prov["date"] = datetime.now(UTC).date().isoformat()
+    prov.setdefault("settings", {})["steps"] = {
+        "problems": problems, "seed": seed, "steps_per_problem": steps_per_problem,
+        "max_step_tokens": max_step_tokens, "threads": threads, "record": str(rec),
+        "machine": f"{platform.machine()} {platform.processor() or ''}".strip(),
+    }
+    save_calibration(Calibration.model_validate(data), output)
+    con.print(f"α1 = {summary.alpha1:.3f} (raw {summary.accepted}/{summary.pairs}), "
+              f"c1 = {summary.c1:.3f} ± {summary.c1_stderr:.3f}; wrote {output}")
+
+
 def register(app: typer.Typer) -> None:
     """Add ``profile`` to the app."""
     app.add_typer(profile_app, name="profile")
