@@ -130,6 +130,55 @@ def steps(
               f"c1 = {summary.c1:.3f} ± {summary.c1_stderr:.3f}; wrote {output}")
 
 
+@profile_app.command("tokens")
+def tokens(
+    model: Annotated[str, typer.Option(help="Target model: pack name or local folder.")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Calibration file to write.")],
+    problems: Annotated[int, typer.Option(help="gsm_symbolic problems used as prompts.")] = 8,
+    seed: Annotated[int, typer.Option(help="Problem seed.")] = 0,
+    max_tokens: Annotated[int, typer.Option(help="Tokens decoded per prompt.")] = 96,
+    num_speculative_tokens: Annotated[int, typer.Option(help="γ, draft tokens.")] = 4,
+    prompt_lookup_min: Annotated[int, typer.Option(help="n-gram: shortest match.")] = 1,
+    prompt_lookup_max: Annotated[int, typer.Option(help="n-gram: longest match.")] = 3,
+    calibration: CalibrationOpt = None,
+    preset: PresetOpt = None,
+) -> None:
+    """Measure n-gram speculation on vLLM (α2, by position, effective c2) into a calibration."""
+    import json
+
+    from profiler.packs import resolve_model
+    from profiler.problems import format_prompt, load_problems
+    from profiler.token_profile import measure_token_speculation
+    from specmodel.calibration import Calibration, resolve_calibration, save_calibration
+
+    base = resolve_calibration(calibration, preset)
+    prompts = [format_prompt(p) for p in load_problems(problems, seed)]
+    summary, record = measure_token_speculation(
+        str(resolve_model(model)), prompts, gamma=num_speculative_tokens,
+        prompt_lookup_min=prompt_lookup_min, prompt_lookup_max=prompt_lookup_max,
+        max_tokens=max_tokens)
+    if not all(record["outputs_identical"]):
+        raise ValueError("speculative and plain greedy outputs differ: the engine is not lossless")
+    data = base.model_dump(exclude_none=True)
+    data["name"] = f"{base.name}+tokens-{Path(model).name}"
+    data["token"] = summary.token_section(prompt_lookup_min, prompt_lookup_max)
+    prov = data["provenance"]
+    prov["description"] = (
+        f"token: measured by `specmodel profile tokens` on {model} with vLLM n-gram "
+        f"speculation (γ = {num_speculative_tokens}, lookup {prompt_lookup_min}-"
+        f"{prompt_lookup_max}) over {len(prompts)} gsm_symbolic prompts x {max_tokens} tokens: "
+        f"{summary.accepted_tokens}/{summary.draft_tokens} draft tokens accepted in "
+        f"{summary.drafts} drafts; alpha2 = {summary.alpha2:.4f} (i.i.d. fit), per position "
+        f"{[round(r, 3) for r in summary.conditional_acceptance]}; measured speedup "
+        f"{summary.speedup:.3f}x gives the effective c2 = {summary.c2:.4f}. " + prov["description"]
+    )
+    prov["date"] = datetime.now(UTC).date().isoformat()
+    prov.setdefault("settings", {})["tokens"] = json.loads(json.dumps(record))
+    save_calibration(Calibration.model_validate(data), output)
+    _console().print(f"α2 = {summary.alpha2:.3f}, speedup {summary.speedup:.3f}x, "
+                     f"c2 = {summary.c2:.3f}; wrote {output}")
+
+
 def register(app: typer.Typer) -> None:
     """Add ``profile`` to the app."""
     app.add_typer(profile_app, name="profile")

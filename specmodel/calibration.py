@@ -99,8 +99,9 @@ class TokenLevel(_Strict):
 
     alpha2: float = Field(gt=0, lt=1)
     """Per-token acceptance rate (i.i.d. model)."""
-    c2: float = Field(ge=0, lt=1)
-    """Cost of one draft token in units of one target forward pass (≈ 0 for n-gram)."""
+    c2: float = Field(ge=0)
+    """Cost of one draft token in units of one target forward pass (≈ 0 for n-gram lookup on
+    a GPU; a measured effective c2 can exceed 1 where verifying more positions is not free)."""
     method: TokenMethodName = "ngram"
     """How token drafts are made."""
     acceptance_by_position: list[float] | None = None

