@@ -74,6 +74,9 @@ def steps(
     steps_per_problem: Annotated[int, typer.Option(help="Target steps per problem.")] = 4,
     max_step_tokens: Annotated[int, typer.Option(help="Token cap per step.")] = 48,
     threads: Annotated[int, typer.Option(help="CPU threads per model.")] = 1,
+    delimiter: Annotated[
+        str, typer.Option(help="Text that ends a step (escapes like \\n are decoded).")
+    ] = "\\n\\n",
     resume: Annotated[bool, typer.Option(help="Continue an interrupted run.")] = False,
     calibration: CalibrationOpt = None,
     preset: PresetOpt = None,
@@ -97,8 +100,9 @@ def steps(
     else:
         raise ValueError(f"verifier must be exact, embedding or judge, got {verifier!r}")
     con = _console()
-    tgt = HFEngine(resolve_model(target), threads=threads)
-    drf = HFEngine(resolve_model(draft), threads=threads)
+    delim = delimiter.encode().decode("unicode_escape")
+    tgt = HFEngine(resolve_model(target), threads=threads, delimiter=delim)
+    drf = HFEngine(resolve_model(draft), threads=threads, delimiter=delim)
     rec = record or output.with_suffix(".pairs.jsonl")
     pairs = profile_steps(tgt, drf, ver, load_problems(problems, seed), rec,
                           steps_per_problem=steps_per_problem, max_step_tokens=max_step_tokens,
@@ -123,6 +127,7 @@ def steps(
     prov.setdefault("settings", {})["steps"] = {
         "problems": problems, "seed": seed, "steps_per_problem": steps_per_problem,
         "max_step_tokens": max_step_tokens, "threads": threads, "record": str(rec),
+        "delimiter": delim,
         "machine": f"{platform.machine()} {platform.processor() or ''}".strip(),
     }
     save_calibration(Calibration.model_validate(data), output)

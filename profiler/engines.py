@@ -123,6 +123,7 @@ class HFEngine:
         threads: int = 1,
         speculation: TokenSpeculation | None = None,
         max_context: int = 4096,
+        delimiter: str = STEP_DELIMITER,
     ) -> None:
         try:
             import torch
@@ -131,6 +132,9 @@ class HFEngine:
             raise EngineError(f"transformers engine not installed: {e}") from e
         if threads < 1:
             raise ValueError(f"threads must be >= 1, got {threads}")
+        if not delimiter:
+            raise ValueError("delimiter must be a non-empty string")
+        self.delimiter = delimiter
         torch.set_num_threads(threads)
         self._torch = torch
         path = Path(model)
@@ -169,7 +173,7 @@ class HFEngine:
         kwargs: dict[str, Any] = {
             "max_new_tokens": max_tokens,
             "do_sample": False,
-            "stop_strings": [STEP_DELIMITER],
+            "stop_strings": [self.delimiter],
             "tokenizer": self.tokenizer,
             "pad_token_id": self.tokenizer.pad_token_id,
         }
@@ -202,7 +206,7 @@ class HFEngine:
         for row in rows:
             ids = [t for t in row if t != pad or t == eos]
             text = self.tokenizer.decode(ids, skip_special_tokens=True)
-            step, found = cut_at_step(text)
+            step, found = cut_at_step(text, self.delimiter)
             tokens = self.count_tokens(step) if found else len(ids)
             ended = found or (eos in ids) or len(ids) < cap
             outputs.append(StepOutput(step, tokens, "stop" if ended else "length"))
@@ -223,7 +227,11 @@ class VLLMEngine:
         speculation: TokenSpeculation | None = None,
         threads: int | None = None,
         kv_cache_gib: int = 1,
+        delimiter: str = STEP_DELIMITER,
     ) -> None:
+        if not delimiter:
+            raise ValueError("delimiter must be a non-empty string")
+        self.delimiter = delimiter
         if threads is not None:
             os.environ.setdefault("OMP_NUM_THREADS", str(threads))
         os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
@@ -294,7 +302,7 @@ class VLLMEngine:
                     f"prompt of {n} tokens + {cap} new exceeds max_model_len {self.max_model_len}"
                 )
         params = self._sampling(
-            temperature=0.0, max_tokens=cap, stop=[STEP_DELIMITER], include_stop_str_in_output=True
+            temperature=0.0, max_tokens=cap, stop=[self.delimiter], include_stop_str_in_output=True
         )
         t0 = time.perf_counter()
         results = self.llm.generate(prompts, params, use_tqdm=False)

@@ -65,3 +65,13 @@ def test_bad_model_is_a_clear_error(tmp_path) -> None:
     (tmp_path / "config.json").write_text("{}")
     with pytest.raises(EngineError, match="will not load"):
         HFEngine(tmp_path)
+
+
+def test_step_delimiter_is_configurable(smollm_path) -> None:
+    engine = HFEngine(smollm_path, threads=2, delimiter="\n")
+    batch = engine.generate_steps(PROMPTS, 24)
+    for out in batch.outputs:
+        assert out.finished == "length" or out.text.endswith("\n")
+        assert "\n" not in out.text[:-1]
+    with pytest.raises(ValueError, match="delimiter"):
+        HFEngine(smollm_path, delimiter="")
