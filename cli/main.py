@@ -310,6 +310,13 @@ def simulate(
             out["finite_step_model"] = float(f_sync(p.alpha1, p.c1, k1)) * g_token_step(
                 p.alpha2, p.c2, k2, step_tokens
             )
+        out["note"] = (
+            f"the closed form is the endless-step product f·g; the simulation has steps of "
+            f"{step_tokens} tokens"
+            + (" and a sync batch that waits for its slowest step" if mode.value == "sync"
+               else "")
+            + ", so z measures the product form's model error, not only noise."
+        )
     if json_out:
         _emit_json(out)
         return
@@ -321,6 +328,8 @@ def simulate(
         con.print(
             f"finite-step model f_sync·g_L (L = {step_tokens}): {out['finite_step_model']:.4f}"
         )
+    if "note" in out:
+        con.print(f"[dim]Note: {out['note']}[/dim]")
 
 
 @app.command()

@@ -239,12 +239,21 @@ def save_calibration(cal: Calibration, path: str | Path) -> Path:
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(cal.model_dump_json(indent=2, exclude_none=True) + "\n")
+        # mkstemp creates the file 0600; give it the mode an ordinary write would have.
+        os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, p)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
     return p
+
+
+def _umask() -> int:
+    """The process's umask (read by setting it and restoring it)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def _preset_dir() -> Any:

@@ -147,3 +147,73 @@ def test_measured_batch_cost_is_priced(tmp_path, capsys) -> None:
     code, out, _ = run(["export", "--calibration", str(path)], capsys)
     sched = json.loads(out)["speculative_config"]
     assert sched is None or "num_speculative_tokens_per_batch_size" in sched
+
+
+def test_theorems_json_has_the_report(capsys) -> None:
+    args = ["theorems", "--alpha1", "0.7", "--c1", "0.2", "--alpha2", "0.7", "--c2", "0.1",
+            "--budget", "16", "--json"]
+    code, out, _ = run(args, capsys)
+    data = json.loads(out)
+    assert code == 0
+    assert (data["alpha1"], data["c1"], data["alpha2"], data["c2"], data["budget"]) == (
+        0.7, 0.2, 0.7, 0.1, 16)
+    checks = {c["name"]: c for c in data["checks"]}
+    # Inside both theorems' conditions: each is in scope, predicts hybrid and holds.
+    for name in ("Theorem 3 (sync)", "Theorem 4 (async)"):
+        assert checks[name]["in_scope"] and checks[name]["prediction"] == "hybrid"
+        assert checks[name]["holds"] is True
+    ref = optimize_budget(0.7, 0.2, 0.7, 0.1, 16, "async")
+    assert f"k1={ref.k1}, k2={ref.k2}" in checks["Theorem 4 (async)"]["actual"]
+    assert isinstance(data["notes"], list) and data["notes"]
+
+
+def test_theorems_rich_prints_notes_and_rejects_bad_input(capsys) -> None:
+    code, out, _ = run(["theorems", "--alpha1", "0.63", "--c1", "0.34", "--alpha2", "0.28",
+                        "--c2", "0", "--budget", "16"], capsys)
+    assert code == 0 and "Theorem 4 (async)" in out and "•" in out
+    code, _, err = run(["theorems", "--alpha1", "0", "--c1", "0.3", "--alpha2", "0.5",
+                        "--c2", "0.1"], capsys)
+    assert code == 2 and "alpha1" in err and "Traceback" not in err
+
+
+def test_optimize_rich_reports_sync_theorem3_and_the_optimum(capsys) -> None:
+    ref = optimize_budget(0.7, 0.1, 0.6, 0.05, 16, "sync")
+    code, out, _ = run(["optimize", "--mode", "sync", "--alpha1", "0.7", "--c1", "0.1",
+                        "--alpha2", "0.6", "--c2", "0.05"], capsys)
+    assert code == 0 and "command line" in out and "embedded default" not in out
+    assert "Theorem 3 (sync)" in out and f"{ref.speedup:.3f}x" in out
+    assert ref.message.split(":")[0] in out
+
+
+def test_calibration_and_preset_are_exclusive(tmp_path, capsys) -> None:
+    code, _, err = run(["optimize", "--calibration", str(tmp_path / "a.json"),
+                        "--preset", DEFAULT_PRESET], capsys)
+    assert code == 2 and "exclusive" in err
+
+
+def test_preset_option_selects_another_calibration(capsys) -> None:
+    code, out, _ = run(["optimize", "--preset", "lr-paper-gsm8k-qwen3", "--json"], capsys)
+    data = json.loads(out)
+    cal = load_preset("lr-paper-gsm8k-qwen3")
+    assert code == 0 and data["calibration"]["name"] == "lr-paper-gsm8k-qwen3"
+    assert not data["calibration"]["default"] and data["calibration"]["source"] == "paper"
+    assert data["parameters"] == {"alpha1": cal.step.alpha1, "c1": cal.step.c1,
+                                  "alpha2": cal.token.alpha2, "c2": cal.token.c2}
+
+
+def test_simulate_hybrid_explains_the_gap(capsys) -> None:
+    code, out, _ = run(["simulate", "--process", "hybrid", "--mode", "sync", "--samples",
+                        "20000", "--json"], capsys)
+    data = json.loads(out)
+    # Finite steps and a batch that waits for its slowest step only lose speed.
+    assert code == 0 and data["simulated"] < data["closed_form"]
+    assert data["simulated"] < data["finite_step_model"] < data["closed_form"]
+    assert "model error" in data["note"]
+
+
+def test_presets_rich_marks_the_default(capsys) -> None:
+    from specmodel.calibration import list_presets
+
+    code, out, _ = run(["presets"], capsys)
+    assert code == 0 and f"{DEFAULT_PRESET} (default)" in out
+    assert all(name in out for name in list_presets())
