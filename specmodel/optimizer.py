@@ -112,6 +112,21 @@ class OptimizeResult:
         return self.best.speedup
 
 
+def _checked(
+    mode: str, alpha1: float, c1: float, alpha2: float, c2: float, M: int
+) -> tuple[str, float, float, float, float, int]:
+    """Validated (mode, α1, c1, α2, c2, M); async needs c1 > 0."""
+    m = check_mode(mode)
+    return (
+        m,
+        check_probability("alpha1", alpha1),
+        check_cost("c1", c1, positive=m == "async"),
+        check_probability("alpha2", alpha2),
+        check_cost("c2", c2),
+        check_budget("M", M),
+    )
+
+
 def _k1_range(mode: str, c1: float, M: int) -> np.ndarray:
     top = M if mode == "sync" else min(M, async_knee(c1))
     return np.arange(1, top + 1, dtype=np.int64)
@@ -137,12 +152,7 @@ def budget_landscape(
     mode: str, alpha1: float, c1: float, alpha2: float, c2: float, M: int
 ) -> Landscape:
     """Every (k1, k2) with ParallelDim_f(k1)·k2 <= M and its speedup (O(M log M) points)."""
-    m = check_mode(mode)
-    a1 = check_probability("alpha1", alpha1)
-    a2 = check_probability("alpha2", alpha2)
-    cc1 = check_cost("c1", c1, positive=m == "async")
-    cc2 = check_cost("c2", c2)
-    budget = check_budget("M", M)
+    m, a1, cc1, a2, cc2, budget = _checked(mode, alpha1, c1, alpha2, c2, M)
     k1 = _k1_range(m, cc1, budget)
     pd1 = np.asarray(parallel_dim_f(m, cc1, k1))
     caps = budget // pd1
@@ -172,12 +182,8 @@ def optimize_budget(
     points for comparison, the theorem conditions for these parameters, and the
     whole landscape when ``landscape=True``.
     """
-    m = check_mode(mode)
-    a1 = check_probability("alpha1", alpha1)
-    a2 = check_probability("alpha2", alpha2)
-    cc1 = check_cost("c1", c1, positive=m == "async")
-    cc2 = check_cost("c2", c2)
-    budget = check_budget("M", M)
+    m, a1, cc1, a2, cc2, budget = _checked(mode, alpha1, c1, alpha2, c2, M)
+    rtol = check_cost("economy_rtol", economy_rtol)
 
     k1 = _k1_range(m, cc1, budget)
     pd1 = np.asarray(parallel_dim_f(m, cc1, k1))
@@ -193,20 +199,57 @@ def optimize_budget(
     j = _pick(k1, np.ones_like(k1), f, pd1)
     step_only = BudgetPoint(int(k1[j]), 1, float(f[j]), int(pd1[j]))
 
-    rtol = check_cost("economy_rtol", economy_rtol)
-    land_all = budget_landscape(m, a1, cc1, a2, cc2, budget)
-    ok = land_all.speedup >= best.speedup * (1.0 - rtol)
-    idx = np.flatnonzero(ok)
-    e = int(idx[np.lexsort((land_all.k1[idx], land_all.parallel_dim[idx]))[0]])
-    economical = BudgetPoint(int(land_all.k1[e]), int(land_all.k2[e]),
-                             float(land_all.speedup[e]), int(land_all.parallel_dim[e]))
+    economical = _leanest_near(k1, pd1, k2, f, a2, cc2, best.speedup * (1.0 - rtol))
+    if economical is None:  # rounding made the shortcut ambiguous: search every point
+        economical = _leanest_in(budget_landscape(m, a1, cc1, a2, cc2, budget),
+                                 best.speedup * (1.0 - rtol))
     if economical.parallel_dim >= best.parallel_dim:
         economical = None
     t3 = theorem3_conditions(a1, cc1, a2, cc2, budget) if m == "sync" else None
     t4 = m == "async" and _theorem4_in_scope(a1, cc1, a2, cc2, budget)
     message = _explain(best, token_only, step_only, m, cc1)
+    land = budget_landscape(m, a1, cc1, a2, cc2, budget) if landscape else None
     return OptimizeResult(m, budget, a1, cc1, a2, cc2, best, token_only, step_only, t3, t4,
-                          message, land_all if landscape else None, economical)
+                          message, land, economical)
+
+
+def _leanest_in(land: Landscape, threshold: float) -> BudgetPoint:
+    """Least-budget point of a landscape with speedup >= threshold (ties: fewer steps)."""
+    idx = np.flatnonzero(land.speedup >= threshold)
+    e = int(idx[np.lexsort((land.k1[idx], land.parallel_dim[idx]))[0]])
+    return BudgetPoint(int(land.k1[e]), int(land.k2[e]), float(land.speedup[e]),
+                       int(land.parallel_dim[e]))
+
+
+def _leanest_near(
+    k1: np.ndarray,
+    pd1: np.ndarray,
+    best_k2: np.ndarray,
+    f: np.ndarray,
+    alpha2: float,
+    c2: float,
+    threshold: float,
+) -> BudgetPoint | None:
+    """:func:`_leanest_in` without the landscape, in O(M).
+
+    g increases up to its optimum (Lemma 3), so for each k1 the leanest k2 reaching
+    the threshold is the first k2 <= best_k2(k1) with f(k1)·g(k2) >= threshold: a
+    binary search on the running maximum of g.  Returns None when floating-point
+    rounding leaves the first such k2 in doubt; the caller then searches every point.
+    """
+    top = int(best_k2.max())
+    g = np.asarray(g_token(alpha2, c2, np.arange(1, top + 1, dtype=np.int64)))
+    run = np.maximum.accumulate(g)
+    i = np.minimum(np.searchsorted(run, threshold / f, side="left"), best_k2 - 1)
+    ok = f * g[i] >= threshold
+    first = (i == 0) | (f * run[np.maximum(i - 1, 0)] < threshold)
+    if not np.all(first[ok]) or np.any((~ok) & (f * run[best_k2 - 1] >= threshold)):
+        return None
+    k2 = i[ok] + 1
+    pd = pd1[ok] * k2
+    speed = f[ok] * g[i[ok]]
+    e = int(np.lexsort((k1[ok], pd))[0])
+    return BudgetPoint(int(k1[ok][e]), int(k2[e]), float(speed[e]), int(pd[e]))
 
 
 def _explain(best: BudgetPoint, tok: BudgetPoint, step: BudgetPoint, mode: str, c1: float) -> str:
