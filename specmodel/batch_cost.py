@@ -27,7 +27,7 @@ With a flat curve (τ ≡ 1) every formula reduces exactly to f(k1)·g(k2).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -130,21 +130,41 @@ def cost_aware_speedup(
     cc2 = check_cost("c2", c2)
     kk1 = check_positive_int("k1", k1)
     kk2 = check_positive_int("k2", k2)
-    e2, draft_tok = _token_terms(a2, cc2, kk2)
-    t_draft = cc1 * (1.0 + draft_tok) / e2
+    bb = check_positive_int("serving_batch", serving_batch)
+    return _priced(m, a1, cc1, a2, cc2, kk1, kk2, curve, bb)
+
+
+def _priced(
+    m: str, a1: float, c1: float, a2: float, c2: float, k1: int, k2: int,
+    curve: BatchCostCurve, serving_batch: int,
+) -> tuple[float, int]:
+    """:func:`cost_aware_speedup` on arguments already validated."""
+    e2, draft_tok = _token_terms(a2, c2, k2)
+    t_draft = c1 * (1.0 + draft_tok) / e2
     if m == "sync":
-        width = kk1 * kk2
+        width = k1 * k2
         t_target = (draft_tok + float(curve.relative(serving_batch, width))) / e2
-        return float(geometric_sum(a1, kk1)) / ((kk1 - 1) * t_draft + t_target), width
-    width = min(async_knee(cc1), kk1) * kk2
-    for _ in range(kk1 + 1):
+        return float(geometric_sum(a1, k1)) / ((k1 - 1) * t_draft + t_target), width
+    width = min(async_knee(c1), k1) * k2
+    for _ in range(k1 + 1):
         t_target = (draft_tok + float(curve.relative(serving_batch, width))) / e2
         c_eff = t_draft / t_target
-        new = min(async_knee(c_eff), kk1) * kk2
+        new = min(async_knee(c_eff), k1) * k2
         if new == width:
             break
         width = new
-    return float(f_async(a1, c_eff, kk1)) / t_target, width
+    return float(f_async(a1, c_eff, k1)) / t_target, width
+
+
+def _first_best(candidates: Iterable[tuple[float, int, int, int]]) -> tuple[float, int, int, int]:
+    """The (speedup, k1, k2, width) with the highest speedup; near-ties (1e-12) keep the first."""
+    best: tuple[float, int, int, int] | None = None
+    for cand in candidates:
+        if best is None or cand[0] > best[0] * (1 + 1e-12):
+            best = cand
+    if best is None:
+        raise ValueError("no configuration to choose from")
+    return best
 
 
 @dataclass(frozen=True)
@@ -175,18 +195,19 @@ def optimize_cost_aware(
 ) -> CostAwarePoint:
     """Maximise the priced speedup over ParallelDim_f(k1)·k2 <= M (exhaustive, O(M log M))."""
     from specmodel.hybrid import h  # local: keeps this module's import light
-    from specmodel.optimizer import budget_landscape
+    from specmodel.optimizer import budget_landscape, check_parameters
 
-    budget = check_budget("M", M)
-    land = budget_landscape(mode, alpha1, c1, alpha2, c2, budget)
-    best: CostAwarePoint | None = None
-    for k1, k2 in zip(land.k1.tolist(), land.k2.tolist(), strict=True):
-        s, w = cost_aware_speedup(mode, alpha1, c1, alpha2, c2, k1, k2, curve, serving_batch)
-        if best is None or s > best.speedup * (1 + 1e-12):
-            flat = float(h(mode, alpha1, c1, alpha2, c2, k1, k2))
-            best = CostAwarePoint(k1, k2, s, w, flat)
-    assert best is not None
-    return best
+    m, a1, cc1, a2, cc2, budget = check_parameters(mode, alpha1, c1, alpha2, c2, M)
+    bb = check_positive_int("serving_batch", serving_batch)
+    land = budget_landscape(m, a1, cc1, a2, cc2, budget)
+
+    def candidates() -> Iterator[tuple[float, int, int, int]]:
+        for k1, k2 in zip(land.k1.tolist(), land.k2.tolist(), strict=True):
+            speed, width = _priced(m, a1, cc1, a2, cc2, k1, k2, curve, bb)
+            yield speed, k1, k2, width
+
+    s, k1, k2, w = _first_best(candidates())
+    return CostAwarePoint(k1, k2, s, w, float(h(m, a1, cc1, a2, cc2, k1, k2)))
 
 
 @dataclass(frozen=True)
@@ -237,11 +258,10 @@ def _best_token_only(
 ) -> CostAwarePoint:
     from specmodel.token_level import g_token
 
-    best: CostAwarePoint | None = None
-    for k2 in range(1, check_budget("M", M) + 1):
-        e2, draft_tok = _token_terms(alpha2, c2, k2)
-        s = e2 / (draft_tok + float(curve.relative(serving_batch, k2)))
-        if best is None or s > best.speedup * (1 + 1e-12):
-            best = CostAwarePoint(1, k2, s, k2, float(g_token(alpha2, c2, k2)))
-    assert best is not None
-    return best
+    def candidates() -> Iterator[tuple[float, int, int, int]]:
+        for k2 in range(1, check_budget("M", M) + 1):
+            e2, draft_tok = _token_terms(alpha2, c2, k2)
+            yield e2 / (draft_tok + float(curve.relative(serving_batch, k2))), 1, k2, k2
+
+    s, _, k2, w = _first_best(candidates())
+    return CostAwarePoint(1, k2, s, w, float(g_token(alpha2, c2, k2)))

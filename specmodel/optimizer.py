@@ -112,7 +112,7 @@ class OptimizeResult:
         return self.best.speedup
 
 
-def _checked(
+def check_parameters(
     mode: str, alpha1: float, c1: float, alpha2: float, c2: float, M: int
 ) -> tuple[str, float, float, float, float, int]:
     """Validated (mode, α1, c1, α2, c2, M); async needs c1 > 0."""
@@ -152,7 +152,7 @@ def budget_landscape(
     mode: str, alpha1: float, c1: float, alpha2: float, c2: float, M: int
 ) -> Landscape:
     """Every (k1, k2) with ParallelDim_f(k1)·k2 <= M and its speedup (O(M log M) points)."""
-    m, a1, cc1, a2, cc2, budget = _checked(mode, alpha1, c1, alpha2, c2, M)
+    m, a1, cc1, a2, cc2, budget = check_parameters(mode, alpha1, c1, alpha2, c2, M)
     k1 = _k1_range(m, cc1, budget)
     pd1 = np.asarray(parallel_dim_f(m, cc1, k1))
     caps = budget // pd1
@@ -182,7 +182,7 @@ def optimize_budget(
     points for comparison, the theorem conditions for these parameters, and the
     whole landscape when ``landscape=True``.
     """
-    m, a1, cc1, a2, cc2, budget = _checked(mode, alpha1, c1, alpha2, c2, M)
+    m, a1, cc1, a2, cc2, budget = check_parameters(mode, alpha1, c1, alpha2, c2, M)
     rtol = check_cost("economy_rtol", economy_rtol)
 
     k1 = _k1_range(m, cc1, budget)
