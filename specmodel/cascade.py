@@ -33,10 +33,12 @@ import numpy as np
 from specmodel.geometric import geometric_sum
 from specmodel.validation import (
     check_cost,
+    check_cost_vector,
     check_nonnegative_int,
     check_positive_int,
     check_positive_int_array,
     check_probability,
+    check_probability_vector,
 )
 
 __all__ = [
@@ -74,26 +76,6 @@ def _check_real_array(name: str, value: object) -> np.ndarray:
     if not np.isfinite(arr).all():
         raise ValueError(f"{name} must be finite, got {value!r}")
     return arr
-
-
-def _probability_vector(name: str, values: object) -> np.ndarray:
-    """A non-empty 1-D sequence of probabilities in (0, 1), as float64."""
-    if isinstance(values, str | bytes) or np.ndim(values) != 1:
-        raise ValueError(f"{name} must be a 1-D sequence of probabilities, got {values!r}")
-    items = list(values)  # type: ignore[call-overload]
-    if not items:
-        raise ValueError(f"{name} must hold at least one probability, got an empty sequence")
-    return np.array([check_probability(f"{name}[{i}]", a) for i, a in enumerate(items)])
-
-
-def _cost_vector(name: str, values: object, length: int) -> np.ndarray:
-    """A 1-D sequence of ``length`` costs >= 0, as float64."""
-    if isinstance(values, str | bytes) or np.ndim(values) != 1:
-        raise ValueError(f"{name} must be a 1-D sequence of costs, got {values!r}")
-    items = list(values)  # type: ignore[call-overload]
-    if len(items) != length:
-        raise ValueError(f"{name} must hold {length} costs (one per draft), got {len(items)}")
-    return np.array([check_cost(f"{name}[{i}]", c) for i, c in enumerate(items)])
 
 
 def _power_sum(y: np.ndarray, k: np.ndarray) -> np.ndarray:
@@ -297,7 +279,7 @@ def expected_tokens_horizontal(alphas: Sequence[float] | np.ndarray) -> float:
     ``sum_{i=0}^{k} prod_{j=1}^{i} alpha_j`` (the ``i = 0`` term is the target's own
     token).
     """
-    al = _probability_vector("alphas", alphas)
+    al = check_probability_vector("alphas", alphas)
     return float(1.0 + np.cumprod(al).sum())
 
 
@@ -312,8 +294,8 @@ def ewif_horizontal(
     per call.  With all ``alpha_i = alpha`` and ``c_i = c`` it equals
     :func:`ewif_speculative`.
     """
-    al = _probability_vector("alphas", alphas)
-    cs = _cost_vector("costs", costs, al.size)
+    al = check_probability_vector("alphas", alphas)
+    cs = check_cost_vector("costs", costs, al.size)
     return float((1.0 + np.cumprod(al).sum()) / (1.0 + cs.sum()))
 
 
@@ -327,8 +309,8 @@ def ewif_horizontal_gradient(
     ``sum_{i>=l} P_i / alpha_l`` with ``P_i = prod_{j<=i} alpha_j`` (a suffix sum of
     positive terms, no cancellation).  The paper's expression is correct.
     """
-    al = _probability_vector("alphas", alphas)
-    cs = _cost_vector("costs", costs, al.size)
+    al = check_probability_vector("alphas", alphas)
+    cs = check_cost_vector("costs", costs, al.size)
     prefix = np.cumprod(al)
     suffix = np.cumsum(prefix[::-1])[::-1]
     return suffix / al / (1.0 + cs.sum())

@@ -23,6 +23,8 @@ __all__ = [
     "check_positive_real",
     "check_probability",
     "check_samples",
+    "check_probability_vector",
+    "check_cost_vector",
 ]
 
 
@@ -123,3 +125,23 @@ def check_samples(name: str, value: object) -> int:
     if n < 2:
         raise ValueError(f"{name} must be an integer >= 2, got {n}")
     return n
+
+
+def check_probability_vector(name: str, values: object) -> np.ndarray:
+    """A non-empty 1-D sequence of probabilities in (0, 1), as float64."""
+    if isinstance(values, str | bytes) or np.ndim(values) != 1:
+        raise ValueError(f"{name} must be a 1-D sequence of probabilities, got {values!r}")
+    items = list(values)  # type: ignore[call-overload]
+    if not items:
+        raise ValueError(f"{name} must hold at least one probability, got an empty sequence")
+    return np.array([check_probability(f"{name}[{i}]", a) for i, a in enumerate(items)])
+
+
+def check_cost_vector(name: str, values: object, length: int) -> np.ndarray:
+    """A 1-D sequence of ``length`` costs >= 0, as float64."""
+    if isinstance(values, str | bytes) or np.ndim(values) != 1:
+        raise ValueError(f"{name} must be a 1-D sequence of costs, got {values!r}")
+    items = list(values)  # type: ignore[call-overload]
+    if len(items) != length:
+        raise ValueError(f"{name} must hold {length} costs (one per draft), got {len(items)}")
+    return np.array([check_cost(f"{name}[{i}]", c) for i, c in enumerate(items)])

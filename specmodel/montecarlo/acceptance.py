@@ -13,7 +13,7 @@ import numpy as np
 
 from specmodel.validation import check_nonnegative_int, check_probability
 
-__all__ = ["acceptance_profile", "sample_accepted_prefix", "sample_run_length"]
+__all__ = ["acceptance_profile", "leading_accepts", "sample_accepted_prefix", "sample_run_length"]
 
 
 def acceptance_profile(name: str, alpha: float | np.ndarray | list[float]) -> np.ndarray:
@@ -41,9 +41,15 @@ def sample_accepted_prefix(
         x = rng.geometric(1.0 - float(alpha[0]), size=n) - 1
         return np.minimum(x, w)
     rates = alpha[np.minimum(np.arange(w), alpha.size - 1)]
-    ok = rng.random((n, w)) < rates
-    first_reject = np.argmin(ok, axis=1)
-    return np.where(ok.all(axis=1), w, first_reject).astype(np.int64)
+    return leading_accepts(rng.random((n, w)) < rates)
+
+
+def leading_accepts(accept: np.ndarray) -> np.ndarray:
+    """Length of the leading run of ``True`` along the last axis (verification stops at the
+    first rejection): the number of accepted drafts."""
+    width = accept.shape[-1]
+    first_reject = np.argmin(accept, axis=-1)
+    return np.where(accept.all(axis=-1), width, first_reject).astype(np.int64)
 
 
 def sample_run_length(rng: np.random.Generator, alpha: np.ndarray, n: int) -> np.ndarray:

@@ -28,12 +28,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from specmodel.montecarlo.acceptance import leading_accepts
 from specmodel.montecarlo.estimate import Estimate, mean_estimate, ratio_estimate
 from specmodel.validation import (
     check_cost,
+    check_cost_vector,
     check_nonnegative_int,
     check_positive_int,
     check_probability,
+    check_probability_vector,
     check_samples,
 )
 
@@ -83,13 +86,6 @@ def _chunks(n_rows: int, width: int) -> list[int]:
     return sizes
 
 
-def _leading_accepts(accept: np.ndarray) -> np.ndarray:
-    """Length of the leading run of ``True`` along the last axis (first rejection)."""
-    width = accept.shape[-1]
-    first_reject = np.argmin(accept, axis=-1)
-    return np.where(accept.all(axis=-1), width, first_reject)
-
-
 def _result(
     tokens: np.ndarray, cost: float, runs: tuple[int, ...], costs: tuple[float, ...]
 ) -> CascadeSimulation:
@@ -111,7 +107,7 @@ def _simulate_positions(rng: np.random.Generator, probs: np.ndarray, n_samples: 
     out = []
     for rows in _chunks(n_samples, width):
         accept = rng.random((rows, width)) < probs
-        out.append(_leading_accepts(accept))
+        out.append(leading_accepts(accept))
     return np.concatenate(out)
 
 
@@ -164,9 +160,9 @@ def simulate_vertical(
     tokens = []
     for rows in _chunks(ns, nn * kk + block_max):
         inner = rng.random((rows, nn, kk)) < ap
-        block = (_leading_accepts(inner) + 1).sum(axis=1)  # J, tokens from n M_d1 calls
+        block = (leading_accepts(inner) + 1).sum(axis=1)  # J, tokens from n M_d1 calls
         review = rng.random((rows, block_max)) < a
-        accepted = np.minimum(_leading_accepts(review), block)
+        accepted = np.minimum(leading_accepts(review), block)
         tokens.append(accepted + 1)
     cost = 1.0 + nn * c1 + nn * kk * c2
     return _result(np.concatenate(tokens), cost, (nn * ns, nn * kk * ns), (c1, c2))
@@ -186,14 +182,8 @@ def simulate_horizontal(
     rejection; tokens = accepted + 1, cost = ``1 + sum(costs)``.  ``draft_runs`` of the
     result holds one entry per position.
     """
-    if isinstance(alphas, str | bytes) or np.ndim(alphas) != 1 or len(alphas) == 0:
-        raise ValueError(
-            f"alphas must be a non-empty 1-D sequence of probabilities, got {alphas!r}"
-        )
-    al = np.array([check_probability(f"alphas[{i}]", x) for i, x in enumerate(alphas)])
-    if isinstance(costs, str | bytes) or np.ndim(costs) != 1 or len(costs) != al.size:
-        raise ValueError(f"costs must hold {al.size} costs (one per draft), got {costs!r}")
-    cs = tuple(check_cost(f"costs[{i}]", x) for i, x in enumerate(costs))
+    al = check_probability_vector("alphas", alphas)
+    cs = tuple(float(c) for c in check_cost_vector("costs", costs, al.size))
     n = check_samples("n_samples", n_samples)
     rng = np.random.default_rng(_check_seed(seed))
     accepted = _simulate_positions(rng, al, n)
