@@ -39,6 +39,7 @@ from specmodel.validation import (
     check_positive_int_array,
     check_probability,
     check_probability_vector,
+    scalar_or_array,
 )
 
 __all__ = [
@@ -54,10 +55,6 @@ __all__ = [
     "swi",
     "vertical_break_even_c_d2",
 ]
-
-
-def _scalar_or_array(x: np.ndarray) -> float | np.ndarray:
-    return float(x) if np.ndim(x) == 0 else x
 
 
 def _check_real_array(name: str, value: object) -> np.ndarray:
@@ -122,7 +119,7 @@ def pgf(alpha: float, k: int, x: float | np.ndarray) -> float | np.ndarray:
     with np.errstate(over="ignore", invalid="ignore"):
         out = 1.0 + (xx - 1.0) * s
     out = np.where(xx == 1.0, 1.0, out)
-    return _scalar_or_array(out)
+    return scalar_or_array(out)
 
 
 def pgf_coefficients(alpha: float, k: int) -> np.ndarray:
@@ -164,7 +161,7 @@ def ewif_speculative(alpha: float, c: float, k: int | np.ndarray) -> float | np.
     a = check_probability("alpha", alpha)
     cc = check_cost("c", c)
     kk = check_positive_int_array("k", k)
-    return _scalar_or_array(np.asarray(geometric_sum(a, kk + 1)) / (1.0 + cc * kk))
+    return scalar_or_array(np.asarray(geometric_sum(a, kk + 1)) / (1.0 + cc * kk))
 
 
 def _vertical_tokens(a: float, ap: float, kk: np.ndarray, nn: np.ndarray) -> np.ndarray:
@@ -196,7 +193,7 @@ def expected_tokens_vertical(
     ap = check_probability("alpha_prime", alpha_prime)
     kk = check_positive_int_array("k", k)
     nn = check_positive_int_array("n", n)
-    return _scalar_or_array(_vertical_tokens(a, ap, kk, nn))
+    return scalar_or_array(_vertical_tokens(a, ap, kk, nn))
 
 
 def ewif_vertical(
@@ -224,7 +221,7 @@ def ewif_vertical(
     kk = check_positive_int_array("k", k)
     nn = check_positive_int_array("n", n)
     tokens = _vertical_tokens(a, ap, kk, nn)
-    return _scalar_or_array(tokens / (1.0 + nn * c1 + nn * kk * c2))
+    return scalar_or_array(tokens / (1.0 + nn * c1 + nn * kk * c2))
 
 
 def vertical_break_even_c_d2(

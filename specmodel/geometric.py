@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from specmodel.validation import check_positive_int_array, check_probability
+from specmodel.validation import check_positive_int_array, check_probability, scalar_or_array
 
 __all__ = [
     "expected_batches",
@@ -29,15 +29,11 @@ __all__ = [
 ]
 
 
-def _scalar_or_array(x: np.ndarray) -> float | np.ndarray:
-    return float(x) if np.ndim(x) == 0 else x
-
-
 def one_minus_power(alpha: float, k: int | np.ndarray) -> float | np.ndarray:
     """``1 - alpha**k`` computed as ``-expm1(k * log(alpha))`` (no cancellation near 1)."""
     a = check_probability("alpha", alpha)
     kk = check_positive_int_array("k", k)
-    return _scalar_or_array(-np.expm1(kk * np.log(a)))
+    return scalar_or_array(-np.expm1(kk * np.log(a)))
 
 
 def geometric_sum(alpha: float, k: int | np.ndarray) -> float | np.ndarray:
@@ -48,7 +44,7 @@ def geometric_sum(alpha: float, k: int | np.ndarray) -> float | np.ndarray:
     a = check_probability("alpha", alpha)
     kk = check_positive_int_array("k", k)
     out = -np.expm1(kk * np.log(a)) / (1.0 - a)
-    return _scalar_or_array(np.where(kk == 1, 1.0, out))
+    return scalar_or_array(np.where(kk == 1, 1.0, out))
 
 
 def expected_run_length(alpha: float) -> float:
@@ -61,14 +57,14 @@ def expected_truncated_run(alpha: float, k: int | np.ndarray) -> float | np.ndar
     """E[min(X, k)] = alpha (1 - alpha**k) / (1 - alpha): accepted drafts out of k."""
     a = check_probability("alpha", alpha)
     kk = check_positive_int_array("k", k)
-    return _scalar_or_array(a * -np.expm1(kk * np.log(a)) / (1.0 - a))
+    return scalar_or_array(a * -np.expm1(kk * np.log(a)) / (1.0 - a))
 
 
 def expected_batches(alpha: float, k: int | np.ndarray) -> float | np.ndarray:
     """E[ceil((X + 1) / k)] = 1 / (1 - alpha**k) (Appendix C, step 2 of the LR paper)."""
     a = check_probability("alpha", alpha)
     kk = check_positive_int_array("k", k)
-    return _scalar_or_array(1.0 / -np.expm1(kk * np.log(a)))
+    return scalar_or_array(1.0 / -np.expm1(kk * np.log(a)))
 
 
 def expected_run_mod(alpha: float, k: int | np.ndarray) -> float | np.ndarray:
@@ -88,7 +84,7 @@ def expected_run_mod(alpha: float, k: int | np.ndarray) -> float | np.ndarray:
     out = np.where(ku < 1e-4, series, direct)
     # k = 1: X mod 1 = 0 exactly.
     out = np.where(kk == 1.0, 0.0, out)
-    return _scalar_or_array(out)
+    return scalar_or_array(out)
 
 
 def run_length_pmf(alpha: float, k: int) -> np.ndarray:

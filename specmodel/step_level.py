@@ -44,6 +44,7 @@ from specmodel.validation import (
     check_positive_int,
     check_positive_int_array,
     check_probability,
+    scalar_or_array,
 )
 
 __all__ = [
@@ -71,10 +72,6 @@ MODES: tuple[str, ...] = ("sync", "async")
 _KNEE_RTOL = 1e-12
 
 
-def _out(x: np.ndarray) -> float | np.ndarray:
-    return float(x) if np.ndim(x) == 0 else x
-
-
 def check_mode(mode: object) -> str:
     """Return ``mode`` if it is 'sync' or 'async', else raise ValueError."""
     if mode not in MODES:
@@ -87,7 +84,7 @@ def f_sync(alpha1: float, c1: float, k1: int | np.ndarray) -> float | np.ndarray
     a = check_probability("alpha1", alpha1)
     c = check_cost("c1", c1)
     kk = check_positive_int_array("k1", k1)
-    return _out(np.asarray(geometric_sum(a, kk)) / (1.0 - c + c * kk))
+    return scalar_or_array(np.asarray(geometric_sum(a, kk)) / (1.0 - c + c * kk))
 
 
 def async_knee(c1: float) -> int:
@@ -117,7 +114,7 @@ def async_s2(alpha1: float, c1: float, k1: int | np.ndarray) -> float | np.ndarr
     c = check_cost("c1", c1)
     kk = check_positive_int_array("k1", k1)
     den = np.asarray(expected_batches(a, kk)) + c * np.asarray(expected_run_mod(a, kk))
-    return _out((1.0 / (1.0 - a)) / den)
+    return scalar_or_array((1.0 / (1.0 - a)) / den)
 
 
 def f_async(alpha1: float, c1: float, k1: int | np.ndarray) -> float | np.ndarray:
@@ -131,7 +128,7 @@ def f_async(alpha1: float, c1: float, k1: int | np.ndarray) -> float | np.ndarra
     knee = async_knee(c)
     s1 = async_s1(a, c)
     s2 = np.asarray(async_s2(a, c, np.minimum(kk, knee)))
-    return _out(np.where(kk < knee, s2, s1))
+    return scalar_or_array(np.where(kk < knee, s2, s1))
 
 
 def f_step(mode: str, alpha1: float, c1: float, k1: int | np.ndarray) -> float | np.ndarray:

@@ -33,6 +33,7 @@ from specmodel.validation import (
     check_positive_int,
     check_positive_int_array,
     check_probability,
+    scalar_or_array,
 )
 
 __all__ = [
@@ -50,10 +51,6 @@ __all__ = [
 ]
 
 
-def _out(x: np.ndarray) -> float | np.ndarray:
-    return float(x) if np.ndim(x) == 0 else x
-
-
 def g_token(alpha: float, c: float, k: int | np.ndarray) -> float | np.ndarray:
     """Speedup of token-level speculation with ``k`` parallel target positions.
 
@@ -63,7 +60,7 @@ def g_token(alpha: float, c: float, k: int | np.ndarray) -> float | np.ndarray:
     a = check_probability("alpha", alpha)
     cc = check_cost("c", c)
     kk = check_positive_int_array("k", k)
-    return _out(np.asarray(geometric_sum(a, kk)) / (1.0 - cc + cc * kk))
+    return scalar_or_array(np.asarray(geometric_sum(a, kk)) / (1.0 - cc + cc * kk))
 
 
 def g_leviathan(alpha: float, c: float, gamma: int | np.ndarray) -> float | np.ndarray:
@@ -71,7 +68,7 @@ def g_leviathan(alpha: float, c: float, gamma: int | np.ndarray) -> float | np.n
     a = check_probability("alpha", alpha)
     cc = check_cost("c", c)
     gg = check_nonnegative_int_array("gamma", gamma)
-    return _out(np.asarray(geometric_sum(a, gg + 1)) / (1.0 + cc * gg))
+    return scalar_or_array(np.asarray(geometric_sum(a, gg + 1)) / (1.0 + cc * gg))
 
 
 def expected_tokens_per_iteration(alpha: float, gamma: int | np.ndarray) -> float | np.ndarray:
@@ -82,14 +79,14 @@ def expected_tokens_per_iteration(alpha: float, gamma: int | np.ndarray) -> floa
     """
     a = check_probability("alpha", alpha)
     gg = check_nonnegative_int_array("gamma", gamma)
-    return _out(np.asarray(geometric_sum(a, gg + 1)))
+    return scalar_or_array(np.asarray(geometric_sum(a, gg + 1)))
 
 
 def expected_accepted_drafts(alpha: float, gamma: int | np.ndarray) -> float | np.ndarray:
     """E[accepted draft tokens] = α(1 − α^γ)/(1 − α), γ >= 1 draft tokens."""
     a = check_probability("alpha", alpha)
     gg = check_positive_int_array("gamma", gamma)
-    return _out(np.asarray(expected_truncated_run(a, gg)))
+    return scalar_or_array(np.asarray(expected_truncated_run(a, gg)))
 
 
 def token_speedup_bound(alpha: float) -> float:

@@ -25,6 +25,7 @@ __all__ = [
     "check_samples",
     "check_probability_vector",
     "check_cost_vector",
+    "scalar_or_array",
 ]
 
 
@@ -145,3 +146,9 @@ def check_cost_vector(name: str, values: object, length: int) -> np.ndarray:
     if len(items) != length:
         raise ValueError(f"{name} must hold {length} costs (one per draft), got {len(items)}")
     return np.array([check_cost(f"{name}[{i}]", c) for i, c in enumerate(items)])
+
+
+def scalar_or_array(x: np.ndarray) -> float | np.ndarray:
+    """A 0-d result as a Python float, anything else as the array: the shape convention of
+    every function that takes ``k`` as an int or an integer array."""
+    return float(x) if np.ndim(x) == 0 else x
