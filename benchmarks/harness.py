@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import statistics
 import time
 from collections.abc import Callable
@@ -21,24 +20,14 @@ RESULTS = Path(__file__).resolve().parent / "results"
 
 
 def machine() -> dict[str, Any]:
-    """What ran the benchmark: CPU, cores, Python, NumPy, the date."""
+    """What ran the benchmark: CPU, cores, memory, Python, NumPy, the date."""
     import numpy as np
 
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
+    from profiler.environment import machine_description
+
     return {
-        "cpu": cpu,
-        "cores": os.cpu_count(),
-        "python": platform.python_version(),
+        **machine_description(),
         "numpy": np.__version__,
-        "platform": platform.platform(),
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
     }
 

@@ -48,9 +48,10 @@ JsonOut = Annotated[bool, typer.Option("--json", help="Print JSON for machines."
 
 
 def _console() -> Any:
+    """rich's console; 120 columns when output is not a terminal (pipes, files, CI logs)."""
     from rich.console import Console
 
-    return Console()
+    return Console() if sys.stdout.isatty() else Console(width=120)
 
 
 def _emit_json(data: Any) -> None:
@@ -118,3 +119,36 @@ class Parameters:
         if s["overridden"]:
             text += f"; overridden: {', '.join(s['overridden'])}"
         return text
+
+
+class ProgressBar:
+    """A rich progress bar on stderr fed by ``progress(done, total, message)`` callbacks."""
+
+    def __init__(self) -> None:
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
+        self._bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                             TimeElapsedColumn(), TimeRemainingColumn(),
+                             console=Console(stderr=True),
+                             transient=False)
+        self._task: Any = None
+
+    def __enter__(self) -> ProgressBar:
+        self._bar.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._bar.__exit__(*exc)
+
+    def __call__(self, done: int, total: int, message: str) -> None:
+        if self._task is None:
+            self._task = self._bar.add_task(message, total=total)
+        self._bar.update(self._task, completed=done, total=total, description=message)

@@ -407,7 +407,8 @@ def _register_optional() -> None:
     """Commands that live in their own modules (cli/<command>.py)."""
     import importlib
 
-    for name in ("cli.export", "cli.plot", "cli.compare", "cli.models", "cli.profile"):
+    for name in ("cli.export", "cli.plot", "cli.compare", "cli.models", "cli.profile",
+                 "cli.decode"):
         try:
             mod = importlib.import_module(name)
         except ImportError:

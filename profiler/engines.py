@@ -12,6 +12,7 @@ counters.  torch / transformers / vllm are imported inside the classes.
 
 from __future__ import annotations
 
+import copy
 import os
 import time
 from collections.abc import Sequence
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 __all__ = [
+    "ENGINE_KINDS",
     "STEP_DELIMITER",
     "Engine",
     "EngineError",
@@ -29,6 +31,7 @@ __all__ = [
     "TokenSpeculation",
     "VLLMEngine",
     "cut_at_step",
+    "make_engine",
 ]
 
 STEP_DELIMITER = "\n\n"
@@ -155,13 +158,29 @@ class HFEngine:
         if speculation is not None and speculation.method == "draft_model":
             if not speculation.draft_model:
                 raise ValueError("draft_model must be given for method 'draft_model'")
-            self._assistant = AutoModelForCausalLM.from_pretrained(
-                speculation.draft_model, dtype=torch.float32, trust_remote_code=False
-            )
+            self._assistant = self._torch_load(speculation.draft_model)
 
     def count_tokens(self, text: str) -> int:
         """Tokens of ``text`` (no special tokens)."""
         return len(self.tokenizer(text, add_special_tokens=False).input_ids)
+
+    def with_speculation(self, speculation: TokenSpeculation | None) -> HFEngine:
+        """The same loaded model with other token-level speculation (no reload)."""
+        other = copy.copy(self)
+        other.speculation = speculation
+        other._assistant = None
+        if speculation is not None and speculation.method == "draft_model":
+            if not speculation.draft_model:
+                raise ValueError("draft_model must be given for method 'draft_model'")
+            other._assistant = self._torch_load(speculation.draft_model)
+        return other
+
+    def _torch_load(self, path: str | Path) -> Any:
+        from transformers import AutoModelForCausalLM
+
+        return AutoModelForCausalLM.from_pretrained(
+            path, dtype=self._torch.float32, trust_remote_code=False
+        )
 
     def _generate(self, prompts: list[str], max_tokens: int) -> list[list[int]]:
         enc = self.tokenizer(prompts, return_tensors="pt", padding=True)
@@ -232,6 +251,8 @@ class VLLMEngine:
         if not delimiter:
             raise ValueError("delimiter must be a non-empty string")
         self.delimiter = delimiter
+        self._init = {"model": model, "max_model_len": max_model_len, "dtype": dtype,
+                      "threads": threads, "kv_cache_gib": kv_cache_gib, "delimiter": delimiter}
         if threads is not None:
             os.environ.setdefault("OMP_NUM_THREADS", str(threads))
         os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
@@ -278,6 +299,13 @@ class VLLMEngine:
         """Tokens of ``text`` (no special tokens)."""
         return len(self.tokenizer(text, add_special_tokens=False).input_ids)
 
+    def with_speculation(self, speculation: TokenSpeculation | None) -> VLLMEngine:
+        """This model with other token speculation: vLLM fixes it when an engine is built,
+        so this builds (and loads) a second engine unless the speculation is the same."""
+        if speculation == self.speculation:
+            return self
+        return VLLMEngine(speculation=speculation, **self._init)
+
     def spec_decode_metrics(self) -> dict[str, Any]:
         """vLLM's cumulative spec-decode counters (empty without speculation)."""
         if self.speculation is None:
@@ -313,3 +341,23 @@ class VLLMEngine:
             finished = "length" if o.finish_reason == "length" else "stop"
             outputs.append(StepOutput(o.text, len(o.token_ids), finished))
         return StepBatch(outputs, seconds, self.spec_decode_metrics())
+
+
+ENGINE_KINDS = ("transformers", "vllm")
+"""The engines :func:`make_engine` builds."""
+
+
+def make_engine(
+    kind: str,
+    model: str | Path,
+    *,
+    threads: int = 1,
+    delimiter: str = STEP_DELIMITER,
+    speculation: TokenSpeculation | None = None,
+) -> HFEngine | VLLMEngine:
+    """Build an engine by name: 'transformers' (:class:`HFEngine`) or 'vllm'."""
+    if kind == "transformers":
+        return HFEngine(model, threads=threads, delimiter=delimiter, speculation=speculation)
+    if kind == "vllm":
+        return VLLMEngine(model, threads=threads, delimiter=delimiter, speculation=speculation)
+    raise ValueError(f"engine must be one of {', '.join(ENGINE_KINDS)}, got {kind!r}")

@@ -25,11 +25,13 @@ from typing import Any, Protocol
 
 __all__ = [
     "JUDGE_PROMPT",
+    "VERIFIER_KINDS",
     "EmbeddingVerifier",
     "ExactMatch",
     "JudgeVerifier",
     "Verdict",
     "Verifier",
+    "make_verifier",
     "numbers_agree",
     "numbers_in",
 ]
@@ -219,3 +221,27 @@ class JudgeVerifier:
             accepted = top in self._yes or (top not in self._no and yes > no)
             out.append(Verdict(accepted, yes - no, time.perf_counter() - t0))
         return out
+
+
+VERIFIER_KINDS = ("exact", "embedding", "judge")
+"""The verifier families :func:`make_verifier` builds."""
+
+
+def make_verifier(
+    kind: str,
+    *,
+    threshold: float = 0.9,
+    judge_model: str = "qwen2.5-coder-0.5b",
+    threads: int = 1,
+) -> Verifier:
+    """Build a verifier by family: 'exact', 'embedding' (MiniLM from its pack) or 'judge'."""
+    from profiler.packs import resolve_model
+
+    if kind == "exact":
+        return ExactMatch()
+    if kind == "embedding":
+        return EmbeddingVerifier(resolve_model("minilm-l6-v2"), threshold=threshold,
+                                 threads=threads)
+    if kind == "judge":
+        return JudgeVerifier(resolve_model(judge_model), threads=threads)
+    raise ValueError(f"verifier must be one of {', '.join(VERIFIER_KINDS)}, got {kind!r}")

@@ -1,0 +1,134 @@
+"""The Lookahead Reasoning decoder on real models: lossless with the exact-match verifier.
+
+With exact match every committed step is the target's own greedy step, so sync
+and async Lookahead Reasoning, token-level speculation, and their hybrid must
+all reproduce step-by-step greedy decoding of the target, step for step.  The
+draft (Qwen2.5-Coder-0.5B) differs from the target (SmolLM2-135M), so drafts
+are rejected and the correction path runs too.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+
+import pytest
+
+from profiler.decoder import DecoderConfig, LookaheadDecoder
+from profiler.engines import HFEngine
+from profiler.problems import load_problems
+from profiler.verifiers import ExactMatch
+from tests.conftest import require
+
+pytestmark = pytest.mark.live
+
+CAPS = {"max_steps": 4, "max_step_tokens": 16, "delimiter": "\n"}
+
+
+@pytest.fixture(scope="module")
+def problems():
+    return load_problems(2, seed=3)
+
+
+@pytest.fixture(scope="module")
+def hf_target(smollm_path):
+    return HFEngine(smollm_path, threads=1, delimiter="\n")
+
+
+@pytest.fixture(scope="module")
+def reference(hf_target, problems):
+    dec = LookaheadDecoder(hf_target, None, None, DecoderConfig(**CAPS))
+    return [dec.decode(p) for p in problems]
+
+
+def _steps(run) -> list[str]:
+    return [s.text for s in run.steps]
+
+
+def test_target_only_decoding_is_well_formed(reference) -> None:
+    for run in reference:
+        assert run.steps and all(s.source == "target" for s in run.steps)
+        assert run.output == "".join(_steps(run))
+        assert run.target_batches == len(run.steps) and run.drafted_steps == 0
+        assert run.output_tokens > 0 and run.seconds > 0
+        assert run.finished in ("answer", "end", "max_steps")
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        DecoderConfig("sync", k1=3, **CAPS),
+        DecoderConfig("async", k1=3, **CAPS),
+        DecoderConfig("sync", k1=1, k2=3, **CAPS),
+        DecoderConfig("sync", k1=2, k2=3, **CAPS),
+    ],
+    ids=lambda c: c.label,
+)
+def test_exact_match_lookahead_reasoning_is_lossless(
+    config, hf_target, qwen05_path, problems, reference
+) -> None:
+    draft = HFEngine(qwen05_path, threads=1, delimiter="\n") if config.k1 > 1 else None
+    dec = LookaheadDecoder.for_config(hf_target, draft, ExactMatch() if draft else None, config)
+    runs = [dec.decode(p) for p in problems]
+    for run, ref in zip(runs, reference, strict=True):
+        assert _steps(run) == _steps(ref)
+        assert run.output == ref.output
+        assert run.accepted_steps <= run.drafted_steps
+    if config.k1 > 1:
+        drafted = sum(r.drafted_steps for r in runs)
+        accepted = sum(r.accepted_steps for r in runs)
+        assert drafted > accepted  # a different draft model: rejections were exercised
+        sources = {s.source for r in runs for s in r.steps}
+        assert "target" in sources
+        # Sync expands each cycle's prefixes as one batch: fewer target calls than steps.
+        if config.mode == "sync" and accepted:
+            assert sum(r.target_batches for r in runs) < sum(len(r.steps) for r in runs)
+    del draft
+    gc.collect()
+
+
+def test_vllm_sync_decoding_is_lossless(smollm_path, problems) -> None:
+    require("vllm")
+    from profiler.engines import VLLMEngine
+
+    target = VLLMEngine(smollm_path, max_model_len=1024, delimiter="\n")
+    plain = LookaheadDecoder(target, None, None, DecoderConfig(**CAPS))
+    draft = HFEngine(smollm_path, threads=1, delimiter="\n")
+    lr = LookaheadDecoder(target, draft, ExactMatch(), DecoderConfig("sync", k1=3, **CAPS))
+    for p in problems[:1]:
+        ref, run = plain.decode(p), lr.decode(p)
+        assert _steps(run) == _steps(ref)
+        # Same model drafting: every draft is accepted, so every cycle commits k1 steps
+        # from one target batch.
+        assert run.drafted_steps > 0 and run.accepted_steps == run.drafted_steps
+        assert run.target_batches < len(run.steps)
+    del target, plain, lr
+    gc.collect()
+
+
+def test_decode_and_validate_commands(smollm_path, tmp_path, capsys, monkeypatch) -> None:
+    from cli.main import main
+
+    monkeypatch.setenv("SPECMODEL_CACHE", str(smollm_path.parent))
+    out = tmp_path / "run.json"
+    args = ["decode", "--target", str(smollm_path), "--draft", str(smollm_path),
+            "--verifier", "exact", "--mode", "sync", "--k1", "2", "--problems", "1",
+            "--max-steps", "2", "--max-step-tokens", "8", "--delimiter", "\\n",
+            "--preset", "lr-paper-gsm8k-deepseek", "-o", str(out), "--json"]
+    assert main(args) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["config"] for r in rows] == ["target", "sync k1=2 k2=1"]
+    record = json.loads(out.read_text())
+    assert record["kind"] == "specmodel-run" and record["versions"]["torch"]
+    assert record["machine"]["cores"] >= 1
+    problem = record["configs"][1]["problems"][0]
+    assert {"output", "steps", "accepted_steps", "drafted_steps", "output_tokens", "seconds",
+            "correct"} <= set(problem)
+    assert main(["validate", str(out), "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert rows[0]["measured_speedup"] == 1.0
+    assert rows[1]["predicted_speedup"] > 1.0 and rows[1]["measured_speedup"] > 0
+    # --resume keeps what is there and runs nothing new.
+    before = out.read_text()
+    assert main([*args[:-1], "--resume"]) == 0
+    assert json.loads(out.read_text())["configs"] == json.loads(before)["configs"]
