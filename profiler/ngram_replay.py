@@ -1,0 +1,139 @@
+"""Token-level n-gram speculation measured on transformers, by exact replay.
+
+Under greedy decoding an n-gram proposer (prompt lookup) is a deterministic
+function of the context, and the target accepts a draft token exactly when it
+equals the target's own greedy token.  So the acceptance counts of prompt lookup
+follow from the target's greedy output alone: replay the output position by
+position, propose as transformers' ``PromptLookupCandidateGenerator`` does
+(longest n-gram first, from ``prompt_lookup_max`` down to 1; the earliest match
+in the context that has a continuation; up to γ tokens of that continuation),
+and count how many proposed tokens match the output.  The counts have vLLM's
+shape (drafts, draft tokens, accepted tokens, marginal accepted per position),
+so :func:`profiler.token_profile.summarize_counters` turns them into α2, the
+acceptance by position and, with a timed comparison, the effective c2.
+
+The timing half runs the same prompts through ``generate`` with and without
+``prompt_lookup_num_tokens`` (outputs must be identical) and takes the ratio.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = ["measure_hf_token_speculation", "prompt_lookup_proposal", "replay_counters"]
+
+
+def prompt_lookup_proposal(context: Sequence[int], gamma: int, max_ngram: int) -> list[int]:
+    """The draft tokens prompt lookup proposes after ``context`` (possibly none)."""
+    if gamma < 1 or max_ngram < 1:
+        raise ValueError(f"gamma and max_ngram must be >= 1, got {gamma}, {max_ngram}")
+    n_ctx = len(context)
+    for n in range(min(max_ngram, n_ctx - 1), 0, -1):
+        tail = list(context[n_ctx - n :])
+        for idx in range(n_ctx - n + 1):
+            if list(context[idx : idx + n]) == tail:
+                start = idx + n
+                if start < n_ctx:
+                    return list(context[start : min(start + gamma, n_ctx)])
+    return []
+
+
+def replay_counters(
+    prompt_ids: Sequence[int], output_ids: Sequence[int], gamma: int, max_ngram: int
+) -> dict[str, Any]:
+    """vLLM-style spec-decode counters of prompt lookup on a greedy output.
+
+    Keys: ``num_drafts``, ``num_draft_tokens``, ``num_accepted_tokens``,
+    ``num_accepted_tokens_per_pos`` (marginal counts at positions 0..γ−1) and
+    ``num_target_passes`` (verification passes, with or without a draft).
+    """
+    seq = list(prompt_ids) + list(output_ids)
+    n_prompt = len(prompt_ids)
+    drafts = draft_tokens = accepted = passes = 0
+    per_pos = [0] * gamma
+    t = 0
+    while t < len(output_ids):
+        passes += 1
+        proposal = prompt_lookup_proposal(seq[: n_prompt + t], gamma, max_ngram)
+        a = 0
+        if proposal:
+            drafts += 1
+            draft_tokens += len(proposal)
+            truth = output_ids[t : t + len(proposal)]
+            while a < len(truth) and proposal[a] == truth[a]:
+                per_pos[a] += 1
+                a += 1
+            accepted += a
+        t += a + 1
+    return {
+        "num_drafts": drafts,
+        "num_draft_tokens": draft_tokens,
+        "num_accepted_tokens": accepted,
+        "num_accepted_tokens_per_pos": per_pos,
+        "num_target_passes": passes,
+    }
+
+
+def measure_hf_token_speculation(
+    engine: Any,
+    prompts: Sequence[str],
+    *,
+    gamma: int = 4,
+    prompt_lookup_max: int = 3,
+    max_tokens: int = 64,
+) -> tuple[Any, dict[str, Any]]:
+    """Greedy decoding of ``prompts`` on an :class:`~profiler.engines.HFEngine`, with and
+    without prompt lookup: (TokenSummary, record with times and identity of outputs)."""
+    from profiler.token_profile import summarize_counters
+
+    if not prompts:
+        raise ValueError("prompts must not be empty")
+    model, tok, torch = engine.model, engine.tokenizer, engine._torch
+
+    def run(prompt: str, lookup: bool) -> tuple[list[int], list[int], float]:
+        enc = tok([prompt], return_tensors="pt")
+        kwargs: dict[str, Any] = {"max_new_tokens": max_tokens, "do_sample": False,
+                                  "pad_token_id": tok.pad_token_id}
+        if lookup:
+            kwargs["prompt_lookup_num_tokens"] = gamma
+            kwargs["max_matching_ngram_size"] = prompt_lookup_max
+        t0 = time.perf_counter()
+        with torch.inference_mode():
+            out = model.generate(**enc, **kwargs)
+        seconds = time.perf_counter() - t0
+        n = enc.input_ids.shape[1]
+        return enc.input_ids[0].tolist(), out[0, n:].tolist(), seconds
+
+    run(prompts[0], False)  # warm-up
+    totals = {"num_drafts": 0, "num_draft_tokens": 0, "num_accepted_tokens": 0,
+              "num_accepted_tokens_per_pos": [0] * gamma, "num_target_passes": 0}
+    t_plain = t_spec = 0.0
+    same = []
+    tokens = 0
+    for p in prompts:  # interleaved, so drift in machine load hits both alike
+        ids, plain, s_plain = run(p, False)
+        _, spec, s_spec = run(p, True)
+        t_plain += s_plain
+        t_spec += s_spec
+        same.append(plain == spec)
+        tokens += len(plain)
+        c = replay_counters(ids, plain, gamma, prompt_lookup_max)
+        for k in totals:
+            if isinstance(totals[k], list):
+                totals[k] = [a + b for a, b in zip(totals[k], c[k], strict=True)]
+            else:
+                totals[k] += c[k]
+    summary = summarize_counters(totals, gamma, t_plain / t_spec)
+    record = {
+        "engine": "transformers",
+        "plain_seconds": t_plain,
+        "spec_seconds": t_spec,
+        "outputs_identical": same,
+        "counters": totals,
+        "prompts": len(prompts),
+        "max_tokens": max_tokens,
+        "output_tokens": tokens,
+    }
+    return summary, record
