@@ -145,10 +145,14 @@ def tokens(
     num_speculative_tokens: Annotated[int, typer.Option(help="γ, draft tokens.")] = 4,
     prompt_lookup_min: Annotated[int, typer.Option(help="n-gram: shortest match.")] = 1,
     prompt_lookup_max: Annotated[int, typer.Option(help="n-gram: longest match.")] = 3,
+    engine: Annotated[
+        str, typer.Option(help="vllm (its spec-decode counters) or transformers (exact replay).")
+    ] = "vllm",
+    threads: Annotated[int, typer.Option(help="CPU threads (transformers).")] = 1,
     calibration: CalibrationOpt = None,
     preset: PresetOpt = None,
 ) -> None:
-    """Measure n-gram speculation on vLLM (α2, by position, effective c2) into a calibration."""
+    """Measure n-gram speculation (α2, by position, effective c2) into a calibration."""
     import json
 
     from profiler.packs import resolve_model
@@ -158,10 +162,21 @@ def tokens(
 
     base = resolve_calibration(calibration, preset)
     prompts = [format_prompt(p) for p in load_problems(problems, seed)]
-    summary, record = measure_token_speculation(
-        str(resolve_model(model)), prompts, gamma=num_speculative_tokens,
-        prompt_lookup_min=prompt_lookup_min, prompt_lookup_max=prompt_lookup_max,
-        max_tokens=max_tokens)
+    if engine == "vllm":
+        summary, record = measure_token_speculation(
+            str(resolve_model(model)), prompts, gamma=num_speculative_tokens,
+            prompt_lookup_min=prompt_lookup_min, prompt_lookup_max=prompt_lookup_max,
+            max_tokens=max_tokens)
+    elif engine == "transformers":
+        from profiler.engines import HFEngine
+        from profiler.ngram_replay import measure_hf_token_speculation
+
+        summary, record = measure_hf_token_speculation(
+            HFEngine(resolve_model(model), threads=threads), prompts,
+            gamma=num_speculative_tokens, prompt_lookup_max=prompt_lookup_max,
+            max_tokens=max_tokens)
+    else:
+        raise ValueError(f"engine must be vllm or transformers, got {engine!r}")
     if not all(record["outputs_identical"]):
         raise ValueError("speculative and plain greedy outputs differ: the engine is not lossless")
     data = base.model_dump(exclude_none=True)
@@ -169,7 +184,7 @@ def tokens(
     data["token"] = summary.token_section(prompt_lookup_min, prompt_lookup_max)
     prov = data["provenance"]
     prov["description"] = (
-        f"token: measured by `specmodel profile tokens` on {model} with vLLM n-gram "
+        f"token: measured by `specmodel profile tokens` on {model} with {engine} n-gram "
         f"speculation (γ = {num_speculative_tokens}, lookup {prompt_lookup_min}-"
         f"{prompt_lookup_max}) over {len(prompts)} gsm_symbolic prompts x {max_tokens} tokens: "
         f"{summary.accepted_tokens}/{summary.draft_tokens} draft tokens accepted in "
