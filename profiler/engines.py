@@ -229,6 +229,8 @@ class HFEngine:
         if self._assistant is not None:
             kwargs["assistant_model"] = self._assistant
             kwargs["num_assistant_tokens"] = spec.num_speculative_tokens if spec else 4
+        # Not with speculation: transformers' assisted generation handed a reused cache
+        # produced different text (SmolLM2, prompt lookup, 2026-11-22).
         reuse = self.prefix_cache and len(prompts) == 1 and spec is None
         if reuse:
             ids = enc.input_ids[0].tolist()
