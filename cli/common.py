@@ -47,6 +47,11 @@ Mode = Annotated[ModeChoice, typer.Option("--mode", help="sync (Algorithm 1) or 
 JsonOut = Annotated[bool, typer.Option("--json", help="Print JSON for machines.")]
 
 
+def unescape(text: str) -> str:
+    """Decode backslash escapes typed on a command line ('\\n' -> newline)."""
+    return text.encode().decode("unicode_escape")
+
+
 def _console() -> Any:
     """rich's console; 120 columns when output is not a terminal (pipes, files, CI logs)."""
     from rich.console import Console
@@ -122,9 +127,13 @@ class Parameters:
 
 
 class ProgressBar:
-    """A rich progress bar on stderr fed by ``progress(done, total, message)`` callbacks."""
+    """A rich progress bar on stderr.
 
-    def __init__(self) -> None:
+    Call it as ``bar(done, total, message)`` (position known) or ``bar(message)``
+    (one more item of ``total`` given at construction).
+    """
+
+    def __init__(self, total: int | None = None, description: str = "") -> None:
         from rich.console import Console
         from rich.progress import (
             BarColumn,
@@ -137,18 +146,27 @@ class ProgressBar:
 
         self._bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                              TimeElapsedColumn(), TimeRemainingColumn(),
-                             console=Console(stderr=True),
-                             transient=False)
+                             console=Console(stderr=True), transient=False)
         self._task: Any = None
+        self._total = total
+        self._done = 0
+        self._description = description
 
     def __enter__(self) -> ProgressBar:
         self._bar.__enter__()
+        if self._total is not None:
+            self._task = self._bar.add_task(self._description, total=self._total)
         return self
 
     def __exit__(self, *exc: object) -> None:
         self._bar.__exit__(*exc)
 
-    def __call__(self, done: int, total: int, message: str) -> None:
+    def __call__(self, *args: Any) -> None:
+        if len(args) == 1:
+            self._done += 1
+            done, total, message = self._done, self._total, args[0]
+        else:
+            done, total, message = args
         if self._task is None:
             self._task = self._bar.add_task(message, total=total)
-        self._bar.update(self._task, completed=done, total=total, description=message)
+        self._bar.update(self._task, completed=done, total=total, description=str(message))

@@ -8,12 +8,15 @@ from typing import Annotated, Any
 
 import typer
 
-from cli.common import CalibrationOpt, JsonOut, PresetOpt, ProgressBar, _console, _emit_json
-
-
-def _decoded(text: str) -> str:
-    """Decode backslash escapes typed on a command line ('\\n' -> newline)."""
-    return text.encode().decode("unicode_escape")
+from cli.common import (
+    CalibrationOpt,
+    JsonOut,
+    PresetOpt,
+    ProgressBar,
+    _console,
+    _emit_json,
+    unescape,
+)
 
 
 def decode(
@@ -65,7 +68,7 @@ def decode(
         if value is not None:
             overrides[name] = value
     if delimiter is not None:
-        overrides["delimiter"] = _decoded(delimiter)
+        overrides["delimiter"] = unescape(delimiter)
     if config is not None:
         try:
             data = json.loads(config.read_text(encoding="utf-8"))

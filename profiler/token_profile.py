@@ -182,6 +182,7 @@ def measure_token_speculation(
     same = [a.outputs[0].text == b.outputs[0].text for a, b in zip(ref, out, strict=True)]
     summary = summarize_counters(counters, gamma, t_plain / t_spec)
     record = {
+        "engine": "vllm",
         "plain_seconds": t_plain,
         "spec_seconds": t_spec,
         "outputs_identical": same,

@@ -31,7 +31,10 @@ def test_profile_batch_cost_writes_a_calibration(smollm_path, tmp_path, capsys) 
     cal = load_calibration(out)
     assert cal.batch_cost is not None and [p.batch for p in cal.batch_cost.points] == [1, 4, 16]
     _plausible([p.model_dump() for p in cal.batch_cost.points])
-    assert "profile batch-cost" in cal.provenance.description
+    assert "T(1) = " in cal.provenance.description
+    assert cal.provenance.settings["phases"]["batch_cost"]["widths"] == [1, 4, 16]
+    assert cal.provenance.source == "paper"  # step and token were copied from the preset
+    assert "copied from" in cal.provenance.description
     capsys.readouterr()
     code = main(["optimize", "--calibration", str(out), "--json"])
     data = json.loads(capsys.readouterr().out)

@@ -1,0 +1,58 @@
+"""specmodel profile run: T(b), steps and tokens into one calibration, resumable."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.conftest import require
+
+pytestmark = pytest.mark.live
+
+
+def test_profile_run_measures_everything_and_resumes(
+    smollm_path, qwen05_path, tmp_path, capsys, monkeypatch
+) -> None:
+    require("reasoning_gym")
+    from cli.main import main
+    from specmodel.calibration import load_calibration
+
+    out = tmp_path / "trio.json"
+    args = ["profile", "run", "--target", str(qwen05_path), "--draft", str(smollm_path),
+            "-o", str(out), "--verifier", "exact", "--problems", "2", "--steps-per-problem",
+            "2", "--max-step-tokens", "12", "--delimiter", "\\n", "--widths", "1,2",
+            "--batch-tokens", "4", "--repeats", "2", "--token-engine", "transformers",
+            "--token-problems", "2", "--max-tokens", "24", "--num-speculative-tokens", "3"]
+    assert main(args) == 0
+    cal = load_calibration(out)
+    assert 0 < cal.step.alpha1 < 1 and 0 < cal.step.c1 < 1
+    assert 0 < cal.token.alpha2 < 1 and cal.token.c2 >= 0
+    assert [p.batch for p in cal.batch_cost.points] == [1, 2]
+    assert all(p.time > 0 and p.n == 2 for p in cal.batch_cost.points)
+    prov = cal.provenance
+    assert prov.source == "measured" and "copied from" not in prov.description
+    assert set(prov.settings["phases"]) == {"batch_cost", "steps", "tokens"}
+    assert prov.settings["versions"]["torch"].startswith("2.13")
+    assert prov.machine and prov.date and prov.engine.startswith("transformers")
+    assert prov.models["target"] == str(qwen05_path) and prov.models["draft"] == str(smollm_path)
+    assert prov.settings["phases"]["steps"]["delimiter"] == "\n"
+    assert cal.name == f"measured-{qwen05_path.name}-{smollm_path.name}"
+    # --resume: every phase is in the file, nothing is measured again.
+    before = out.read_text()
+
+    def boom(*_a, **_k):
+        raise AssertionError("a finished phase was measured again")
+
+    import profiler.calibrate as calibrate
+
+    for name in ("batch_cost_phase", "steps_phase", "tokens_phase"):
+        monkeypatch.setattr(calibrate, name, boom)
+    capsys.readouterr()
+    assert main([*args, "--resume"]) == 0
+    assert "batch_cost, steps, tokens already measured" in capsys.readouterr().out
+    assert out.read_text() == before
+    # The calibration drives the optimizer.
+    assert main(["optimize", "--budget", "16", "--calibration", str(out), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["k1"] >= 1 and data["k2"] >= 1 and "cost_aware" in data
