@@ -111,7 +111,8 @@ def steps_phase(
         {"target": target, "draft": draft, "verifier": ver.name, "problems": problems,
          "seed": seed, "steps_per_problem": steps_per_problem,
          "max_step_tokens": max_step_tokens, "threads": threads, "delimiter": delimiter,
-         "record": str(record), "accepted": s.accepted, "pairs": s.pairs},
+         "record": str(record), "accepted": s.accepted, "pairs": s.pairs,
+         "alpha1_ci95": list(s.alpha1_ci95), "c1_stderr": s.c1_stderr},
         {"target": target, "draft": draft, "verifier": ver.name},
         f"α1 = {s.alpha1:.3f} (raw {s.accepted}/{s.pairs}), c1 = {s.c1:.3f} ± {s.c1_stderr:.3f}",
     )
