@@ -147,7 +147,11 @@ def theorem3_conditions(
 
 
 def theorem4_in_scope(alpha1: float, c1: float, alpha2: float, c2: float, M: int) -> bool:
-    """Theorem 4's hypotheses: 0.52 < α1, α2 < 0.8, c1 < 1/3, c2 < 1/5, M >= 16 even."""
+    """Theorem 4's hypotheses: 0.52 < α1, α2 < 0.8, 0 < c1 < 1/3, c2 < 1/5, M >= 16 even.
+
+    c1 = 0 is outside: the async speedup it is about is undefined there (the
+    optimizer rejects it), so the theorem cannot be in scope.
+    """
     a1 = check_probability("alpha1", alpha1)
     a2 = check_probability("alpha2", alpha2)
     cc1 = check_cost("c1", c1)
@@ -156,7 +160,7 @@ def theorem4_in_scope(alpha1: float, c1: float, alpha2: float, c2: float, M: int
     return (
         0.52 < a1 < 0.8
         and 0.52 < a2 < 0.8
-        and cc1 < 1.0 / 3.0
+        and 0.0 < cc1 < 1.0 / 3.0
         and cc2 < 1.0 / 5.0
         and m >= 16
         and m % 2 == 0

@@ -51,6 +51,7 @@ __all__ = [
     "MODES",
     "Mode",
     "MultiBranchSpeedup",
+    "check_async_c1",
     "async_knee",
     "async_s1",
     "async_s2",
@@ -96,10 +97,27 @@ def async_knee(c1: float) -> int:
     return max(1, math.ceil(inv * (1.0 - _KNEE_RTOL)))
 
 
+def check_async_c1(c1: object) -> float:
+    """c1 for the async closed forms: finite and in (0, 1).
+
+    At c1 = 0 the knee ⌈1/c1⌉ is infinite.  At c1 >= 1 the draft is no faster
+    than the target: a stage then has to wait for the draft it verifies (its
+    time is s_X + max(1, c1), not s_X + 1), which S1 and S2 do not describe —
+    the discrete-event simulation (``simulate_async_events``) does.
+    """
+    c = check_cost("c1", c1, positive=True)
+    if c >= 1.0:
+        raise ValueError(
+            f"c1 must be in (0, 1) for async Lookahead Reasoning, got {c!r}: a draft no faster "
+            "than the target never pays, and the closed form does not hold there"
+        )
+    return c
+
+
 def async_s1(alpha1: float, c1: float) -> float:
     """S1 = 1/(c1 + (1 − c1)(1 − α1)): the draft-limited async speedup (k1 >= ⌈1/c1⌉)."""
     a = check_probability("alpha1", alpha1)
-    c = check_cost("c1", c1)
+    c = check_async_c1(c1)
     return 1.0 / (c + (1.0 - c) * (1.0 - a))
 
 
@@ -111,7 +129,7 @@ def async_s2(alpha1: float, c1: float, k1: int | np.ndarray) -> float | np.ndarr
     ``(1/(1−α)) / (E⌈(X+1)/k⌉ + c·E[X mod k])``.
     """
     a = check_probability("alpha1", alpha1)
-    c = check_cost("c1", c1)
+    c = check_async_c1(c1)
     kk = check_positive_int_array("k1", k1)
     den = np.asarray(expected_batches(a, kk)) + c * np.asarray(expected_run_mod(a, kk))
     return scalar_or_array((1.0 / (1.0 - a)) / den)
@@ -120,10 +138,11 @@ def async_s2(alpha1: float, c1: float, k1: int | np.ndarray) -> float | np.ndarr
 def f_async(alpha1: float, c1: float, k1: int | np.ndarray) -> float | np.ndarray:
     """Speedup of async Lookahead Reasoning with depth limit k1 (Theorem 2, corrected).
 
-    S2(k1) for k1 < ⌈1/c1⌉, S1 for k1 >= ⌈1/c1⌉; c1 must be > 0.
+    S2(k1) for k1 < ⌈1/c1⌉, S1 for k1 >= ⌈1/c1⌉; c1 must lie in (0, 1)
+    (see :func:`check_async_c1`).
     """
     a = check_probability("alpha1", alpha1)
-    c = check_cost("c1", c1, positive=True)
+    c = check_async_c1(c1)
     kk = check_positive_int_array("k1", k1)
     knee = async_knee(c)
     s1 = async_s1(a, c)

@@ -181,3 +181,25 @@ def test_edges_stay_finite() -> None:
 def test_bad_input_names_the_parameter(call, param: str) -> None:
     with pytest.raises(ValueError, match=param):
         call()
+
+
+@pytest.mark.parametrize("c1", [1.0, 1.5, 4.0])
+def test_async_closed_form_rejects_a_draft_no_faster_than_the_target(c1: float) -> None:
+    from specmodel.montecarlo.step import simulate_async_events
+    from specmodel.step_level import async_s1, async_s2
+
+    for fn in (lambda: f_async(0.6, c1, 3), lambda: async_s1(0.6, c1),
+               lambda: async_s2(0.6, c1, 2)):
+        with pytest.raises(ValueError, match=r"c1 must be in \(0, 1\)"):
+            fn()
+    # The process runs at the draft's pace, 1/c1 (S1 would say 1/(1 + α1(c1 − 1)) and miss
+    # every stage waiting for the slow draft it verifies).
+    est = simulate_async_events(0.6, c1, 3, n_stages=4000, seed=2)
+    assert est.mean == pytest.approx(1.0 / c1, rel=1e-9)
+
+
+def test_theorem4_is_never_in_scope_where_async_is_undefined() -> None:
+    from specmodel.hybrid import theorem4_in_scope
+
+    assert theorem4_in_scope(0.6, 0.2, 0.6, 0.1, 16)
+    assert not theorem4_in_scope(0.6, 0.0, 0.6, 0.1, 16)
