@@ -235,3 +235,42 @@ def test_report_inside_conditions() -> None:
     assert by_name["Lemma 2"].holds and by_name["Lemma 1"].holds
     with pytest.raises(ValueError, match="alpha1"):
         theorem_report(1.0, 0.2, 0.7, 0.05, 16)
+
+
+def test_theorem3_strictly_fails_at_a_tie_in_condition_7() -> None:
+    """Errata LR-13: (7) holds with equality; the best hybrid ties token-only exactly."""
+    from fractions import Fraction as F  # noqa: N817
+
+    from specmodel.hybrid import theorem3_conditions
+    from specmodel.theorems import theorem_report
+
+    a1, c1, a2, c2 = F(9, 16), F(1, 4), F(1, 2), F(0)
+    lhs = (1 + a1) / (1 + c1)
+    d2 = (1 + a2**2) * (1 - c2 + 2 * c2) / (1 - c2 + 4 * c2)
+    assert lhs == d2 == F(5, 4)  # (7) with equality, in exact arithmetic
+
+    def h(k1: int, k2: int) -> F:
+        f = sum(a1**i for i in range(k1)) / (1 - c1 + c1 * k1)
+        g = sum(a2**i for i in range(k2)) / (1 - c2 + c2 * k2)
+        return f * g
+
+    assert h(2, 2) == h(1, 4) == F(15, 8)
+    assert max(h(k1, k2) for k1 in range(1, 5) for k2 in range(1, 5) if k1 * k2 <= 4) == F(15, 8)
+    t3 = theorem3_conditions(9 / 16, 1 / 4, 1 / 2, 0.0, 4)
+    assert t3.in_scope and t3.condition8
+    check = theorem_report(9 / 16, 1 / 4, 1 / 2, 0.0, 4).checks[0]
+    assert "ties hybrid at (k1=2, k2=2)" in check.actual
+
+
+def test_theorem3_proof_case2_claim_fails_for_the_integer_optimum() -> None:
+    """Errata LR-12: in case 2 (γ2* <= M < 2γ2*) condition (7) can fail although (6) holds."""
+    from specmodel.hybrid import theorem3_conditions
+    from specmodel.optimizer import optimize_budget
+    from specmodel.token_level import optimal_k
+
+    k_star = optimal_k(0.68, 0.12).k
+    assert k_star <= 4 < 2 * k_star  # M = 4 is in the proof's case 2
+    t3 = theorem3_conditions(0.3, 0.1, 0.68, 0.12, 4)
+    assert t3.condition6 and not t3.condition7
+    assert t3.d2 > 1.157  # the proof's bound D2(γ2*) < 1.157 fails
+    assert optimize_budget(0.3, 0.1, 0.68, 0.12, 4, "sync").regime == "token-only"
