@@ -53,10 +53,15 @@ def unescape(text: str) -> str:
 
 
 def _console() -> Any:
-    """rich's console; 120 columns when output is not a terminal (pipes, files, CI logs)."""
+    """rich's console; 120 columns when output is not a terminal (pipes, files, CI logs)
+    unless ``COLUMNS`` says otherwise."""
+    import os
+
     from rich.console import Console
 
-    return Console() if sys.stdout.isatty() else Console(width=120)
+    if sys.stdout.isatty() or os.environ.get("COLUMNS"):
+        return Console()
+    return Console(width=120)
 
 
 def _emit_json(data: Any) -> None:
