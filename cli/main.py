@@ -430,6 +430,9 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as e:
         # typer vendors click: match its exceptions by shape, not by import path.
         kind = type(e).__name__
+        if kind in ("EngineError", "PackError"):  # profiler errors: no model, engine, context
+            sys.stderr.write(f"error: {str(e).splitlines()[0] if str(e) else kind}\n")
+            return 2
         if kind == "Exit":
             return int(getattr(e, "exit_code", 0))
         if kind == "Abort":

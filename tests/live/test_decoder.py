@@ -132,3 +132,15 @@ def test_decode_and_validate_commands(smollm_path, tmp_path, capsys, monkeypatch
     before = out.read_text()
     assert main([*args[:-1], "--resume"]) == 0
     assert json.loads(out.read_text())["configs"] == json.loads(before)["configs"]
+
+
+def test_a_model_that_will_not_load_is_one_line_and_exit_2(tmp_path, capsys) -> None:
+    from cli.main import main
+
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "config.json").write_text("{}")
+    assert main(["decode", "--target", str(bad), "--k1", "1", "--problems", "1",
+                 "-o", str(tmp_path / "run.json")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "will not load" in err[0]
