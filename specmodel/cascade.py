@@ -156,12 +156,12 @@ def ewif_speculative(alpha: float, c: float, k: int | np.ndarray) -> float | np.
     ``(1 - alpha**(k+1)) / ((1 - alpha) (c k + 1))`` with ``k`` = draft tokens per call
     (Leviathan's ``γ``) and ``c`` = draft-run cost over target-run cost.  It is at most
     ``1 / (1 - alpha)``; it tends to ``1 / (1 + c k)`` as alpha -> 0 and to
-    ``(k + 1) / (1 + c k)`` as alpha -> 1.
+    ``(k + 1) / (1 + c k)`` as alpha -> 1.  It is Leviathan's speedup
+    :func:`specmodel.token_level.g_leviathan` with γ = k >= 1, and is computed by it.
     """
-    a = check_probability("alpha", alpha)
-    cc = check_cost("c", c)
-    kk = check_positive_int_array("k", k)
-    return scalar_or_array(np.asarray(geometric_sum(a, kk + 1)) / (1.0 + cc * kk))
+    from specmodel.token_level import g_leviathan
+
+    return g_leviathan(alpha, c, check_positive_int_array("k", k))
 
 
 def _vertical_tokens(a: float, ap: float, kk: np.ndarray, nn: np.ndarray) -> np.ndarray:
