@@ -34,16 +34,11 @@ def fit_iid_alpha(mean_accepted: float, gamma: int) -> float:
         raise ValueError(f"gamma must be >= 1, got {gamma}")
     if not 0.0 < mean_accepted < gamma:
         raise ValueError(f"mean_accepted must lie in (0, {gamma}), got {mean_accepted}")
+    from specmodel.solve import bisect_boundary
     from specmodel.token_level import expected_accepted_drafts
 
-    lo, hi = 1e-12, 1 - 1e-12
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if expected_accepted_drafts(mid, gamma) < mean_accepted:
-            lo = mid
-        else:
-            hi = mid
-    return 0.5 * (lo + hi)
+    return bisect_boundary(lambda a: expected_accepted_drafts(a, gamma) < mean_accepted,
+                           1e-12, 1 - 1e-12, rtol=0.0)
 
 
 @dataclass(frozen=True)
@@ -96,13 +91,9 @@ def _solve_c2(alpha2: float, gamma: int, speedup: float) -> float:
             raise ValueError(f"speedup {speedup} is too low to fit c2")
     if g_token(alpha2, 0.0, gamma + 1) < speedup:
         return 0.0  # faster than free drafting predicts: report the boundary
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if g_token(alpha2, mid, gamma + 1) > speedup:
-            lo = mid
-        else:
-            hi = mid
-    return 0.5 * (lo + hi)
+    from specmodel.solve import bisect_boundary
+
+    return bisect_boundary(lambda c: g_token(alpha2, c, gamma + 1) > speedup, lo, hi, rtol=0.0)
 
 
 def summarize_counters(

@@ -127,14 +127,9 @@ def continuous_optimal_k(alpha: float, c: float) -> float:
         if hi > 1e15:  # pragma: no cover - unreachable for c > 0
             return math.inf
     # F is strictly decreasing (Lemma 3, step 2): bisection on [1, hi] to 1e-12.
-    lo = 1.0
-    while hi - lo > 1e-12 * hi:
-        mid = 0.5 * (lo + hi)
-        if unimodality_sign(a, cc, mid) > 0.0:
-            lo = mid
-        else:
-            hi = mid
-    return 0.5 * (lo + hi)
+    from specmodel.solve import bisect_boundary
+
+    return bisect_boundary(lambda k: unimodality_sign(a, cc, k) > 0.0, 1.0, hi)
 
 
 @dataclass(frozen=True)
