@@ -9,7 +9,7 @@ rates should agree exactly and the spread is in the timings (c1, c2, T(b)).
 
 Usage::
 
-    python -m benchmarks.bench_profile_stability [--quick] [--keep DIR]
+    python -m benchmarks.bench_profile_stability [--quick] [--keep DIR] [--token-engine vllm]
 """
 
 from __future__ import annotations
@@ -18,12 +18,20 @@ import argparse
 import math
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from benchmarks.harness import print_table, write_json
+from profiler.environment import package_versions
 
 
-def profile_once(out: Path, args: argparse.Namespace) -> dict[str, float]:
+def _printer(label: str) -> Callable[[int, int, str], None]:
+    """A progress callback that prints one line per report."""
+    return lambda done, total, message: print(f"  [{label} {done}/{total}] {message}",
+                                              flush=True)
+
+
+def profile_once(out: Path, args: argparse.Namespace, run: int) -> dict[str, float]:
     """One full profile into ``out``; returns each phase's wall time."""
     from profiler.calibrate import Recorder, batch_cost_phase, steps_phase, tokens_phase
     from specmodel.calibration import load_preset
@@ -32,19 +40,22 @@ def profile_once(out: Path, args: argparse.Namespace) -> dict[str, float]:
     times = {}
     t0 = time.perf_counter()
     rec.add(batch_cost_phase(args.target, widths=args.widths, tokens=args.batch_tokens,
-                             repeats=args.repeats, threads=args.threads))
+                             repeats=args.repeats, threads=args.threads,
+                             progress=_printer(f"run {run} T(b)")))
     times["batch_cost"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     rec.add(steps_phase(args.target, args.draft, verifier=args.verifier,
                         threshold=args.threshold, problems=args.problems, seed=args.seed,
                         steps_per_problem=args.steps_per_problem,
                         max_step_tokens=args.max_step_tokens, threads=args.threads,
-                        delimiter=args.delimiter, record=out.with_suffix(".pairs.jsonl")))
+                        delimiter=args.delimiter, record=out.with_suffix(".pairs.jsonl"),
+                        progress=_printer(f"run {run} steps")))
     times["steps"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    rec.add(tokens_phase(args.target, engine="transformers", problems=args.token_problems,
+    rec.add(tokens_phase(args.target, engine=args.token_engine, problems=args.token_problems,
                          seed=args.seed, max_tokens=args.max_tokens,
-                         num_speculative_tokens=args.gamma, threads=args.threads))
+                         num_speculative_tokens=args.gamma, threads=args.threads,
+                         progress=_printer(f"run {run} tokens")))
     times["tokens"] = time.perf_counter() - t0
     return times
 
@@ -91,10 +102,13 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--token-problems", type=int, default=4)
     ap.add_argument("--max-tokens", type=int, default=96)
     ap.add_argument("--gamma", type=int, default=4)
+    ap.add_argument("--token-engine", default="transformers", choices=["transformers", "vllm"],
+                    help="Engine of the token phase (n-gram speculation on the target).")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--keep", type=Path, help="Keep the two calibrations in this folder.")
     ap.add_argument("--quick", action="store_true",
-                    help="SmolLM2 target and draft, exact verifier, tiny settings (a smoke run).")
+                    help="Qwen-0.5B target, SmolLM2 draft, exact verifier, 2 problems x 2 "
+                         "steps, widths 1,2, tiny token counts (a smoke run).")
     args = ap.parse_args(argv)
     if args.quick:
         args.target, args.draft, args.verifier = "qwen2.5-coder-0.5b", "smollm2-135m", "exact"
@@ -109,7 +123,7 @@ def main(argv: list[str] | None = None) -> None:
     for i in (1, 2):
         out = folder / f"run{i}.json"
         t0 = time.perf_counter()
-        phases = profile_once(out, args)
+        phases = profile_once(out, args, i)
         runs.append({"file": str(out), "seconds": time.perf_counter() - t0, "phases": phases})
         values.append(figures(out))
     rows, records = [], []
@@ -131,7 +145,8 @@ def main(argv: list[str] | None = None) -> None:
                   r["seconds"]] for i, r in enumerate(runs)])
     settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}
     write_json("profile_stability" + ("_quick" if args.quick else ""),
-               {"settings": settings, "runs": runs, "figures": records})
+               {"settings": settings, "versions": package_versions(), "runs": runs,
+                "figures": records})
 
 
 if __name__ == "__main__":

@@ -132,10 +132,9 @@ class Parameters:
 
 
 class ProgressBar:
-    """A rich progress bar on stderr.
-
-    Call it as ``bar(done, total, message)`` (position known) or ``bar(message)``
-    (one more item of ``total`` given at construction).
+    """A rich progress bar on stderr (items done/total, elapsed, remaining), driven by the
+    library's callback: pass the bar as ``progress`` and it is called as
+    ``bar(done, total, message)`` (:data:`profiler.progress.ProgressCallback`).
     """
 
     def __init__(self, total: int | None = None, description: str = "") -> None:
@@ -152,26 +151,18 @@ class ProgressBar:
         self._bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                              TimeElapsedColumn(), TimeRemainingColumn(),
                              console=Console(stderr=True), transient=False)
-        self._task: Any = None
         self._total = total
-        self._done = 0
         self._description = description
+        self._task: Any = None
 
     def __enter__(self) -> ProgressBar:
         self._bar.__enter__()
-        if self._total is not None:
-            self._task = self._bar.add_task(self._description, total=self._total)
+        self._task = self._bar.add_task(self._description, total=self._total)
         return self
 
     def __exit__(self, *exc: object) -> None:
         self._bar.__exit__(*exc)
 
-    def __call__(self, *args: Any) -> None:
-        if len(args) == 1:
-            self._done += 1
-            done, total, message = self._done, self._total, args[0]
-        else:
-            done, total, message = args
-        if self._task is None:
-            self._task = self._bar.add_task(message, total=total)
-        self._bar.update(self._task, completed=done, total=total, description=str(message))
+    def __call__(self, done: int, total: int, message: str) -> None:
+        text = f"{self._description}: {message}" if self._description else str(message)
+        self._bar.update(self._task, completed=done, total=total, description=text)

@@ -50,10 +50,10 @@ def _recorder(output: Path, calibration: Path | None, preset: str | None, resume
     return Recorder(output, resolve_calibration(calibration, preset), resume=resume)
 
 
-def _measure(rec: Any, phase: Callable[..., Any], total: int | None, what: str,
-             **kwargs: Any) -> None:
-    with ProgressBar(total, what) as bar:
-        result = phase(progress=bar, **kwargs) if total is not None else phase(**kwargs)
+def _measure(rec: Any, phase: Callable[..., Any], what: str, **kwargs: Any) -> None:
+    """Run one phase under a progress bar, merge it into the calibration and save it."""
+    with ProgressBar(description=what) as bar:
+        result = phase(progress=bar, **kwargs)
     rec.add(result)
     _console().print(f"{what}: {result.summary}; wrote {rec.output}", soft_wrap=True)
 
@@ -71,9 +71,35 @@ def batch_cost(
     from profiler.calibrate import batch_cost_phase
 
     ws = _widths(widths)
-    _measure(_recorder(output, calibration, preset, False), batch_cost_phase, len(ws),
+    _measure(_recorder(output, calibration, preset, False), batch_cost_phase,
              "batch cost", model=model, engine=engine, widths=ws, tokens=tokens,
              repeats=repeats, threads=threads)
+
+
+_STEP_OPTIONS = ("target", "draft", "verifier", "threshold", "judge_model", "problems", "seed",
+                 "steps_per_problem", "max_step_tokens", "threads")
+"""Options of the steps phase, the same in ``profile steps`` and ``profile run``."""
+_TOKEN_OPTIONS = ("seed", "max_tokens", "num_speculative_tokens", "prompt_lookup_min",
+                  "prompt_lookup_max", "threads")
+"""Options of the tokens phase, the same in ``profile tokens`` and ``profile run``."""
+
+
+def _measure_steps(rec: Any, options: dict[str, Any], resume: bool) -> None:
+    """The steps phase with a command's options (its ``locals()``)."""
+    from profiler.calibrate import steps_phase
+
+    record = options["record"] or options["output"].with_suffix(".pairs.jsonl")
+    _measure(rec, steps_phase, "step pairs", **{k: options[k] for k in _STEP_OPTIONS},
+             delimiter=unescape(options["delimiter"]), record=record, resume=resume)
+
+
+def _measure_tokens(rec: Any, options: dict[str, Any], model: str, engine: str,
+                    problems: int) -> None:
+    """The tokens phase with a command's options (its ``locals()``)."""
+    from profiler.calibrate import tokens_phase
+
+    _measure(rec, tokens_phase, "tokens", model=model, engine=engine, problems=problems,
+             **{k: options[k] for k in _TOKEN_OPTIONS})
 
 
 @profile_app.command("steps")
@@ -86,14 +112,7 @@ def steps(
     calibration: CalibrationOpt = None, preset: PresetOpt = None,
 ) -> None:
     """Measure α1, c1, the verifier's cost and step lengths; write them into a calibration."""
-    from profiler.calibrate import steps_phase
-
-    _measure(_recorder(output, calibration, preset, False), steps_phase,
-             problems * steps_per_problem, "step pairs", target=target, draft=draft,
-             verifier=verifier, threshold=threshold, judge_model=judge_model,
-             problems=problems, seed=seed, steps_per_problem=steps_per_problem,
-             max_step_tokens=max_step_tokens, threads=threads, delimiter=unescape(delimiter),
-             record=record or output.with_suffix(".pairs.jsonl"), resume=resume)
+    _measure_steps(_recorder(output, calibration, preset, False), locals(), resume)
 
 
 @profile_app.command("tokens")
@@ -107,13 +126,8 @@ def tokens(
     threads: Threads = 1, calibration: CalibrationOpt = None, preset: PresetOpt = None,
 ) -> None:
     """Measure n-gram speculation (α2, by position, effective c2) into a calibration."""
-    from profiler.calibrate import tokens_phase
-
-    _measure(_recorder(output, calibration, preset, False), tokens_phase, None, "tokens",
-             model=model, engine=engine, problems=problems, seed=seed, max_tokens=max_tokens,
-             num_speculative_tokens=num_speculative_tokens,
-             prompt_lookup_min=prompt_lookup_min, prompt_lookup_max=prompt_lookup_max,
-             threads=threads)
+    _measure_tokens(_recorder(output, calibration, preset, False), locals(), model, engine,
+                    problems)
 
 
 @profile_app.command("run")
@@ -138,32 +152,34 @@ def run(
     calibration: CalibrationOpt = None, preset: PresetOpt = None,
 ) -> None:
     """Measure everything (T(b), steps, tokens) into one calibration, saved after each phase."""
-    from profiler.calibrate import batch_cost_phase, steps_phase, tokens_phase
+    from profiler.calibrate import batch_cost_phase, check_settings
+    from profiler.packs import resolve_model
 
+    # Everything that can be checked without measuring is checked before the first phase.
+    check_settings(verifier=verifier, token_engine=token_engine if measure_tokens else None,
+                   threads=threads)
+    ws = _widths(widths)
+    resolve_model(target)
+    resolve_model(draft)
+    options = locals()
     rec = _recorder(output, calibration, preset, resume)
-    skip = rec.done if resume else set()
+    expected = {"batch_cost": {"model": target, "widths": ws},
+                "steps": {"target": target, "draft": draft},
+                "tokens": {"model": target, "engine": token_engine}}
+    if not measure_tokens:
+        del expected["tokens"]
+    done = {ph for ph, settings in expected.items() if resume and rec.finished(ph, **settings)}
     con = _console()
-    if skip:
-        con.print(f"resuming {output}: {', '.join(sorted(skip))} already measured",
+    if done:
+        con.print(f"resuming {output}: {', '.join(sorted(done))} already measured",
                   soft_wrap=True)
-    if "batch_cost" not in skip:
-        ws = _widths(widths)
-        _measure(rec, batch_cost_phase, len(ws), "batch cost", model=target,
-                 engine="transformers", widths=ws, tokens=batch_tokens, repeats=repeats,
-                 threads=threads)
-    if "steps" not in skip:
-        _measure(rec, steps_phase, problems * steps_per_problem, "step pairs", target=target,
-                 draft=draft, verifier=verifier, threshold=threshold, judge_model=judge_model,
-                 problems=problems, seed=seed, steps_per_problem=steps_per_problem,
-                 max_step_tokens=max_step_tokens, threads=threads,
-                 delimiter=unescape(delimiter),
-                 record=record or output.with_suffix(".pairs.jsonl"), resume=resume)
-    if measure_tokens and "tokens" not in skip:
-        _measure(rec, tokens_phase, None, "tokens", model=target, engine=token_engine,
-                 problems=token_problems, seed=seed, max_tokens=max_tokens,
-                 num_speculative_tokens=num_speculative_tokens,
-                 prompt_lookup_min=prompt_lookup_min, prompt_lookup_max=prompt_lookup_max,
-                 threads=threads)
+    if "batch_cost" not in done:
+        _measure(rec, batch_cost_phase, "batch cost", model=target, engine="transformers",
+                 widths=ws, tokens=batch_tokens, repeats=repeats, threads=threads)
+    if "steps" not in done:
+        _measure_steps(rec, options, resume)
+    if measure_tokens and "tokens" not in done:
+        _measure_tokens(rec, options, target, token_engine, token_problems)
     con.print(f"calibration {rec.data['name']} ({rec.data['provenance']['source']}) in {output}",
               soft_wrap=True)
 

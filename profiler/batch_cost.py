@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from profiler.progress import ProgressCallback, no_progress
+
 __all__ = ["BatchTiming", "measure_batch_cost", "batch_cost_section"]
 
 
@@ -35,16 +37,10 @@ class BatchTiming:
 
 
 def _hf_decoder(model: str | Path, threads: int) -> Callable[[str, int, int], float]:
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from profiler.engines import HFEngine
 
-    torch.set_num_threads(threads)
-    tok = AutoTokenizer.from_pretrained(model, trust_remote_code=False)
-    lm = AutoModelForCausalLM.from_pretrained(
-        model, dtype=torch.float32, trust_remote_code=False
-    ).eval()
-    if tok.pad_token is None:
-        tok.pad_token = tok.eos_token
+    engine = HFEngine(model, threads=threads)  # an unloadable model is an EngineError
+    tok, lm, torch = engine.tokenizer, engine.model, engine._torch
 
     def decode(prompt: str, batch: int, tokens: int) -> float:
         ids = tok([prompt] * batch, return_tensors="pt").input_ids
@@ -88,30 +84,38 @@ def measure_batch_cost(
     prompt: str = "Question: Tom has 3 apples and buys 4 more. How many apples?\nAnswer:",
     threads: int = 1,
     max_model_len: int = 1024,
-    progress: Callable[[str], None] | None = None,
+    progress: ProgressCallback | None = None,
 ) -> list[BatchTiming]:
-    """T(b) for each width, by timing real decoding on ``engine``."""
+    """T(b) for each width, by timing real decoding on ``engine``.
+
+    ``progress(done, total, message)`` is called before and after each width
+    (``total`` = the number of distinct widths).
+    """
     if engine not in ("transformers", "vllm"):
         raise ValueError(f"engine must be 'transformers' or 'vllm', got {engine!r}")
-    if tokens < 2 or repeats < 1:
-        raise ValueError(f"tokens must be >= 2 and repeats >= 1, got {tokens}, {repeats}")
+    if tokens < 2:
+        raise ValueError(f"tokens must be >= 2, got {tokens}")
+    if repeats < 1:
+        raise ValueError(f"repeats must be >= 1, got {repeats}")
     ws = sorted({int(w) for w in widths})
     if not ws or ws[0] < 1:
         raise ValueError(f"widths must be integers >= 1, got {list(widths)}")
+    say = progress or no_progress
+    say(0, len(ws), f"loading {Path(model).name}")
     decode = (
         _hf_decoder(model, threads)
         if engine == "transformers"
         else _vllm_decoder(model, max_model_len)
     )
-    say = progress or (lambda _m: None)
     decode(prompt, ws[0], tokens)  # warm-up
     out = []
-    for w in ws:
+    for i, w in enumerate(ws):
+        say(i, len(ws), f"b={w}: timing {repeats} x {tokens} steps")
         decode(prompt, w, 2)  # warm this width's shapes
         times = [decode(prompt, w, tokens) / tokens for _ in range(repeats)]
         se = statistics.stdev(times) / math.sqrt(len(times)) if len(times) > 1 else 0.0
         out.append(BatchTiming(w, statistics.fmean(times), se, len(times)))
-        say(f"b={w}: {out[-1].seconds_per_step * 1e3:.1f} ms/step ± {se * 1e3:.1f}")
+        say(i + 1, len(ws), f"b={w}: {out[-1].seconds_per_step * 1e3:.1f} ms/step ± {se * 1e3:.1f}")
     return out
 
 

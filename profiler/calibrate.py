@@ -19,23 +19,39 @@ the file is skipped by ``resume=True`` (its settings are recorded in
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from profiler.environment import machine_description, package_versions
+from profiler.progress import ProgressCallback
 
-__all__ = ["PHASES", "PhaseResult", "Recorder", "batch_cost_phase", "steps_phase",
-           "tokens_phase"]
+__all__ = ["PHASES", "TOKEN_ENGINES", "PhaseResult", "Recorder", "batch_cost_phase",
+           "check_settings", "steps_phase", "tokens_phase"]
 
 PHASES = ("batch_cost", "steps", "tokens")
 """The measurement phases, in the order ``specmodel profile run`` runs them."""
 SECTION = {"batch_cost": "batch_cost", "steps": "step", "tokens": "token"}
 """The calibration section each phase writes."""
+TOKEN_ENGINES = ("vllm", "transformers")
+"""Engines the token phase can measure n-gram speculation on."""
 
-Progress = Callable[[str], None]
+
+def check_settings(*, verifier: str | None = None, token_engine: str | None = None,
+                   threads: int | None = None) -> None:
+    """Reject unknown verifier and token-engine names and bad thread counts before any
+    model is loaded (a long run should not fail after its first phase on a typo)."""
+    from profiler.verifiers import VERIFIER_KINDS
+
+    if verifier is not None and verifier not in VERIFIER_KINDS:
+        raise ValueError(f"verifier must be one of {', '.join(VERIFIER_KINDS)}, got {verifier!r}")
+    if token_engine is not None and token_engine not in TOKEN_ENGINES:
+        raise ValueError(f"token engine must be one of {', '.join(TOKEN_ENGINES)}, "
+                         f"got {token_engine!r}")
+    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int)
+                                or threads < 1):
+        raise ValueError(f"threads must be an integer >= 1, got {threads!r}")
 
 
 @dataclass(frozen=True)
@@ -58,9 +74,11 @@ class PhaseResult:
 
 def batch_cost_phase(
     model: str, *, engine: str = "transformers", widths: list[int] | None = None,
-    tokens: int = 16, repeats: int = 3, threads: int = 1, progress: Progress | None = None,
+    tokens: int = 16, repeats: int = 3, threads: int = 1,
+    progress: ProgressCallback | None = None,
 ) -> PhaseResult:
     """Measure the target's T(b)."""
+    check_settings(threads=threads)
     from profiler.batch_cost import batch_cost_section, measure_batch_cost
     from profiler.packs import resolve_model
 
@@ -83,9 +101,10 @@ def steps_phase(
     judge_model: str = "qwen2.5-coder-0.5b", problems: int = 8, seed: int = 0,
     steps_per_problem: int = 4, max_step_tokens: int = 48, threads: int = 1,
     delimiter: str = "\n\n", record: str | Path, resume: bool = False,
-    progress: Progress | None = None,
+    progress: ProgressCallback | None = None,
 ) -> PhaseResult:
     """Measure α1, c1, the verifier's cost and step lengths (transformers, greedy)."""
+    check_settings(verifier=verifier, threads=threads)
     from profiler.engines import HFEngine
     from profiler.packs import resolve_model
     from profiler.problems import load_problems
@@ -121,9 +140,10 @@ def steps_phase(
 def tokens_phase(
     model: str, *, engine: str = "vllm", problems: int = 8, seed: int = 0, max_tokens: int = 96,
     num_speculative_tokens: int = 4, prompt_lookup_min: int = 1, prompt_lookup_max: int = 3,
-    threads: int = 1,
+    threads: int = 1, progress: ProgressCallback | None = None,
 ) -> PhaseResult:
     """Measure n-gram speculation: α2, acceptance by position, effective c2."""
+    check_settings(token_engine=engine, threads=threads)
     from profiler.packs import resolve_model
     from profiler.problems import format_prompt, load_problems
 
@@ -134,17 +154,15 @@ def tokens_phase(
         summary, record = measure_token_speculation(
             str(resolve_model(model)), prompts, gamma=num_speculative_tokens,
             prompt_lookup_min=prompt_lookup_min, prompt_lookup_max=prompt_lookup_max,
-            max_tokens=max_tokens)
-    elif engine == "transformers":
+            max_tokens=max_tokens, threads=threads, progress=progress)
+    else:
         from profiler.engines import HFEngine
         from profiler.ngram_replay import measure_hf_token_speculation
 
         summary, record = measure_hf_token_speculation(
             HFEngine(resolve_model(model), threads=threads), prompts,
             gamma=num_speculative_tokens, prompt_lookup_max=prompt_lookup_max,
-            max_tokens=max_tokens)
-    else:
-        raise ValueError(f"engine must be vllm or transformers, got {engine!r}")
+            max_tokens=max_tokens, progress=progress)
     if not all(record["outputs_identical"]):
         raise ValueError("speculative and plain greedy outputs differ: the engine is not lossless")
     desc = (f"token: {model} with {engine} n-gram speculation (gamma = {num_speculative_tokens}, "
@@ -186,6 +204,25 @@ class Recorder:
     def done(self) -> set[str]:
         """Phases already measured into this calibration."""
         return set(self.data["provenance"].get("settings", {}).get("phases", {}))
+
+    def finished(self, phase: str, **expected: Any) -> bool:
+        """Whether ``phase`` is already measured into this calibration.
+
+        ``expected`` (setting -> value, e.g. ``model="smollm2-135m"``) must agree
+        with what the phase recorded: resuming into a file measured on other
+        models raises a ValueError instead of mixing the two.
+        """
+        if phase not in PHASES:
+            raise ValueError(f"phase must be one of {', '.join(PHASES)}, got {phase!r}")
+        recorded = self.data["provenance"].get("settings", {}).get("phases", {}).get(phase)
+        if recorded is None:
+            return False
+        for key, value in expected.items():
+            if key in recorded and recorded[key] != value:
+                raise ValueError(
+                    f"{self.output} holds {phase} measured with {key} = {recorded[key]!r}, "
+                    f"not {value!r}: resume with the same settings or write another --output")
+        return True
 
     def add(self, result: PhaseResult) -> Path:
         """Merge ``result`` and save the calibration."""

@@ -22,6 +22,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from profiler.progress import ProgressCallback, no_progress
+
 __all__ = ["measure_hf_token_speculation", "prompt_lookup_proposal", "replay_counters"]
 
 
@@ -83,17 +85,26 @@ def measure_hf_token_speculation(
     gamma: int = 4,
     prompt_lookup_max: int = 3,
     max_tokens: int = 64,
+    progress: ProgressCallback | None = None,
 ) -> tuple[Any, dict[str, Any]]:
     """Greedy decoding of ``prompts`` on an :class:`~profiler.engines.HFEngine`, with and
-    without prompt lookup: (TokenSummary, record with times and identity of outputs)."""
+    without prompt lookup: (TokenSummary, record with times and identity of outputs).
+
+    ``progress(done, total, message)`` is called after each prompt.
+    """
+    from profiler.engines import EngineError
     from profiler.token_profile import summarize_counters
 
     if not prompts:
         raise ValueError("prompts must not be empty")
     model, tok, torch = engine.model, engine.tokenizer, engine._torch
+    say = progress or no_progress
 
     def run(prompt: str, lookup: bool) -> tuple[list[int], list[int], float]:
         enc = tok([prompt], return_tensors="pt")
+        if enc.input_ids.shape[1] + max_tokens > engine.max_context:
+            raise EngineError(f"prompt of {enc.input_ids.shape[1]} tokens + {max_tokens} new "
+                              f"exceeds the context of {engine.max_context}")
         kwargs: dict[str, Any] = {"max_new_tokens": max_tokens, "do_sample": False,
                                   "pad_token_id": tok.pad_token_id}
         if lookup:
@@ -106,13 +117,14 @@ def measure_hf_token_speculation(
         n = enc.input_ids.shape[1]
         return enc.input_ids[0].tolist(), out[0, n:].tolist(), seconds
 
+    say(0, len(prompts), "warm-up")
     run(prompts[0], False)  # warm-up
     totals = {"num_drafts": 0, "num_draft_tokens": 0, "num_accepted_tokens": 0,
               "num_accepted_tokens_per_pos": [0] * gamma, "num_target_passes": 0}
     t_plain = t_spec = 0.0
     same = []
     tokens = 0
-    for p in prompts:  # interleaved, so drift in machine load hits both alike
+    for i, p in enumerate(prompts, 1):  # interleaved, so drift in machine load hits both alike
         ids, plain, s_plain = run(p, False)
         _, spec, s_spec = run(p, True)
         t_plain += s_plain
@@ -125,6 +137,8 @@ def measure_hf_token_speculation(
                 totals[k] = [a + b for a, b in zip(totals[k], c[k], strict=True)]
             else:
                 totals[k] += c[k]
+        say(i, len(prompts), f"prompt {i}: {c['num_accepted_tokens']}/{c['num_draft_tokens']} "
+                             "draft tokens accepted")
     summary = summarize_counters(totals, gamma, t_plain / t_spec)
     record = {
         "engine": "transformers",

@@ -20,13 +20,14 @@ import json
 import math
 import os
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from profiler.engines import Engine
 from profiler.problems import Problem, format_prompt
+from profiler.progress import ProgressCallback, no_progress
 from profiler.verifiers import Verifier
 
 __all__ = ["StepPair", "StepSummary", "profile_steps", "read_pairs", "summarize", "wilson"]
@@ -82,52 +83,73 @@ def profile_steps(
     steps_per_problem: int = 4,
     max_step_tokens: int = 48,
     resume: bool = False,
-    progress: Callable[[str], None] | None = None,
+    progress: ProgressCallback | None = None,
 ) -> list[StepPair]:
-    """Run the protocol, appending each pair to ``record`` (JSONL) as it is measured."""
-    if steps_per_problem < 1 or max_step_tokens < 1:
-        raise ValueError("steps_per_problem and max_step_tokens must be >= 1")
+    """Run the protocol, appending each pair to ``record`` (JSONL) as it is measured.
+
+    ``progress(done, total, message)`` is called after every pair, with
+    ``total = len(problems) * steps_per_problem``; the steps a problem does not
+    take (its target finished earlier) count as done when it finishes, and with
+    ``resume=True`` the recorded pairs count as done at once.  A resumed run
+    rebuilds each problem's prefix from the recorded target steps (greedy
+    decoding is deterministic) instead of decoding them again.
+    """
+    for name, value in (("steps_per_problem", steps_per_problem),
+                        ("max_step_tokens", max_step_tokens)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
     path = Path(record)
     path.parent.mkdir(parents=True, exist_ok=True)
     done = read_pairs(path) if resume else []
     if not resume and path.exists():
         path.unlink()
-    seen = {(p.problem, p.step) for p in done}
-    say = progress or (lambda _m: None)
+    recorded = {(p.problem, p.step): p for p in done}
+    say = progress or no_progress
+    total = len(problems) * steps_per_problem
+    count = 0
     pairs = list(done)
     with open(path, "a", encoding="utf-8") as fh:
-        for prob in problems:
+        for i, prob in enumerate(problems, 1):
             prefix = format_prompt(prob)
             for s in range(steps_per_problem):
-                t_batch = target.generate_steps([prefix], max_step_tokens)
-                t_out = t_batch.outputs[0]
-                if not t_out.text.strip():
-                    break  # the target has finished this problem
-                if (prob.index, s) in seen:
-                    prefix += t_out.text
-                    continue
-                d_batch = draft.generate_steps([prefix], max_step_tokens)
-                verdict = verifier.verify([(t_out.text, d_batch.outputs[0].text)])[0]
-                pair = StepPair(
-                    prob.index,
-                    s,
-                    t_out.text,
-                    d_batch.outputs[0].text,
-                    t_out.tokens,
-                    d_batch.outputs[0].tokens,
-                    t_batch.seconds,
-                    d_batch.seconds,
-                    verdict.seconds,
-                    verdict.accepted,
-                )
-                fh.write(json.dumps(asdict(pair)) + "\n")
-                fh.flush()
-                os.fsync(fh.fileno())
-                pairs.append(pair)
-                say(f"problem {prob.index} step {s}: {'accepted' if pair.accepted else 'rejected'}")
-                prefix += t_out.text
-                if "####" in t_out.text:
+                old = recorded.get((prob.index, s))
+                if old is not None:
+                    t_text = old.target_text
+                    count += 1
+                    say(count, total, f"problem {prob.index} step {s}: recorded")
+                else:
+                    t_batch = target.generate_steps([prefix], max_step_tokens)
+                    t_out = t_batch.outputs[0]
+                    t_text = t_out.text
+                    if not t_text.strip():
+                        break  # the target has finished this problem
+                    d_batch = draft.generate_steps([prefix], max_step_tokens)
+                    verdict = verifier.verify([(t_text, d_batch.outputs[0].text)])[0]
+                    pair = StepPair(
+                        prob.index,
+                        s,
+                        t_text,
+                        d_batch.outputs[0].text,
+                        t_out.tokens,
+                        d_batch.outputs[0].tokens,
+                        t_batch.seconds,
+                        d_batch.seconds,
+                        verdict.seconds,
+                        verdict.accepted,
+                    )
+                    fh.write(json.dumps(asdict(pair)) + "\n")
+                    fh.flush()
+                    os.fsync(fh.fileno())
+                    pairs.append(pair)
+                    count += 1
+                    say(count, total, f"problem {prob.index} step {s}: "
+                                      f"{'accepted' if pair.accepted else 'rejected'}")
+                prefix += t_text
+                if "####" in t_text:
                     break
+            if count < i * steps_per_problem:  # ended early: its remaining slots are done
+                count = i * steps_per_problem
+                say(count, total, f"problem {prob.index}: finished")
     return pairs
 
 

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from profiler.progress import ProgressCallback, no_progress
 from profiler.step_profile import wilson
 
 __all__ = ["TokenSummary", "fit_iid_alpha", "measure_token_speculation", "summarize_counters"]
@@ -145,30 +146,44 @@ def measure_token_speculation(
     prompt_lookup_max: int = 3,
     max_tokens: int = 64,
     max_model_len: int = 1024,
+    threads: int | None = None,
+    progress: ProgressCallback | None = None,
 ) -> tuple[TokenSummary, dict[str, Any]]:
     """Decode ``prompts`` greedily with and without n-gram speculation on vLLM; compare.
 
-    Returns the summary and a record (times, whether outputs matched).
+    Returns the summary and a record (times, whether outputs matched).  ``threads``
+    sets vLLM-CPU's OpenMP threads (``OMP_NUM_THREADS``) unless the environment
+    already does.  ``progress(done, total, message)`` reports the four stages (load and decode,
+    plain then speculative).
     """
     from profiler.engines import TokenSpeculation, VLLMEngine
 
-    plain = VLLMEngine(model, max_model_len=max_model_len)
+    if not prompts:
+        raise ValueError("prompts must not be empty")
+    say = progress or no_progress
+    say(0, 4, "plain: loading vLLM")
+    plain = VLLMEngine(model, max_model_len=max_model_len, threads=threads)
     params = plain.sampling_params(temperature=0.0, max_tokens=max_tokens)
     plain.llm.generate(list(prompts[:1]), params, use_tqdm=False)  # warm-up
+    say(1, 4, f"plain: decoding {len(prompts)} prompts")
     t0 = time.perf_counter()
     ref = plain.llm.generate(list(prompts), params, use_tqdm=False)
     t_plain = time.perf_counter() - t0
     del plain
+    say(2, 4, "n-gram: loading vLLM")
     spec = VLLMEngine(
         model,
         max_model_len=max_model_len,
+        threads=threads,
         speculation=TokenSpeculation("ngram", gamma, prompt_lookup_min, prompt_lookup_max),
     )
     spec.llm.generate(list(prompts[:1]), params, use_tqdm=False)  # warm-up
+    say(3, 4, f"n-gram: decoding {len(prompts)} prompts")
     before = spec.spec_decode_metrics()
     t0 = time.perf_counter()
     out = spec.llm.generate(list(prompts), params, use_tqdm=False)
     t_spec = time.perf_counter() - t0
+    say(4, 4, f"speedup {t_plain / t_spec:.2f}x")
     counters = _delta(spec.spec_decode_metrics(), before)
     same = [a.outputs[0].text == b.outputs[0].text for a, b in zip(ref, out, strict=True)]
     summary = summarize_counters(counters, gamma, t_plain / t_spec)

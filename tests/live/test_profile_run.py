@@ -25,9 +25,12 @@ def test_profile_run_measures_everything_and_resumes(
             "--batch-tokens", "4", "--repeats", "2", "--token-engine", "transformers",
             "--token-problems", "2", "--max-tokens", "24", "--num-speculative-tokens", "3"]
     assert main(args) == 0
+    captured = capsys.readouterr()
+    assert "step pairs" in captured.err and "4/4" in captured.err  # the progress bars
     cal = load_calibration(out)
     assert 0 < cal.step.alpha1 < 1 and 0 < cal.step.c1 < 1
     assert 0 < cal.token.alpha2 < 1 and cal.token.c2 >= 0
+    assert cal.step.samples == 4 and cal.token.num_speculative_tokens == 3
     assert [p.batch for p in cal.batch_cost.points] == [1, 2]
     assert all(p.time > 0 and p.n == 2 for p in cal.batch_cost.points)
     prov = cal.provenance
@@ -35,6 +38,8 @@ def test_profile_run_measures_everything_and_resumes(
     assert set(prov.settings["phases"]) == {"batch_cost", "steps", "tokens"}
     assert prov.settings["versions"]["torch"].startswith("2.13")
     assert prov.machine and prov.date and prov.engine.startswith("transformers")
+    assert prov.settings["machine_details"]["cores"] >= 1
+    assert "c1 = " in prov.description and "Wilson 95% CI" in prov.description
     assert prov.models["target"] == str(qwen05_path) and prov.models["draft"] == str(smollm_path)
     assert prov.settings["phases"]["steps"]["delimiter"] == "\n"
     assert cal.name == f"measured-{qwen05_path.name}-{smollm_path.name}"
@@ -56,3 +61,6 @@ def test_profile_run_measures_everything_and_resumes(
     assert main(["optimize", "--budget", "16", "--calibration", str(out), "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["k1"] >= 1 and data["k2"] >= 1 and "cost_aware" in data
+    assert data["calibration"]["name"] == cal.name and data["calibration"]["file"] == str(out)
+    assert main(["optimize", "--budget", "16", "--calibration", str(out)]) == 0
+    assert f"calibration '{cal.name}' (measured)" in capsys.readouterr().out

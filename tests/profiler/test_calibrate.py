@@ -1,0 +1,215 @@
+"""Phases into one calibration, progress and resume, with fake engines and phases (no models)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import profiler.calibrate as calibrate
+from profiler.calibrate import PhaseResult, Recorder, check_settings
+from profiler.engines import StepBatch, StepOutput
+from profiler.problems import Problem
+from profiler.step_profile import profile_steps, read_pairs
+from profiler.verifiers import ExactMatch
+from specmodel.calibration import load_calibration, load_preset
+
+
+class ScriptedEngine:
+    """Steps from a script: prefix -> the next step is ``steps[number of steps so far]``."""
+
+    name = "transformers"
+
+    def __init__(self, steps: list[str], seconds: float) -> None:
+        self.steps = steps
+        self.seconds = seconds
+        self.calls = 0
+
+    def generate_steps(self, prefixes, max_tokens):
+        self.calls += 1
+        done = prefixes[0].count("<s>")
+        text = self.steps[done] if done < len(self.steps) else ""
+        return StepBatch([StepOutput(text, len(text.split()), "stop")], self.seconds)
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+
+def _problems(n: int) -> list[Problem]:
+    return [Problem(i, f"q{i}", "1", "#### 1") for i in range(n)]
+
+
+def test_profile_steps_reports_done_of_total_and_resumes_from_the_record(tmp_path) -> None:
+    target = ScriptedEngine(["a <s>", "b <s>", "#### 1 <s>"], 1.0)
+    draft = ScriptedEngine(["a <s>", "x <s>", "#### 1 <s>"], 0.25)
+    record = tmp_path / "pairs.jsonl"
+    calls: list[tuple[int, int, str]] = []
+    pairs = profile_steps(target, draft, ExactMatch(), _problems(2), record,
+                          steps_per_problem=4, progress=lambda *a: calls.append(a))
+    # each problem: 3 target steps, the third ends the answer ("####"); slot 4 is skipped
+    assert len(pairs) == 6 and [p.accepted for p in pairs[:3]] == [True, False, True]
+    assert [c[:2] for c in calls] == [(1, 8), (2, 8), (3, 8), (4, 8), (5, 8), (6, 8), (7, 8),
+                                      (8, 8)]
+    assert all(c[1] == 8 for c in calls) and calls[-1][0] == 8
+    # interrupted after the first problem's pairs: resume measures only what is missing
+    lines = record.read_text().splitlines()
+    record.write_text("\n".join(lines[:4]) + "\n")
+    target.calls = draft.calls = 0
+    calls.clear()
+    again = profile_steps(target, draft, ExactMatch(), _problems(2), record,
+                          steps_per_problem=4, resume=True, progress=lambda *a: calls.append(a))
+    assert len(again) == 6 and len(read_pairs(record)) == 6
+    assert target.calls == 2 and draft.calls == 2  # problem 1, steps 1 and 2 only
+    assert [c[0] for c in calls] == sorted(c[0] for c in calls) and calls[-1][0] == 8
+    assert sum("recorded" in c[2] for c in calls) == 4
+
+
+@pytest.mark.parametrize("name", ["steps_per_problem", "max_step_tokens"])
+def test_profile_steps_names_the_bad_parameter(tmp_path, name) -> None:
+    eng = ScriptedEngine(["a"], 1.0)
+    with pytest.raises(ValueError, match=name):
+        profile_steps(eng, eng, ExactMatch(), _problems(1), tmp_path / "r.jsonl", **{name: 0})
+
+
+def test_check_settings_rejects_names_before_anything_loads() -> None:
+    check_settings(verifier="exact", token_engine="vllm", threads=1)
+    with pytest.raises(ValueError, match="verifier must be one of exact, embedding, judge"):
+        check_settings(verifier="bogus")
+    with pytest.raises(ValueError, match="token engine must be one of vllm, transformers"):
+        check_settings(token_engine="hf")
+    with pytest.raises(ValueError, match="threads must be an integer >= 1"):
+        check_settings(threads=0)
+
+
+STEP = {"alpha1": 0.3, "c1": 0.25, "verifier_cost": 0.01, "verifier": "exact",
+        "step_tokens_mean": 12.0, "step_tokens_histogram": {12: 4}, "samples": 4}
+TOKEN = {"alpha2": 0.4, "c2": 0.2, "method": "ngram", "acceptance_by_position": [0.5, 0.4],
+         "num_speculative_tokens": 2, "prompt_lookup_min": 1, "prompt_lookup_max": 3}
+BATCH = {"points": [{"batch": 1, "time": 0.1, "stderr": 0.001, "n": 2},
+                    {"batch": 2, "time": 0.15, "stderr": 0.002, "n": 2}], "unit": "s/step"}
+
+
+def _fake(phase: str, section: dict, models: dict, log: list[str]):
+    def measure(*, progress=None, **settings):
+        log.append(phase)
+        if progress is not None:
+            progress(1, 1, f"{phase} done")
+        model = settings.get("model") or settings.get("target")
+        return PhaseResult(phase, section, f"{phase}: measured.",
+                           {**{k: v for k, v in settings.items() if k != "record"},
+                            "record": str(settings.get("record", ""))},
+                           {k: model if v == "model" else settings[v] for k, v in models.items()},
+                           f"{phase} ok")
+    return measure
+
+
+@pytest.fixture
+def fake_phases(monkeypatch):
+    """The three phases replaced by instant fakes; model names resolve to themselves."""
+    log: list[str] = []
+    monkeypatch.setattr(calibrate, "batch_cost_phase",
+                        _fake("batch_cost", BATCH, {"target": "model"}, log))
+    monkeypatch.setattr(calibrate, "steps_phase",
+                        _fake("steps", STEP, {"target": "target", "draft": "draft"}, log))
+    monkeypatch.setattr(calibrate, "tokens_phase",
+                        _fake("tokens", TOKEN, {"token_target": "model"}, log))
+    import profiler.packs
+
+    monkeypatch.setattr(profiler.packs, "resolve_model", lambda name, cache_dir=None: name)
+    return log
+
+
+RUN = ["profile", "run", "--target", "tgt", "--draft", "drf", "--verifier", "exact",
+       "--widths", "1,2", "--delimiter", "\\n"]
+
+
+def test_profile_run_writes_each_phase_and_resume_skips_them(fake_phases, tmp_path,
+                                                              capsys) -> None:
+    from cli.main import main
+
+    out = tmp_path / "cal.json"
+    assert main([*RUN, "-o", str(out)]) == 0
+    assert fake_phases == ["batch_cost", "steps", "tokens"]
+    cal = load_calibration(out)
+    assert cal.step.c1 == 0.25 and cal.token.alpha2 == 0.4 and len(cal.batch_cost.points) == 2
+    prov = cal.provenance
+    assert prov.source == "measured" and prov.date and prov.machine and prov.engine
+    assert prov.models == {"target": "tgt", "draft": "drf", "token_target": "tgt"}
+    assert set(prov.settings["phases"]) == {"batch_cost", "steps", "tokens"}
+    assert prov.settings["phases"]["steps"]["delimiter"] == "\n"
+    assert prov.settings["versions"]["specmodel"]
+    assert {"cpu", "cores", "platform"} <= set(prov.settings["machine_details"])
+    assert cal.name == "measured-tgt-drf"
+    before = out.read_text()
+    capsys.readouterr()
+    fake_phases.clear()
+    assert main([*RUN, "-o", str(out), "--resume"]) == 0
+    assert fake_phases == [] and out.read_text() == before
+    assert "batch_cost, steps, tokens already measured" in capsys.readouterr().out
+
+
+def test_an_interrupted_run_keeps_its_finished_phases_and_resumes_the_rest(
+    fake_phases, tmp_path, monkeypatch, capsys
+) -> None:
+    from cli.main import main
+
+    out = tmp_path / "cal.json"
+
+    def interrupted(**_settings):
+        raise ValueError("interrupted in the steps phase")
+
+    good_steps = calibrate.steps_phase
+    monkeypatch.setattr(calibrate, "steps_phase", interrupted)
+    assert main([*RUN, "-o", str(out)]) == 2
+    assert "interrupted in the steps phase" in capsys.readouterr().err
+    saved = json.loads(out.read_text())
+    assert set(saved["provenance"]["settings"]["phases"]) == {"batch_cost"}
+    monkeypatch.setattr(calibrate, "steps_phase", good_steps)
+    fake_phases.clear()
+    assert main([*RUN, "-o", str(out), "--resume"]) == 0
+    assert fake_phases == ["steps", "tokens"]
+    assert load_calibration(out).provenance.source == "measured"
+
+
+def test_resume_into_a_file_of_other_models_is_refused(fake_phases, tmp_path, capsys) -> None:
+    from cli.main import main
+
+    out = tmp_path / "cal.json"
+    assert main([*RUN, "-o", str(out), "--no-tokens"]) == 0
+    assert load_calibration(out).provenance.source == "paper"  # token section copied
+    capsys.readouterr()
+    other = [*RUN, "-o", str(out), "--resume"]
+    other[other.index("tgt")] = "other"
+    assert main(other) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "measured with model = 'tgt', not 'other'" in err
+
+
+def test_profile_run_rejects_bad_options_before_measuring(fake_phases, tmp_path,
+                                                          capsys) -> None:
+    from cli.main import main
+
+    for extra, message in ((["--verifier", "bogus"], "verifier must be one of"),
+                           (["--token-engine", "hf"], "token engine must be one of"),
+                           (["--widths", "1,x"], "widths must be comma-separated integers")):
+        assert main([*RUN, "-o", str(tmp_path / "x.json"), *extra]) == 2
+        err = capsys.readouterr().err
+        assert message in err and err.count("\n") == 1
+    assert fake_phases == [] and not (tmp_path / "x.json").exists()
+
+
+def test_recorder_finished_checks_the_phase_name(tmp_path) -> None:
+    rec = Recorder(tmp_path / "c.json", load_preset("lr-paper-gsm8k-deepseek"))
+    assert not rec.finished("steps")
+    with pytest.raises(ValueError, match="phase must be one of batch_cost, steps, tokens"):
+        rec.finished("step")
+
+
+def test_progress_bar_takes_the_library_callback(capsys) -> None:
+    from cli.common import ProgressBar
+
+    with ProgressBar(description="step pairs") as bar:
+        for i in range(1, 4):
+            bar(i, 3, f"pair {i}")
+    err = capsys.readouterr().err
+    assert "step pairs: pair 3" in err and "3/3" in err
