@@ -27,13 +27,13 @@ With a flat curve (τ ≡ 1) every formula reduces exactly to f(k1)·g(k2).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from specmodel.geometric import geometric_sum
-from specmodel.step_level import async_knee, check_mode, f_async
+from specmodel.step_level import check_async_c1, check_mode, f_async_of, knee_of
 from specmodel.validation import (
     check_budget,
     check_cost,
@@ -102,11 +102,6 @@ class BatchCostCurve:
         return self.widths[-1]
 
 
-def _token_terms(alpha2: float, c2: float, k2: int) -> tuple[float, float]:
-    e2 = float(geometric_sum(alpha2, k2))
-    return e2, c2 * (k2 - 1)
-
-
 def cost_aware_speedup(
     mode: str,
     alpha1: float,
@@ -126,44 +121,70 @@ def cost_aware_speedup(
     m = check_mode(mode)
     a1 = check_probability("alpha1", alpha1)
     a2 = check_probability("alpha2", alpha2)
-    cc1 = check_cost("c1", c1, positive=m == "async")
+    cc1 = check_async_c1(c1) if m == "async" else check_cost("c1", c1)
     cc2 = check_cost("c2", c2)
     kk1 = check_positive_int("k1", k1)
     kk2 = check_positive_int("k2", k2)
     bb = check_positive_int("serving_batch", serving_batch)
-    return _priced(m, a1, cc1, a2, cc2, kk1, kk2, curve, bb)
+    speed, width = _priced(m, a1, cc1, a2, cc2, np.array([kk1]), np.array([kk2]), curve, bb)
+    return float(speed[0]), int(width[0])
 
 
 def _priced(
-    m: str, a1: float, c1: float, a2: float, c2: float, k1: int, k2: int,
+    m: str, a1: float, c1: float, a2: float, c2: float, k1: np.ndarray, k2: np.ndarray,
     curve: BatchCostCurve, serving_batch: int,
-) -> tuple[float, int]:
-    """:func:`cost_aware_speedup` on arguments already validated."""
-    e2, draft_tok = _token_terms(a2, c2, k2)
+) -> tuple[np.ndarray, np.ndarray]:
+    """Priced speedup and width of every (k1[i], k2[i]), on arguments already validated.
+
+    Vectorized over the points; the async fixed point is iterated for all points
+    at once, each point stopping when its width repeats or after k1 + 1 rounds.
+    """
+    k1 = np.asarray(k1, dtype=np.int64)
+    k2 = np.asarray(k2, dtype=np.int64)
+    e2 = np.asarray(geometric_sum(a2, k2), dtype=np.float64)
+    draft_tok = c2 * (k2 - 1)
     t_draft = c1 * (1.0 + draft_tok) / e2
+
+    def target_time(width: np.ndarray, idx: np.ndarray | slice) -> np.ndarray:
+        rel = np.asarray(curve.relative(serving_batch, width), dtype=np.float64)
+        return (draft_tok[idx] + rel) / e2[idx]
+
     if m == "sync":
         width = k1 * k2
-        t_target = (draft_tok + float(curve.relative(serving_batch, width))) / e2
-        return float(geometric_sum(a1, k1)) / ((k1 - 1) * t_draft + t_target), width
-    width = min(async_knee(c1), k1) * k2
-    for _ in range(k1 + 1):
-        t_target = (draft_tok + float(curve.relative(serving_batch, width))) / e2
-        c_eff = t_draft / t_target
-        new = min(async_knee(c_eff), k1) * k2
-        if new == width:
-            break
-        width = new
-    return float(f_async(a1, c_eff, k1)) / t_target, width
+        t_target = target_time(width, slice(None))
+        return np.asarray(geometric_sum(a1, k1)) / ((k1 - 1) * t_draft + t_target), width
+    width = np.minimum(knee_of(np.asarray(c1)), k1) * k2
+    t_target = np.empty(k1.size, dtype=np.float64)
+    c_eff = np.empty(k1.size, dtype=np.float64)
+    active = np.arange(k1.size)
+    rounds = 0
+    while active.size:
+        tt = target_time(width[active], active)
+        ce = t_draft[active] / tt
+        t_target[active], c_eff[active] = tt, ce
+        new = np.minimum(knee_of(ce), k1[active]) * k2[active]
+        moved = new != width[active]
+        width[active[moved]] = new[moved]
+        rounds += 1
+        active = active[moved & (rounds < k1[active] + 1)]
+    return f_async_of(a1, c_eff, k1) / t_target, width
 
 
-def _first_best(candidates: Iterable[tuple[float, int, int, int]]) -> tuple[float, int, int, int]:
-    """The (speedup, k1, k2, width) with the highest speedup; near-ties (1e-12) keep the first."""
-    best: tuple[float, int, int, int] | None = None
-    for cand in candidates:
-        if best is None or cand[0] > best[0] * (1 + 1e-12):
-            best = cand
-    if best is None:
+def _first_best_index(speeds: np.ndarray) -> int:
+    """Index of the highest speedup; near-ties (1e-12) keep the earlier point.
+
+    The same choice as scanning in order and replacing the best only when a point
+    beats it by more than 1e-12 relative: only a point above every earlier one can
+    do that, so the scan runs over those running maxima alone.
+    """
+    v = np.asarray(speeds, dtype=np.float64)
+    if v.size == 0:
         raise ValueError("no configuration to choose from")
+    prev_max = np.concatenate(([-np.inf], np.maximum.accumulate(v)[:-1]))
+    best = 0
+    for i in np.flatnonzero(v > prev_max).tolist():
+        if v[i] > v[best] * (1 + 1e-12):
+            best = i
     return best
 
 
@@ -193,21 +214,19 @@ def optimize_cost_aware(
     curve: BatchCostCurve,
     serving_batch: int = 1,
 ) -> CostAwarePoint:
-    """Maximise the priced speedup over ParallelDim_f(k1)·k2 <= M (exhaustive, O(M log M))."""
+    """Maximise the priced speedup over ParallelDim_f(k1)·k2 <= M (exhaustive over the
+    O(M log M) feasible points, vectorized)."""
     from specmodel.hybrid import h  # local: keeps this module's import light
     from specmodel.optimizer import budget_landscape, check_parameters
 
     m, a1, cc1, a2, cc2, budget = check_parameters(mode, alpha1, c1, alpha2, c2, M)
     bb = check_positive_int("serving_batch", serving_batch)
     land = budget_landscape(m, a1, cc1, a2, cc2, budget)
-
-    def candidates() -> Iterator[tuple[float, int, int, int]]:
-        for k1, k2 in zip(land.k1.tolist(), land.k2.tolist(), strict=True):
-            speed, width = _priced(m, a1, cc1, a2, cc2, k1, k2, curve, bb)
-            yield speed, k1, k2, width
-
-    s, k1, k2, w = _first_best(candidates())
-    return CostAwarePoint(k1, k2, s, w, float(h(m, a1, cc1, a2, cc2, k1, k2)))
+    speeds, widths = _priced(m, a1, cc1, a2, cc2, land.k1, land.k2, curve, bb)
+    i = _first_best_index(speeds)
+    k1, k2 = int(land.k1[i]), int(land.k2[i])
+    return CostAwarePoint(k1, k2, float(speeds[i]), int(widths[i]),
+                          float(h(m, a1, cc1, a2, cc2, k1, k2)))
 
 
 @dataclass(frozen=True)
@@ -258,10 +277,10 @@ def _best_token_only(
 ) -> CostAwarePoint:
     from specmodel.token_level import g_token
 
-    def candidates() -> Iterator[tuple[float, int, int, int]]:
-        for k2 in range(1, check_budget("M", M) + 1):
-            e2, draft_tok = _token_terms(alpha2, c2, k2)
-            yield e2 / (draft_tok + float(curve.relative(serving_batch, k2))), 1, k2, k2
-
-    s, _, k2, w = _first_best(candidates())
-    return CostAwarePoint(1, k2, s, w, float(g_token(alpha2, c2, k2)))
+    k2s = np.arange(1, check_budget("M", M) + 1, dtype=np.int64)
+    e2 = np.asarray(geometric_sum(alpha2, k2s), dtype=np.float64)
+    rel = np.asarray(curve.relative(serving_batch, k2s), dtype=np.float64)
+    speeds = e2 / (check_cost("c2", c2) * (k2s - 1) + rel)
+    i = _first_best_index(speeds)
+    k2 = int(k2s[i])
+    return CostAwarePoint(1, k2, float(speeds[i]), k2, float(g_token(alpha2, c2, k2)))

@@ -15,7 +15,7 @@ import numpy as np
 
 from specmodel.hybrid import Regime, Theorem3Conditions, regime_of, theorem3_conditions
 from specmodel.hybrid import theorem4_in_scope as _theorem4_in_scope
-from specmodel.step_level import async_knee, check_mode, f_step, parallel_dim_f
+from specmodel.step_level import async_knee, check_async_c1, check_mode, f_step, parallel_dim_f
 from specmodel.token_level import g_token, optimal_k
 from specmodel.validation import check_budget, check_cost, check_probability
 
@@ -115,12 +115,12 @@ class OptimizeResult:
 def check_parameters(
     mode: str, alpha1: float, c1: float, alpha2: float, c2: float, M: int
 ) -> tuple[str, float, float, float, float, int]:
-    """Validated (mode, α1, c1, α2, c2, M); async needs c1 > 0."""
+    """Validated (mode, α1, c1, α2, c2, M); async needs 0 < c1 < 1 (``check_async_c1``)."""
     m = check_mode(mode)
     return (
         m,
         check_probability("alpha1", alpha1),
-        check_cost("c1", c1, positive=m == "async"),
+        check_async_c1(c1) if m == "async" else check_cost("c1", c1),
         check_probability("alpha2", alpha2),
         check_cost("c2", c2),
         check_budget("M", M),

@@ -7,8 +7,10 @@ semantic classes this accepts with probability ``Σ_s min(p(s), q(s)) = 1 − TV
 
 On a rejection the paper regenerates from the target, i.e. draws from p.  The
 output is then distributed as ``q·min(1, p/q) + (1 − Σ min(p, q))·p``, which is
-**not** p unless p = q; it is p when the rejection resamples from the residual
-``max(0, p − q)/Σ max(0, p − q)`` (the speculative-sampling correction).  Both are
+p only when q is proportional to p on the support of p (q = λ·p there, e.g. p = q,
+or p = (1, 0) against q = (½, ½)) and not p otherwise; it is always p when the
+rejection resamples from the residual ``max(0, p − q)/Σ max(0, p − q)`` (the
+speculative-sampling correction).  Both are
 implemented (``resample="target"`` / ``"residual"``); see docs/errata.md.
 """
 

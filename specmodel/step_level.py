@@ -58,9 +58,11 @@ __all__ = [
     "branch_acceptance",
     "check_mode",
     "f_async",
+    "f_async_of",
     "f_step",
     "f_sync",
     "f_sync_multibranch",
+    "knee_of",
     "multibranch_parallel_dim",
     "parallel_dim_f",
 ]
@@ -91,10 +93,18 @@ def f_sync(alpha1: float, c1: float, k1: int | np.ndarray) -> float | np.ndarray
 def async_knee(c1: float) -> int:
     """⌈1/c1⌉: the most target steps the async algorithm ever has in flight (c1 > 0)."""
     c = check_cost("c1", c1, positive=True)
-    inv = 1.0 / c
-    if inv > 2**62:
-        raise ValueError(f"c1 must be >= 2**-62 for the async knee to be finite, got {c!r}")
-    return max(1, math.ceil(inv * (1.0 - _KNEE_RTOL)))
+    return int(knee_of(np.asarray(c)))
+
+
+def knee_of(c1: np.ndarray) -> np.ndarray:
+    """⌈1/c1⌉ elementwise for an array of costs already known to be > 0 (no validation
+    beyond finiteness of the knee); :func:`async_knee` is its checked scalar form."""
+    inv = 1.0 / np.asarray(c1, dtype=np.float64)
+    if np.any(inv > 2**62):
+        raise ValueError(
+            f"c1 must be >= 2**-62 for the async knee to be finite, got {float(np.min(c1))!r}"
+        )
+    return np.maximum(1, np.ceil(inv * (1.0 - _KNEE_RTOL))).astype(np.int64)
 
 
 def check_async_c1(c1: object) -> float:
@@ -102,8 +112,12 @@ def check_async_c1(c1: object) -> float:
 
     At c1 = 0 the knee ⌈1/c1⌉ is infinite.  At c1 >= 1 the draft is no faster
     than the target: a stage then has to wait for the draft it verifies (its
-    time is s_X + max(1, c1), not s_X + 1), which S1 and S2 do not describe —
-    the discrete-event simulation (``simulate_async_events``) does.
+    time is s_X + max(1, c1), not s_X + 1), which S1 and S2 do not describe.
+    Both simulators of the process (``simulate_async`` and
+    ``simulate_async_events``) do: every stage then takes c1·(X + 1), so the
+    speedup is exactly 1/c1 <= 1 for every α1 and k1 — speculation never pays,
+    and the closed forms reject it rather than extend to a configuration no
+    optimizer should choose.
     """
     c = check_cost("c1", c1, positive=True)
     if c >= 1.0:
@@ -116,9 +130,7 @@ def check_async_c1(c1: object) -> float:
 
 def async_s1(alpha1: float, c1: float) -> float:
     """S1 = 1/(c1 + (1 − c1)(1 − α1)): the draft-limited async speedup (k1 >= ⌈1/c1⌉)."""
-    a = check_probability("alpha1", alpha1)
-    c = check_async_c1(c1)
-    return 1.0 / (c + (1.0 - c) * (1.0 - a))
+    return float(_s1(check_probability("alpha1", alpha1), check_async_c1(c1)))
 
 
 def async_s2(alpha1: float, c1: float, k1: int | np.ndarray) -> float | np.ndarray:
@@ -130,9 +142,19 @@ def async_s2(alpha1: float, c1: float, k1: int | np.ndarray) -> float | np.ndarr
     """
     a = check_probability("alpha1", alpha1)
     c = check_async_c1(c1)
-    kk = check_positive_int_array("k1", k1)
-    den = np.asarray(expected_batches(a, kk)) + c * np.asarray(expected_run_mod(a, kk))
-    return scalar_or_array((1.0 / (1.0 - a)) / den)
+    return scalar_or_array(_s2(a, c, check_positive_int_array("k1", k1)))
+
+
+def _s1(a: float, c: np.ndarray | float) -> np.ndarray:
+    """S1 on validated arguments, elementwise in c."""
+    c = np.asarray(c, dtype=np.float64)
+    return 1.0 / (c + (1.0 - c) * (1.0 - a))
+
+
+def _s2(a: float, c: np.ndarray | float, k: np.ndarray) -> np.ndarray:
+    """S2 on validated arguments, elementwise (broadcast) in c and k."""
+    den = np.asarray(expected_batches(a, k)) + np.asarray(c) * np.asarray(expected_run_mod(a, k))
+    return (1.0 / (1.0 - a)) / den
 
 
 def f_async(alpha1: float, c1: float, k1: int | np.ndarray) -> float | np.ndarray:
@@ -144,10 +166,20 @@ def f_async(alpha1: float, c1: float, k1: int | np.ndarray) -> float | np.ndarra
     a = check_probability("alpha1", alpha1)
     c = check_async_c1(c1)
     kk = check_positive_int_array("k1", k1)
-    knee = async_knee(c)
-    s1 = async_s1(a, c)
-    s2 = np.asarray(async_s2(a, c, np.minimum(kk, knee)))
-    return scalar_or_array(np.where(kk < knee, s2, s1))
+    return scalar_or_array(f_async_of(a, np.asarray(c), kk))
+
+
+def f_async_of(alpha1: float, c1: np.ndarray, k1: np.ndarray) -> np.ndarray:
+    """:func:`f_async` elementwise over arrays of c1 and k1 (broadcast), on arguments
+    already validated (0 < α1 < 1, 0 < c1 < 1, integer k1 >= 1).
+
+    The one evaluation of the corrected Theorem 2: S2(k1) below the knee ⌈1/c1⌉,
+    S1 from it on.  For pricing many configurations whose effective c1 differs.
+    """
+    c = np.asarray(c1, dtype=np.float64)
+    kk = np.asarray(k1, dtype=np.int64)
+    knee = knee_of(c)
+    return np.where(kk < knee, _s2(alpha1, c, np.minimum(kk, knee)), _s1(alpha1, c))
 
 
 def f_step(mode: str, alpha1: float, c1: float, k1: int | np.ndarray) -> float | np.ndarray:

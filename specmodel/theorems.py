@@ -103,10 +103,17 @@ def lemma1_ratios(alpha1: float, c1: float, alpha2: float, c2: float, M: int) ->
 
 
 def theorem_report(alpha1: float, c1: float, alpha2: float, c2: float, M: int) -> TheoremReport:
-    """Theorems 3 and 4 and Lemmas 1–3 of the LR paper for these parameters."""
+    """Theorems 3 and 4 and Lemmas 1–3 of the LR paper for these parameters.
+
+    c1 may be any cost >= 0: the sync statements (Theorem 3, Lemma 3) are
+    evaluated for every c1, the async ones (Theorem 4, Lemmas 1 and 2) only for
+    0 < c1 < 1, where the async speedup is defined (see
+    :func:`specmodel.step_level.check_async_c1`); elsewhere they are reported out
+    of scope with the reason.
+    """
     a1 = check_probability("alpha1", alpha1)
     a2 = check_probability("alpha2", alpha2)
-    cc1 = check_cost("c1", c1, positive=True)
+    cc1 = check_cost("c1", c1)
     cc2 = check_cost("c2", c2)
     m = check_budget("M", M)
     checks: list[TheoremCheck] = []
@@ -156,6 +163,15 @@ def theorem_report(alpha1: float, c1: float, alpha2: float, c2: float, M: int) -
             f"is {sync.regime} at (k1={sync.k1}, k2={sync.k2}), {sync.speedup:.4f}x."
         )
 
+    if not 0.0 < cc1 < 1.0:
+        why_async = f"async is defined for 0 < c1 < 1 only, c1 = {cc1!r}"
+        for label in ("Theorem 4 (async)", "Lemma 2"):
+            checks.append(TheoremCheck(label, False, "", why_async, None, {}))
+        _lemma3_checks(checks, a1, cc1, a2, cc2)
+        checks.append(TheoremCheck("Lemma 1", False, "", why_async, None, {}))
+        notes.append(f"Outside Theorem 4's conditions: {why_async}.")
+        return TheoremReport(a1, cc1, a2, cc2, m, checks, notes)
+
     # Theorem 4 (async).
     in4 = theorem4_in_scope(a1, cc1, a2, cc2, m)
     asyn = optimize_budget(a1, cc1, a2, cc2, m, "async")
@@ -196,7 +212,31 @@ def theorem_report(alpha1: float, c1: float, alpha2: float, c2: float, M: int) -
         )
     )
 
-    # Lemma 3: g (and f_sync) unimodal with integer optimum >= 2 when alpha > c.
+    _lemma3_checks(checks, a1, cc1, a2, cc2)
+
+    # Lemma 1 (async, paper's f) when its hypotheses hold.
+    in1 = 0.5 < a1 < 0.8 and 0.5 < a2 < 0.8 and cc1 < 1 / 3 and cc2 < 0.2 and m >= 16 and m % 2 == 0
+    if m >= 4 and m % 2 == 0:
+        r = lemma1_ratios(a1, cc1, a2, cc2, m)
+        claim = r["paper_w2_over_w1"] > 1 and r["paper_wM2_over_wM"] > 1
+        true = r["true_w2_over_w1"] > 1 and r["true_wM2_over_wM"] > 1
+        checks.append(
+            TheoremCheck(
+                "Lemma 1",
+                in1,
+                "w(2) > w(1) and w(M/2) > w(M)" if in1 else "",
+                "both hold with the true f_async" if true else "fails with the true f_async",
+                (claim and true) if in1 else None,
+                r,
+            )
+        )
+    return TheoremReport(a1, cc1, a2, cc2, m, checks, notes)
+
+
+def _lemma3_checks(
+    checks: list[TheoremCheck], a1: float, cc1: float, a2: float, cc2: float
+) -> None:
+    """Lemma 3: g (and f_sync) unimodal with integer optimum >= 2 when alpha > c."""
     for label, a, c, fn in (
         ("Lemma 3 (g)", a2, cc2, g_token),
         ("Lemma 3 (f_sync)", a1, cc1, f_sync),
@@ -222,21 +262,3 @@ def theorem_report(alpha1: float, c1: float, alpha2: float, c2: float, M: int) -
             )
         else:
             checks.append(TheoremCheck(label, False, "", "alpha <= c or c = 0", None, {}))
-
-    # Lemma 1 (async, paper's f) when its hypotheses hold.
-    in1 = 0.5 < a1 < 0.8 and 0.5 < a2 < 0.8 and cc1 < 1 / 3 and cc2 < 0.2 and m >= 16 and m % 2 == 0
-    if m >= 4 and m % 2 == 0:
-        r = lemma1_ratios(a1, cc1, a2, cc2, m)
-        claim = r["paper_w2_over_w1"] > 1 and r["paper_wM2_over_wM"] > 1
-        true = r["true_w2_over_w1"] > 1 and r["true_wM2_over_wM"] > 1
-        checks.append(
-            TheoremCheck(
-                "Lemma 1",
-                in1,
-                "w(2) > w(1) and w(M/2) > w(M)" if in1 else "",
-                "both hold with the true f_async" if true else "fails with the true f_async",
-                (claim and true) if in1 else None,
-                r,
-            )
-        )
-    return TheoremReport(a1, cc1, a2, cc2, m, checks, notes)

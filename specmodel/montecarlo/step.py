@@ -15,7 +15,9 @@ rejection X the stage emits X + 1 steps (X drafts and the target's correction)
 and a new stage starts from the corrected prefix, discarding whatever was in
 flight.  :func:`simulate_async` runs this with constant durations by the start
 time recurrence ``s_j = max(s_{j−1} + c1, s_{j−k1} + 1)`` (run once per call:
-with constant costs it does not depend on where a stage stops);
+with constant costs it does not depend on where a stage stops) and the stage
+time ``s_X + max(1, c1)`` (the rejection is known once both target step X and
+draft X exist; a draft slower than the target, c1 > 1, makes the stage wait);
 :func:`simulate_async_events` runs the same rules as a discrete-event
 simulation with any step durations (a heap of in-flight targets), which is the
 ground truth the recurrence is itself tested against.
@@ -76,7 +78,11 @@ def async_stage_times(x: np.ndarray, c1: float, k1: int) -> np.ndarray:
 
     With constant costs the start times ``s_j = max(s_{j−1} + c1, s_{j−k1} + 1)`` do
     not depend on where the stage will stop, so the recurrence is run once up to
-    ``max(x)`` and each stage reads its duration ``s_X + 1`` from that table.
+    ``max(x)`` and each stage reads its duration from that table.  The stage ends
+    when the rejection at X is known: target step X is done at ``s_X + 1`` and the
+    draft it is compared with at ``s_X + c1``, so the duration is
+    ``s_X + max(1, c1)`` (``s_X + 1`` for the usual c1 < 1; for c1 >= 1 the stage
+    waits for the slow draft, ``s_j = c1·j`` and the speedup is exactly 1/c1).
     """
     c = check_cost("c1", c1)
     k = check_positive_int("k1", k1)
@@ -89,7 +95,7 @@ def async_stage_times(x: np.ndarray, c1: float, k1: int) -> np.ndarray:
     s = np.zeros(jmax + 1, dtype=np.float64)
     for j in range(1, jmax + 1):
         s[j] = s[j - 1] + c if j < k else max(s[j - 1] + c, s[j - k] + 1.0)
-    return s[xs] + 1.0
+    return s[xs] + max(1.0, c)
 
 
 def simulate_async(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -80,3 +81,79 @@ def test_flat_curve_always_pays() -> None:
 def test_bad_curves_name_the_parameter(points, param) -> None:
     with pytest.raises(ValueError, match=param):
         BatchCostCurve.from_points(points)
+
+
+def _reference_priced(mode, a1, c1, a2, c2, k1, k2, curve, serving_batch):
+    """The plain per-point loop the vectorized search replaced (one point at a time)."""
+    from specmodel.geometric import geometric_sum
+    from specmodel.step_level import async_knee, f_async
+
+    e2 = float(geometric_sum(a2, k2))
+    draft_tok = c2 * (k2 - 1)
+    t_draft = c1 * (1.0 + draft_tok) / e2
+    if mode == "sync":
+        width = k1 * k2
+        t_target = (draft_tok + float(curve.relative(serving_batch, width))) / e2
+        return float(geometric_sum(a1, k1)) / ((k1 - 1) * t_draft + t_target), width
+    width = min(async_knee(c1), k1) * k2
+    for _ in range(k1 + 1):
+        t_target = (draft_tok + float(curve.relative(serving_batch, width))) / e2
+        c_eff = t_draft / t_target
+        new = min(async_knee(c_eff), k1) * k2
+        if new == width:
+            break
+        width = new
+    return float(f_async(a1, c_eff, k1)) / t_target, width
+
+
+def _reference_optimum(mode, a1, c1, a2, c2, M, curve, serving_batch):
+    from specmodel.step_level import async_knee
+
+    best = None
+    top = M if mode == "sync" else min(M, async_knee(c1))  # async: k1 beyond the knee adds nothing
+    for k1 in range(1, top + 1):
+        for k2 in range(1, M // k1 + 1):
+            s, w = _reference_priced(mode, a1, c1, a2, c2, k1, k2, curve, serving_batch)
+            if best is None or s > best[0] * (1 + 1e-12):
+                best = (s, k1, k2, w)
+    return best
+
+
+curves = st.lists(
+    st.tuples(st.integers(1, 200), st.floats(0.5, 5.0)), min_size=1, max_size=5,
+    unique_by=lambda p: p[0],
+).map(BatchCostCurve.from_points)
+
+
+@given(
+    st.sampled_from(["sync", "async"]), st.floats(0.02, 0.98), st.floats(0.01, 0.95),
+    st.floats(0.02, 0.98), st.one_of(st.just(0.0), st.floats(0.0, 0.6)),
+    st.integers(1, 24), curves, st.integers(1, 8),
+)
+def test_vectorized_search_matches_the_reference_loop(mode, a1, c1, a2, c2, M, curve, b) -> None:
+    best = optimize_cost_aware(mode, a1, c1, a2, c2, M, curve, b)
+    s, k1, k2, w = _reference_optimum(mode, a1, c1, a2, c2, M, curve, b)
+    assert (best.k1, best.k2, best.width) == (k1, k2, w)
+    assert best.speedup == pytest.approx(s, rel=1e-12)
+    single, width = cost_aware_speedup(mode, a1, c1, a2, c2, k1, k2, curve, b)
+    assert (single, width) == (pytest.approx(s, rel=1e-12), w)
+
+
+@given(st.lists(st.sampled_from([1.0, 1.0 + 4e-13, 1.0 + 9e-13, 1.0 + 1.5e-12, 2.0, 0.5]),
+                min_size=1, max_size=12))
+def test_first_best_is_the_in_order_scan(values: list[float]) -> None:
+    """Near-ties (1e-12) keep the earlier point, exactly as a sequential scan does."""
+    from specmodel.batch_cost import _first_best_index
+
+    best = 0
+    for i, v in enumerate(values):
+        if v > values[best] * (1 + 1e-12):
+            best = i
+    assert _first_best_index(np.array(values)) == best
+
+
+def test_search_scales_to_thousands() -> None:
+    """M in the thousands: the whole priced landscape at once (sync: ~M ln M points)."""
+    best = optimize_cost_aware("sync", 0.7, 0.05, 0.8, 0.05, 3000, CPU_LIKE, 2)
+    assert best.k1 * best.k2 <= 3000
+    assert best.speedup >= cost_aware_speedup("sync", 0.7, 0.05, 0.8, 0.05, 1, 1, CPU_LIKE, 2)[0]

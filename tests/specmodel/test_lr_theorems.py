@@ -274,3 +274,17 @@ def test_theorem3_proof_case2_claim_fails_for_the_integer_optimum() -> None:
     assert t3.condition6 and not t3.condition7
     assert t3.d2 > 1.157  # the proof's bound D2(γ2*) < 1.157 fails
     assert optimize_budget(0.3, 0.1, 0.68, 0.12, 4, "sync").regime == "token-only"
+
+
+@pytest.mark.parametrize("c1", [0.0, 1.0, 1.5])
+def test_report_evaluates_sync_and_leaves_async_out_where_it_is_undefined(c1: float) -> None:
+    """Theorem 3 (sync) is defined for every c1 >= 0; Theorem 4 and Lemmas 1–2 (async)
+    only for 0 < c1 < 1: outside it they are out of scope, never evaluated."""
+    rep = theorem_report(0.6, c1, 0.6, 0.1, 16)
+    by_name = {c.name: c for c in rep.checks}
+    assert [c.name for c in rep.checks][:2] == ["Theorem 3 (sync)", "Theorem 4 (async)"]
+    for name in ("Theorem 4 (async)", "Lemma 2", "Lemma 1"):
+        assert not by_name[name].in_scope and by_name[name].holds is None
+        assert "0 < c1 < 1" in by_name[name].actual
+    sync = optimize_budget(0.6, c1, 0.6, 0.1, 16, "sync")
+    assert f"(k1={sync.k1}, k2={sync.k2})" in by_name["Theorem 3 (sync)"].actual

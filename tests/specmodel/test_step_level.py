@@ -203,3 +203,35 @@ def test_theorem4_is_never_in_scope_where_async_is_undefined() -> None:
 
     assert theorem4_in_scope(0.6, 0.2, 0.6, 0.1, 16)
     assert not theorem4_in_scope(0.6, 0.0, 0.6, 0.1, 16)
+
+
+@given(st.floats(0.05, 0.95), st.floats(0.01, 6.0), st.integers(1, 12), st.integers(0, 2**16))
+def test_recurrence_simulator_is_the_event_simulation(alpha: float, c1: float, k1: int,
+                                                      seed: int) -> None:
+    """Same seed, same stages: the vectorized recurrence and the event simulation agree
+    exactly for every c1, including a draft slower than the target (the stage then waits
+    for the rejected draft: s_X + max(1, c1))."""
+    fast = simulate_async(alpha, c1, k1, n_stages=300, seed=seed)
+    events = simulate_async_events(alpha, c1, k1, n_stages=300, seed=seed)
+    assert fast.mean == pytest.approx(events.mean, rel=1e-12)
+    if c1 >= 1.0:
+        assert fast.mean == pytest.approx(1.0 / c1, rel=1e-12)
+
+
+@pytest.mark.parametrize("c1,k1", [(1.0, 1), (1.0, 3), (1.5, 1), (1.5, 4), (3.0, 2)])
+def test_stage_time_of_a_slow_draft(c1: float, k1: int) -> None:
+    """c1 >= 1: s_j = c1·j, and the stage ends when the rejected draft X is done."""
+    x = np.arange(0, 30)
+    assert np.allclose(async_stage_times(x, c1, k1), c1 * (x + 1))
+    assert simulate_async(0.7, c1, k1, n_stages=5000, seed=1).mean == pytest.approx(1 / c1)
+
+
+def test_async_optimizer_rejects_a_slow_draft_in_one_line() -> None:
+    from specmodel.optimizer import optimize_budget
+
+    with pytest.raises(ValueError, match=r"c1 must be in \(0, 1\)") as err:
+        optimize_budget(0.6, 1.5, 0.7, 0.05, 16, "async")
+    assert "\n" not in str(err.value)
+    # sync is defined for any c1 >= 0: a slow draft makes step-level speculation lose,
+    # so the optimum is token-only.
+    assert optimize_budget(0.6, 1.5, 0.7, 0.05, 16, "sync").k1 == 1
