@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -28,6 +27,11 @@ def decode(
     = None,
     k2: Annotated[int | None, typer.Option(help="Token positions per pass (draft tokens + 1).")]
     = None,
+    width: Annotated[int | None, typer.Option(
+        help="Draft branches per position (sync multi-branch drafting; overrides --config).")]
+    = None,
+    branch_temperature: Annotated[float, typer.Option(
+        help="Sampling temperature of the extra branches (width > 1).")] = 0.8,
     target: Annotated[str, typer.Option(help="Target: pack name or model folder.")]
     = "qwen2.5-coder-0.5b",
     draft: Annotated[str, typer.Option(help="Step draft: pack name or model folder.")]
@@ -63,20 +67,17 @@ def decode(
     from profiler.verifiers import make_verifier
     from specmodel.calibration import resolve_calibration
 
-    overrides: dict[str, Any] = {"max_steps": max_steps, "max_step_tokens": max_step_tokens}
-    for name, value in (("mode", mode), ("k1", k1), ("k2", k2)):
+    overrides: dict[str, Any] = {"max_steps": max_steps, "max_step_tokens": max_step_tokens,
+                                 "branch_temperature": branch_temperature}
+    for name, value in (("mode", mode), ("k1", k1), ("k2", k2), ("width", width)):
         if value is not None:
             overrides[name] = value
     if delimiter is not None:
         overrides["delimiter"] = unescape(delimiter)
     if config is not None:
-        try:
-            data = json.loads(config.read_text(encoding="utf-8"))
-        except FileNotFoundError as e:
-            raise ValueError(f"config file {config} does not exist") from e
-        except json.JSONDecodeError as e:
-            raise ValueError(f"config file {config} is not JSON: {e}") from e
-        cfg = DecoderConfig.from_export(data, **overrides)
+        from specmodel.validation import read_json_file
+
+        cfg = DecoderConfig.from_export(read_json_file(config, "config file"), **overrides)
     else:
         cfg = DecoderConfig(**overrides)
     cal = None

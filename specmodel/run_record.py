@@ -21,7 +21,6 @@ This module is pure (no torch): ``specmodel validate`` answers in well under a s
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any, Literal
@@ -29,6 +28,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from specmodel.calibration import Calibration
+from specmodel.validation import read_json_file
 
 __all__ = [
     "RUN_SCHEMA_VERSION",
@@ -57,6 +57,8 @@ class DecodeSettings(_Loose):
     """Target steps in parallel (draft steps + 1)."""
     k2: int = Field(ge=1)
     """Target positions per token-speculation pass (draft tokens + 1)."""
+    width: int = Field(1, ge=1)
+    """Draft branches per position (multi-branch drafting, sync); 1 = a single chain."""
 
 
 class Totals(_Loose):
@@ -121,12 +123,7 @@ class RunRecord(_Loose):
 def load_run_record(path: str | Path) -> RunRecord:
     """Read and validate a run record (a clear ValueError for anything else)."""
     p = Path(path)
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError as e:
-        raise ValueError(f"run record {p} does not exist") from e
-    except json.JSONDecodeError as e:
-        raise ValueError(f"run record {p} is not JSON: {e}") from e
+    data = read_json_file(p, "run record")
     if not isinstance(data, dict) or data.get("kind") != "specmodel-run":
         raise ValueError(f"{p} is not a specmodel run record (kind must be 'specmodel-run')")
     if data.get("schema_version") != RUN_SCHEMA_VERSION:
@@ -142,14 +139,30 @@ def load_run_record(path: str | Path) -> RunRecord:
         raise ValueError(f"{p}: {where}: {first['msg']}") from e
 
 
-def predict(cal: Calibration, mode: str, k1: int, k2: int) -> tuple[float, float | None]:
-    """(closed-form speedup f(k1)·g(k2), the same priced by the calibration's T(b) or None)."""
+def predict(
+    cal: Calibration, mode: str, k1: int, k2: int, width: int = 1
+) -> tuple[float, float | None]:
+    """(closed-form speedup f(k1)·g(k2), the same priced by the calibration's T(b) or None).
+
+    With ``width`` W > 1 (sync multi-branch drafting) f is
+    :func:`specmodel.step_level.f_sync_multibranch` with the independent-branch
+    acceptance 1 − (1 − α1)^W (an upper bound: real branches are correlated), and
+    no priced value is given (the T(b) pricing covers single chains).
+    """
     from specmodel.batch_cost import cost_aware_speedup
     from specmodel.hybrid import h
 
     a1, c1 = cal.step.alpha1, cal.step.c1
     a2, c2 = cal.token.alpha2, cal.token.c2
     m = mode if k1 > 1 else "sync"  # without step speculation the mode does not matter
+    if width > 1 and k1 > 1:
+        from specmodel.step_level import f_sync_multibranch
+        from specmodel.token_level import g_token
+
+        if m != "sync":
+            raise ValueError(f"width must be 1 in {m} mode, got {width}")
+        f = f_sync_multibranch(a1, c1, k1, width).speedup
+        return f * float(g_token(a2, c2, k2)), None
     closed = float(h(m, a1, c1, a2, c2, k1, k2))
     curve = cal.batch_cost_curve()
     priced = None
@@ -169,6 +182,8 @@ class ValidationRow(BaseModel):
     """Target steps in parallel."""
     k2: int
     """Target positions per token pass."""
+    width: int = 1
+    """Draft branches per position."""
     predicted_speedup: float | None
     """The papers' closed form f(k1)·g(k2) (None where it is undefined, e.g. async with c1 ≥ 1)."""
     measured_speedup: float
@@ -214,7 +229,7 @@ def compare(record: RunRecord, calibration: Calibration | None = None) -> list[V
         s = c.config
         measured = c.totals.tokens_per_second / base_tps
         try:
-            closed, priced = predict(cal, s.mode, s.k1, s.k2)
+            closed, priced = predict(cal, s.mode, s.k1, s.k2, s.width)
         except ValueError:
             closed, priced = None, None
         rows.append(
@@ -223,6 +238,7 @@ def compare(record: RunRecord, calibration: Calibration | None = None) -> list[V
                 mode=s.mode,
                 k1=s.k1,
                 k2=s.k2,
+                width=s.width,
                 predicted_speedup=closed,
                 measured_speedup=measured,
                 error=_rel_error(closed, measured),

@@ -61,6 +61,7 @@ def test_target_only_decoding_is_well_formed(reference) -> None:
         DecoderConfig("async", k1=3, **CAPS),
         DecoderConfig("sync", k1=1, k2=3, **CAPS),
         DecoderConfig("sync", k1=2, k2=3, **CAPS),
+        DecoderConfig("sync", k1=3, width=2, **CAPS),
     ],
     ids=lambda c: c.label,
 )
@@ -87,21 +88,22 @@ def test_exact_match_lookahead_reasoning_is_lossless(
     gc.collect()
 
 
-def test_vllm_sync_decoding_is_lossless(smollm_path, problems) -> None:
+def test_vllm_sync_and_async_decoding_are_lossless(smollm_path, problems) -> None:
     require("vllm")
     from profiler.engines import VLLMEngine
 
     target = VLLMEngine(smollm_path, max_model_len=1024, delimiter="\n")
     plain = LookaheadDecoder(target, None, None, DecoderConfig(**CAPS))
     draft = HFEngine(smollm_path, threads=1, delimiter="\n")
-    lr = LookaheadDecoder(target, draft, ExactMatch(), DecoderConfig("sync", k1=3, **CAPS))
-    for p in problems[:1]:
-        ref, run = plain.decode(p), lr.decode(p)
-        assert _steps(run) == _steps(ref)
-        # Same model drafting: every draft is accepted, so every cycle commits k1 steps
-        # from one target batch.
-        assert run.drafted_steps > 0 and run.accepted_steps == run.drafted_steps
-        assert run.target_batches < len(run.steps)
+    ref = plain.decode(problems[0])
+    for mode in ("sync", "async"):
+        lr = LookaheadDecoder(target, draft, ExactMatch(), DecoderConfig(mode, k1=3, **CAPS))
+        run = lr.decode(problems[0])
+        assert _steps(run) == _steps(ref), mode
+        # Same model drafting (vLLM target, transformers draft): drafts are accepted.
+        assert run.drafted_steps > 0 and run.accepted_steps >= run.drafted_steps - 1, mode
+        if mode == "sync":  # a cycle commits several steps from one target call
+            assert run.target_batches < len(run.steps)
     del target, plain, lr
     gc.collect()
 

@@ -39,6 +39,9 @@ def test_export_file_drives_the_decoder(tmp_path) -> None:
         ({"delimiter": ""}, "delimiter"),
         ({"token_method": "eagle"}, "token_method"),
         ({"token_method": "draft_model", "k2": 3}, "token_draft_model"),
+        ({"width": 0}, "width"),
+        ({"mode": "async", "k1": 3, "width": 2}, "width"),
+        ({"width": 2, "branch_temperature": 0.0}, "branch_temperature"),
     ],
 )
 def test_bad_settings_name_the_parameter(kwargs: dict, match: str) -> None:
@@ -50,9 +53,10 @@ def test_export_files_the_decoder_cannot_run_are_rejected() -> None:
     base = {"lookahead_reasoning": {"mode": "sync", "k1": 2, "k2": 3, "width": 1},
             "speculative_config": {"method": "ngram", "num_speculative_tokens": 2}}
     assert DecoderConfig.from_export(base).k2 == 3
-    with pytest.raises(ValueError, match="width"):
-        DecoderConfig.from_export({**base, "lookahead_reasoning": {**base["lookahead_reasoning"],
-                                                                   "width": 2}})
+    wide = {**base, "lookahead_reasoning": {**base["lookahead_reasoning"], "width": 2}}
+    assert DecoderConfig.from_export(wide).width == 2
+    with pytest.raises(ValueError, match="width"):  # multi-branch is sync only
+        DecoderConfig.from_export(wide, mode="async")
     with pytest.raises(ValueError, match="method"):
         DecoderConfig.from_export({**base, "speculative_config": {"method": "eagle"}})
     with pytest.raises(ValueError, match="export"):
@@ -63,3 +67,4 @@ def test_labels_name_the_regime() -> None:
     assert DecoderConfig().label == "target"
     assert DecoderConfig(k2=4).label == "token k2=4"
     assert DecoderConfig("async", k1=3, k2=2).label == "async k1=3 k2=2"
+    assert DecoderConfig("sync", k1=3, width=2).label == "sync k1=3 k2=1 W=2"

@@ -16,10 +16,11 @@ from specmodel.token_level import g_token
 PRESET = "lr-paper-gsm8k-deepseek"
 
 
-def _config(label: str, mode: str, k1: int, k2: int, tps: float, acc: float | None = None):
+def _config(label: str, mode: str, k1: int, k2: int, tps: float, acc: float | None = None,
+            width: int = 1):
     return {
         "label": label,
-        "config": {"mode": mode, "k1": k1, "k2": k2},
+        "config": {"mode": mode, "k1": k1, "k2": k2, "width": width},
         "totals": {"problems": 2, "output_tokens": int(tps * 10), "seconds": 10.0,
                    "tokens_per_second": tps, "accuracy": 0.5, "step_acceptance": acc},
         "problems": [],
@@ -105,7 +106,7 @@ def test_missing_baseline_and_missing_calibration_are_clear_errors(tmp_path) -> 
 @pytest.mark.parametrize(
     ("payload", "match"),
     [
-        ("not json", "not JSON"),
+        ("not json", "not valid JSON"),
         (json.dumps({"kind": "other"}), "not a specmodel run record"),
         (json.dumps({"kind": "specmodel-run", "schema_version": 9}), "schema_version"),
         (json.dumps({"kind": "specmodel-run", "schema_version": 1, "created": "x",
@@ -134,3 +135,24 @@ def test_validate_command_prints_the_comparison(tmp_path, capsys) -> None:
     assert "sync k1=2" in capsys.readouterr().out
     assert main(["validate", str(tmp_path / "missing.json")]) == 2
     assert "does not exist" in capsys.readouterr().err
+
+
+def test_multi_branch_configurations_are_predicted_by_the_multibranch_model(tmp_path) -> None:
+    from specmodel.step_level import f_sync_multibranch
+
+    cal = load_preset(PRESET)
+    a1, c1, a2, c2 = cal.step.alpha1, cal.step.c1, cal.token.alpha2, cal.token.c2
+    closed, priced = predict(cal, "sync", 3, 2, width=2)
+    assert closed == pytest.approx(
+        f_sync_multibranch(a1, c1, 3, 2).speedup * g_token(a2, c2, 2), rel=1e-12)
+    assert priced is None
+    # Width 1 is the chain: the same number as without the argument.
+    assert predict(cal, "sync", 3, 2, width=1) == predict(cal, "sync", 3, 2)
+    rows = compare(load_run_record(_write(tmp_path, _record([
+        _config("target", "sync", 1, 1, 5.0),
+        _config("sync k1=3 k2=1 W=2", "sync", 3, 1, 6.0, 0.8, width=2),
+    ]))))
+    assert rows[1].width == 2
+    assert rows[1].predicted_speedup == pytest.approx(f_sync_multibranch(a1, c1, 3, 2).speedup)
+    with pytest.raises(ValueError, match="width"):
+        predict(cal, "async", 3, 1, width=2)
