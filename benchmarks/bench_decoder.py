@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.harness import RESULTS, print_table, write_json
+from benchmarks.harness import RESULTS, add_trio_arguments, print_table, printer, write_json
 
 SWEEP = [("sync", 1, 2), ("sync", 1, 3), ("sync", 1, 5), ("sync", 2, 1), ("sync", 3, 1),
          ("async", 2, 1), ("async", 3, 1), ("sync", 2, 3), ("async", 2, 3)]
@@ -78,17 +78,9 @@ def measure_overhead(engine: Any, problems: list[Any], cfg: Any) -> dict[str, An
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--calibration", required=True, help="Profiled calibration of the trio.")
-    ap.add_argument("--target", default="qwen2.5-coder-0.5b")
-    ap.add_argument("--draft", default="smollm2-135m")
-    ap.add_argument("--verifier", default="embedding")
-    ap.add_argument("--threshold", type=float, default=0.85)
-    ap.add_argument("--delimiter", default="\\n")
-    ap.add_argument("--problems", type=int, default=4)
-    ap.add_argument("--seed", type=int, default=0)
+    add_trio_arguments(ap, problems=4, seed=0, max_step_tokens=40)
     ap.add_argument("--max-steps", type=int, default=8)
-    ap.add_argument("--max-step-tokens", type=int, default=40)
     ap.add_argument("--budget", type=int, default=16)
-    ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--record", type=Path, default=RESULTS / "decoder_run.json")
     ap.add_argument("--resume", action="store_true")
     ap.add_argument("--quick", action="store_true", help="Few configurations (a smoke run).")
@@ -130,7 +122,7 @@ def main(argv: list[str] | None = None) -> None:
         optimizer={"budget": args.budget,
                    "choices": {k: {"mode": m, "k1": a, "k2": b} for k, (m, a, b) in picks.items()}},
         resume=args.resume,
-        progress=lambda d, n, msg: print(f"[{d}/{n}] {msg}", flush=True),
+        progress=printer(),
     )
     decode_seconds = time.perf_counter() - t0
     rows = compare(record)

@@ -18,17 +18,10 @@ import argparse
 import math
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 
-from benchmarks.harness import print_table, write_json
+from benchmarks.harness import add_trio_arguments, print_table, printer, write_json
 from profiler.environment import package_versions
-
-
-def _printer(label: str) -> Callable[[int, int, str], None]:
-    """A progress callback that prints one line per report."""
-    return lambda done, total, message: print(f"  [{label} {done}/{total}] {message}",
-                                              flush=True)
 
 
 def profile_once(out: Path, args: argparse.Namespace, run: int) -> dict[str, float]:
@@ -41,7 +34,7 @@ def profile_once(out: Path, args: argparse.Namespace, run: int) -> dict[str, flo
     t0 = time.perf_counter()
     rec.add(batch_cost_phase(args.target, widths=args.widths, tokens=args.batch_tokens,
                              repeats=args.repeats, threads=args.threads,
-                             progress=_printer(f"run {run} T(b)")))
+                             progress=printer(f"run {run} T(b)")))
     times["batch_cost"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     rec.add(steps_phase(args.target, args.draft, verifier=args.verifier,
@@ -49,13 +42,13 @@ def profile_once(out: Path, args: argparse.Namespace, run: int) -> dict[str, flo
                         steps_per_problem=args.steps_per_problem,
                         max_step_tokens=args.max_step_tokens, threads=args.threads,
                         delimiter=args.delimiter, record=out.with_suffix(".pairs.jsonl"),
-                        progress=_printer(f"run {run} steps")))
+                        progress=printer(f"run {run} steps")))
     times["steps"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     rec.add(tokens_phase(args.target, engine=args.token_engine, problems=args.token_problems,
                          seed=args.seed, max_tokens=args.max_tokens,
                          num_speculative_tokens=args.gamma, threads=args.threads,
-                         progress=_printer(f"run {run} tokens")))
+                         progress=printer(f"run {run} tokens")))
     times["tokens"] = time.perf_counter() - t0
     return times
 
@@ -87,15 +80,8 @@ def figures(path: Path) -> dict[str, tuple[float, float | None]]:
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--target", default="qwen2.5-coder-0.5b")
-    ap.add_argument("--draft", default="smollm2-135m")
-    ap.add_argument("--verifier", default="embedding")
-    ap.add_argument("--threshold", type=float, default=0.85)
-    ap.add_argument("--delimiter", default="\\n")
-    ap.add_argument("--problems", type=int, default=6)
+    add_trio_arguments(ap, problems=6, seed=1, max_step_tokens=40)
     ap.add_argument("--steps-per-problem", type=int, default=4)
-    ap.add_argument("--max-step-tokens", type=int, default=40)
-    ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--widths", default="1,2,4,8")
     ap.add_argument("--batch-tokens", type=int, default=16)
     ap.add_argument("--repeats", type=int, default=3)
@@ -104,7 +90,6 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--gamma", type=int, default=4)
     ap.add_argument("--token-engine", default="transformers", choices=["transformers", "vllm"],
                     help="Engine of the token phase (n-gram speculation on the target).")
-    ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--keep", type=Path, help="Keep the two calibrations in this folder.")
     ap.add_argument("--quick", action="store_true",
                     help="Qwen-0.5B target, SmolLM2 draft, exact verifier, 2 problems x 2 "

@@ -7,6 +7,7 @@ never asserted.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import statistics
@@ -69,3 +70,25 @@ def write_json(name: str, payload: dict[str, Any]) -> Path:
     os.replace(tmp, path)
     print(f"\nwrote {path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path}")
     return path
+
+
+def add_trio_arguments(ap: argparse.ArgumentParser, *, problems: int, seed: int,
+                       max_step_tokens: int) -> None:
+    """The options every real-model benchmark shares: the models, the verifier, the step
+    delimiter, the problems and the threads (defaults: this project's measured trio)."""
+    ap.add_argument("--target", default="qwen2.5-coder-0.5b", help="Target pack or folder.")
+    ap.add_argument("--draft", default="smollm2-135m", help="Step draft pack or folder.")
+    ap.add_argument("--verifier", default="embedding", help="exact, embedding or judge.")
+    ap.add_argument("--threshold", type=float, default=0.85, help="Embedding threshold.")
+    ap.add_argument("--delimiter", default="\\n", help="Step delimiter (escapes decoded).")
+    ap.add_argument("--problems", type=int, default=problems, help="gsm_symbolic problems.")
+    ap.add_argument("--seed", type=int, default=seed, help="Problem seed.")
+    ap.add_argument("--max-step-tokens", type=int, default=max_step_tokens,
+                    help="Token cap per step.")
+    ap.add_argument("--threads", type=int, default=1, help="CPU threads per model.")
+
+
+def printer(label: str = "") -> Callable[[int, int, str], None]:
+    """A progress callback (done, total, message) that prints one line per report."""
+    head = f"{label} " if label else ""
+    return lambda done, total, message: print(f"  [{head}{done}/{total}] {message}", flush=True)

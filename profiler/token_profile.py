@@ -125,18 +125,6 @@ def summarize_counters(
     )
 
 
-def _delta(after: dict[str, Any], before: dict[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in after.items():
-        b = before.get(k)
-        if isinstance(v, list):
-            b = b or [0] * len(v)
-            out[k] = [x - y for x, y in zip(v, b, strict=False)]
-        else:
-            out[k] = v - (b or 0)
-    return out
-
-
 def measure_token_speculation(
     model: str,
     prompts: Sequence[str],
@@ -156,7 +144,7 @@ def measure_token_speculation(
     already does.  ``progress(done, total, message)`` reports the four stages (load and decode,
     plain then speculative).
     """
-    from profiler.engines import TokenSpeculation, VLLMEngine
+    from profiler.engines import TokenSpeculation, VLLMEngine, counter_delta
 
     if not prompts:
         raise ValueError("prompts must not be empty")
@@ -184,7 +172,7 @@ def measure_token_speculation(
     out = spec.llm.generate(list(prompts), params, use_tqdm=False)
     t_spec = time.perf_counter() - t0
     say(4, 4, f"speedup {t_plain / t_spec:.2f}x")
-    counters = _delta(spec.spec_decode_metrics(), before)
+    counters = counter_delta(spec.spec_decode_metrics(), before)
     same = [a.outputs[0].text == b.outputs[0].text for a, b in zip(ref, out, strict=True)]
     summary = summarize_counters(counters, gamma, t_plain / t_spec)
     record = {

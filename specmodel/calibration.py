@@ -8,7 +8,6 @@ file in the same folder, then ``os.replace``).  See docs/calibration.md.
 
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 from importlib import resources
@@ -16,6 +15,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from specmodel.validation import parse_json, read_json_file
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -211,12 +212,10 @@ def _describe(err: ValidationError) -> str:
 
 
 def _parse(text: str, origin: str) -> Calibration:
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise ValueError(
-            f"calibration {origin} is not valid JSON: {e.msg} at line {e.lineno}"
-        ) from e
+    return _validated(parse_json(text, f"calibration {origin}"), origin)
+
+
+def _validated(data: Any, origin: str) -> Calibration:
     try:
         return Calibration.model_validate(data)
     except ValidationError as e:
@@ -225,10 +224,7 @@ def _parse(text: str, origin: str) -> Calibration:
 
 def load_calibration(path: str | Path) -> Calibration:
     """Read and validate a calibration JSON file."""
-    p = Path(path)
-    if not p.is_file():
-        raise ValueError(f"calibration file {p} does not exist")
-    return _parse(p.read_text(encoding="utf-8"), str(p))
+    return _validated(read_json_file(path, "calibration file"), str(path))
 
 
 def save_calibration(cal: Calibration, path: str | Path) -> Path:
