@@ -25,7 +25,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.harness import RESULTS, add_trio_arguments, print_table, printer, write_json
+from benchmarks.harness import (
+    RESULTS,
+    add_trio_arguments,
+    percent,
+    print_table,
+    printer,
+    write_json,
+)
 
 SWEEP = [("sync", 1, 2), ("sync", 1, 3), ("sync", 1, 5), ("sync", 2, 1), ("sync", 3, 1),
          ("async", 2, 1), ("async", 3, 1), ("sync", 2, 3), ("async", 2, 3)]
@@ -136,17 +143,15 @@ def main(argv: list[str] | None = None) -> None:
     choice_vs_best = {name: measured[label] / best.measured_speedup
                       for name, label in pick_label.items()}
 
-    def pct(v: float | None) -> str:
-        return "-" if v is None else f"{v:+.1%}"
-
     print_table(
         f"{args.target} target, {args.draft} draft, {verifier.name}; {args.problems} "
         f"gsm_symbolic problems (seed {args.seed}); calibration {cal.name}",
         ["config", "predicted", "priced", "measured", "error", "priced err", "α1 run",
          "accuracy", "optimizer"],
         [[r.config, r.predicted_speedup, r.predicted_priced or "-", r.measured_speedup,
-          pct(r.error), pct(r.priced_error), "-" if r.step_acceptance is None
-          else round(r.step_acceptance, 3), r.accuracy, "; ".join(chosen.get(r.config, []))]
+          percent(r.error, signed=True), percent(r.priced_error, signed=True),
+          "-" if r.step_acceptance is None else round(r.step_acceptance, 3), r.accuracy,
+          "; ".join(chosen.get(r.config, []))]
          for r in rows],
     )
     print(f"\nbest measured: {best.config} at {best.measured_speedup:.3f}x")

@@ -55,6 +55,13 @@ def print_table(title: str, columns: list[str], rows: list[list[Any]]) -> None:
         print("  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)))
 
 
+def percent(v: float | None, digits: int = 1, signed: bool = False) -> str:
+    """``v`` as a percentage for a table ('-' for None), e.g. '+12.5%'."""
+    if v is None:
+        return "-"
+    return f"{v:{'+' if signed else ''}.{digits}%}"
+
+
 def _fmt(v: Any) -> str:
     if isinstance(v, float):
         return f"{v:.4g}"
