@@ -32,6 +32,9 @@ def decode(
     = None,
     branch_temperature: Annotated[float, typer.Option(
         help="Sampling temperature of the extra branches (width > 1).")] = 0.8,
+    token_draft: Annotated[str | None, typer.Option(
+        help="Token-level draft model inside each step (pack name or folder; on transformers "
+             "any tokenizer). Default: n-gram prompt lookup, or what --config names.")] = None,
     target: Annotated[str, typer.Option(help="Target: pack name or model folder.")]
     = "qwen2.5-coder-0.5b",
     draft: Annotated[str, typer.Option(help="Step draft: pack name or model folder.")]
@@ -59,6 +62,8 @@ def decode(
     json_out: JsonOut = False,
 ) -> None:
     """Run Lookahead Reasoning on real models and write a run record."""
+    from dataclasses import replace
+
     from profiler.decoder import DecoderConfig
     from profiler.engines import make_engine
     from profiler.packs import resolve_model
@@ -74,12 +79,16 @@ def decode(
             overrides[name] = value
     if delimiter is not None:
         overrides["delimiter"] = unescape(delimiter)
+    if token_draft is not None:
+        overrides.update(token_method="draft_model", token_draft_model=token_draft)
     if config is not None:
         from specmodel.validation import read_json_file
 
         cfg = DecoderConfig.from_export(read_json_file(config, "config file"), **overrides)
     else:
         cfg = DecoderConfig(**overrides)
+    if cfg.token_method == "draft_model" and cfg.k2 > 1 and cfg.token_draft_model:
+        cfg = replace(cfg, token_draft_model=str(resolve_model(cfg.token_draft_model)))
     cal = None
     if calibration is not None or preset is not None:
         cal = resolve_calibration(calibration, preset)

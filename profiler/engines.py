@@ -91,7 +91,8 @@ class TokenSpeculation:
     """Token-level speculation inside each step."""
 
     method: Literal["ngram", "draft_model"] = "ngram"
-    """n-gram prompt lookup, or a draft model sharing the target's tokenizer."""
+    """n-gram prompt lookup, or a draft model (transformers: any tokenizer, through
+    universal assisted decoding; vLLM: one sharing the target's vocabulary)."""
     num_speculative_tokens: int = 4
     """Draft tokens per iteration (γ; the library's k2 − 1)."""
     prompt_lookup_min: int = 1
@@ -183,6 +184,16 @@ class _DelimiterStop:
         return self.torch.tensor(done, dtype=self.torch.bool, device=input_ids.device)
 
 
+@dataclass(frozen=True)
+class _Assistant:
+    """A loaded token-level draft model for transformers' assisted generation."""
+
+    model: Any
+    """The draft model."""
+    tokenizer: Any
+    """Its tokenizer when its vocabulary differs from the target's, else None."""
+
+
 class HFEngine:
     """Hugging Face transformers on CPU (fp32), greedy, batched with left padding."""
 
@@ -227,11 +238,7 @@ class HFEngine:
         self.prefix_cache = prefix_cache
         """Reuse the KV cache of the previous single-prefix call for a shared prefix."""
         self._prefix: tuple[list[int], Any] | None = None
-        self._assistant = None
-        if speculation is not None and speculation.method == "draft_model":
-            if not speculation.draft_model:
-                raise ValueError("draft_model must be given for method 'draft_model'")
-            self._assistant = self._torch_load(speculation.draft_model)
+        self._assistant = self._assistant_for(speculation)
 
     def count_tokens(self, text: str) -> int:
         """Tokens of ``text`` (no special tokens)."""
@@ -242,12 +249,31 @@ class HFEngine:
         other = copy.copy(self)
         other.speculation = speculation
         other._prefix = None
-        other._assistant = None
-        if speculation is not None and speculation.method == "draft_model":
-            if not speculation.draft_model:
-                raise ValueError("draft_model must be given for method 'draft_model'")
-            other._assistant = self._torch_load(speculation.draft_model)
+        other._assistant = self._assistant_for(speculation)
         return other
+
+    def _assistant_for(self, speculation: TokenSpeculation | None) -> _Assistant | None:
+        """The draft model that ``speculation`` names, loaded; None without one.
+
+        A draft whose vocabulary differs from the target's runs as transformers'
+        universal assisted decoding (both tokenizers passed to ``generate``): its
+        tokens are re-encoded as text for the target, which still verifies every
+        position, so greedy output stays the target's own.
+        """
+        if speculation is None or speculation.method != "draft_model":
+            return None
+        if not speculation.draft_model:
+            raise ValueError("draft_model must be given for method 'draft_model'")
+        from transformers import AutoTokenizer
+
+        try:
+            tok = AutoTokenizer.from_pretrained(speculation.draft_model, trust_remote_code=False)
+            model = self._torch_load(speculation.draft_model)
+        except Exception as e:
+            raise EngineError(f"draft model {speculation.draft_model} will not load: "
+                              f"{type(e).__name__}: {e}") from e
+        shared = tok.get_vocab() == self.tokenizer.get_vocab()
+        return _Assistant(model, None if shared else tok)
 
     def _torch_load(self, path: str | Path) -> Any:
         from transformers import AutoModelForCausalLM
@@ -283,8 +309,11 @@ class HFEngine:
             kwargs["prompt_lookup_num_tokens"] = spec.num_speculative_tokens
             kwargs["max_matching_ngram_size"] = spec.prompt_lookup_max
         if self._assistant is not None:
-            kwargs["assistant_model"] = self._assistant
+            kwargs["assistant_model"] = self._assistant.model
             kwargs["num_assistant_tokens"] = spec.num_speculative_tokens if spec else 4
+            if self._assistant.tokenizer is not None:
+                kwargs["tokenizer"] = self.tokenizer
+                kwargs["assistant_tokenizer"] = self._assistant.tokenizer
         # Not with speculation: transformers' assisted generation handed a reused cache
         # produced different text (SmolLM2, prompt lookup, 2026-11-22).
         reuse = self.prefix_cache and len(prompts) == 1 and spec is None

@@ -54,6 +54,22 @@ def test_target_only_decoding_is_well_formed(reference) -> None:
         assert run.finished in ("answer", "end", "max_steps")
 
 
+def test_token_level_draft_model_with_another_tokenizer_is_lossless(
+    hf_target, qwen05_path, problems, reference
+) -> None:
+    """A token-level draft model with its own tokenizer (Qwen's for a SmolLM2 target):
+    transformers' universal assisted decoding, greedy output unchanged."""
+    config = DecoderConfig("sync", k1=1, k2=3, token_method="draft_model",
+                           token_draft_model=str(qwen05_path), **CAPS)
+    dec = LookaheadDecoder.for_config(hf_target, None, None, config)
+    assert dec.target._assistant is not None and dec.target._assistant.tokenizer is not None
+    runs = [dec.decode(p) for p in problems]
+    for run, ref in zip(runs, reference, strict=True):
+        assert _steps(run) == _steps(ref)
+    del dec
+    gc.collect()
+
+
 @pytest.mark.parametrize(
     "config",
     [
@@ -114,15 +130,17 @@ def test_decode_and_validate_commands(smollm_path, tmp_path, capsys, monkeypatch
     monkeypatch.setenv("SPECMODEL_CACHE", str(smollm_path.parent))
     out = tmp_path / "run.json"
     args = ["decode", "--target", str(smollm_path), "--draft", str(smollm_path),
-            "--verifier", "exact", "--mode", "sync", "--k1", "2", "--problems", "1",
+            "--verifier", "exact", "--mode", "sync", "--k1", "2", "--k2", "2",
+            "--token-draft", str(smollm_path), "--problems", "1",
             "--max-steps", "2", "--max-step-tokens", "8", "--delimiter", "\\n",
             "--preset", "lr-paper-gsm8k-deepseek", "-o", str(out), "--json"]
     assert main(args) == 0
     rows = json.loads(capsys.readouterr().out)
-    assert [r["config"] for r in rows] == ["target", "sync k1=2 k2=1"]
+    assert [r["config"] for r in rows] == ["target", "sync k1=2 k2=2"]
     record = json.loads(out.read_text())
     assert record["kind"] == "specmodel-run" and record["versions"]["torch"]
     assert record["machine"]["cores"] >= 1
+    assert record["configs"][1]["config"]["token_method"] == "draft_model"
     problem = record["configs"][1]["problems"][0]
     assert {"output", "steps", "accepted_steps", "drafted_steps", "output_tokens", "seconds",
             "correct"} <= set(problem)
