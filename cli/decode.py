@@ -140,7 +140,7 @@ def validate(
 ) -> None:
     """Predicted against measured speedup for every configuration of a run record."""
     from specmodel.calibration import resolve_calibration
-    from specmodel.run_record import compare, load_run_record
+    from specmodel.run_record import calibration_mismatches, compare, load_run_record
 
     record = load_run_record(run_record)
     cal = None
@@ -179,6 +179,8 @@ def validate(
     m = record.machine
     con.print(f"[dim]measured {record.created} on {m.get('cpu', '?')} ({m.get('cores', '?')} "
               f"cores), engine {record.engine}, models {record.models}[/dim]")
+    for line in calibration_mismatches(record, cal):
+        con.print(f"[yellow]note: {line}; the prediction uses the calibration's figures.[/yellow]")
 
 
 def register(app: typer.Typer) -> None:

@@ -35,6 +35,7 @@ __all__ = [
     "ConfigRun",
     "RunRecord",
     "ValidationRow",
+    "calibration_mismatches",
     "compare",
     "load_run_record",
     "predict",
@@ -204,6 +205,26 @@ def _rel_error(pred: float | None, measured: float) -> float | None:
     if pred is None or measured <= 0 or not math.isfinite(pred):
         return None
     return pred / measured - 1.0
+
+
+def calibration_mismatches(record: RunRecord, calibration: Calibration | None = None) -> list[str]:
+    """Where the calibration was measured on other models than the run.
+
+    Compares the target, draft and verifier the calibration names (its
+    provenance) with the run's; a calibration that names none is not checked.
+    α1 belongs to one draft, target and verifier together, so a prediction from
+    another verifier's α1 is no test of the model.
+    """
+    cal = calibration or record.calibration
+    if cal is None:
+        return []
+    named = cal.provenance.models
+    out = []
+    for role in ("target", "draft", "verifier"):
+        theirs, ours = named.get(role), record.models.get(role)
+        if theirs and ours and theirs != ours:
+            out.append(f"{role}: the calibration measured {theirs}, the run used {ours}")
+    return out
 
 
 def compare(record: RunRecord, calibration: Calibration | None = None) -> list[ValidationRow]:

@@ -156,3 +156,24 @@ def test_multi_branch_configurations_are_predicted_by_the_multibranch_model(tmp_
     assert rows[1].predicted_speedup == pytest.approx(f_sync_multibranch(a1, c1, 3, 2).speedup)
     with pytest.raises(ValueError, match="width"):
         predict(cal, "async", 3, 1, width=2)
+
+
+def test_a_calibration_from_other_models_is_named(tmp_path, capsys) -> None:
+    from cli.main import main
+    from specmodel.run_record import calibration_mismatches
+
+    data = _record([_config("target", "sync", 1, 1, 10.0)])
+    data["calibration"]["provenance"]["models"] = {"target": "t", "draft": "d",
+                                                   "verifier": "embedding:x@0.85"}
+    data["models"] = {"target": "t", "draft": "d", "verifier": "judge:y"}
+    record = load_run_record(_write(tmp_path, data))
+    assert calibration_mismatches(record) == [
+        "verifier: the calibration measured embedding:x@0.85, the run used judge:y"]
+    assert main(["validate", _write(tmp_path, data)]) == 0
+    assert "the run used judge:y" in capsys.readouterr().out
+    data["models"]["verifier"] = "embedding:x@0.85"
+    assert calibration_mismatches(load_run_record(_write(tmp_path, data))) == []
+    # a calibration that names no models (the paper presets) is not checked
+    data["calibration"]["provenance"]["models"] = {}
+    data["models"]["draft"] = "other"
+    assert calibration_mismatches(load_run_record(_write(tmp_path, data))) == []
