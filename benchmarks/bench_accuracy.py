@@ -18,8 +18,8 @@ of the decoder benchmark.
 
 Writes one run record per verifier (``benchmarks/results/accuracy_<verifier>.json``,
 each holding the shared target-only baseline, readable by ``specmodel
-validate``) and the summary ``benchmarks/results/accuracy.json``.  ``--resume``
-skips what the records already hold.
+validate``) and the summary ``accuracy.json`` beside them (``--records``, default
+``benchmarks/results``).  ``--resume`` skips what the records already hold.
 
 Usage::
 
@@ -157,7 +157,8 @@ def main(argv: list[str] | None = None) -> None:
          for r in rows],
     )
     write_json("accuracy", {"settings": vars(args) | {"records": str(args.records)},
-                            "calibration": cal.name, "rows": rows, "seconds": seconds})
+                            "calibration": cal.name, "rows": rows, "seconds": seconds},
+               args.records)
 
 
 if __name__ == "__main__":

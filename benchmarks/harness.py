@@ -68,10 +68,11 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
-def write_json(name: str, payload: dict[str, Any]) -> Path:
-    """Write ``results/<name>.json`` atomically, with the machine description."""
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    path = RESULTS / f"{name}.json"
+def write_json(name: str, payload: dict[str, Any], folder: Path = RESULTS) -> Path:
+    """Write ``<folder>/<name>.json`` (default ``results/``) atomically, with the machine
+    description."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.json"
     tmp = path.with_suffix(".json.tmp")
     tmp.write_text(json.dumps({"machine": machine(), **payload}, indent=2) + "\n")
     os.replace(tmp, path)
