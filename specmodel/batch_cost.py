@@ -45,6 +45,7 @@ __all__ = [
     "BatchCostCurve",
     "BatchSizeDecision",
     "CostAwarePoint",
+    "cost_aware_multibranch_speedup",
     "cost_aware_speedup",
     "optimize_cost_aware",
     "speculation_by_batch_size",
@@ -128,6 +129,48 @@ def cost_aware_speedup(
     bb = check_positive_int("serving_batch", serving_batch)
     speed, width = _priced(m, a1, cc1, a2, cc2, np.array([kk1]), np.array([kk2]), curve, bb)
     return float(speed[0]), int(width[0])
+
+
+def cost_aware_multibranch_speedup(
+    alpha1: float,
+    c1: float,
+    alpha2: float,
+    c2: float,
+    k1: int,
+    k2: int,
+    width: int,
+    curve: BatchCostCurve,
+    serving_batch: int = 1,
+    *,
+    branch_alpha: float | None = None,
+    draft_batch_cost: float = 0.0,
+) -> tuple[float, int]:
+    """Sync multi-branch drafting (width W, depth k1 − 1) priced by ``curve``.
+
+    The cycle of :func:`~specmodel.step_level.f_sync_multibranch` (its
+    acceptance, draft levels and ``draft_batch_cost`` β) with token-level
+    speculation inside every step as in this module: the draft's levels take
+    ``draft_cost · (1 + c2 (k2 − 1)) / E_2`` and the target expands all
+    Σ_{j<k1} W^j prefixes, k2 positions each, in one pass of
+    ``(c2 (k2 − 1) + τ_B(Σ W^j · k2)) / E_2``.  A flat curve gives exactly
+    f_sync_multibranch · g_token; W = 1 gives :func:`cost_aware_speedup` in sync
+    mode.  Returns ``(speedup, width)`` with width the positions per request the
+    target verifies per pass.
+    """
+    from specmodel.step_level import f_sync_multibranch
+
+    a2 = check_probability("alpha2", alpha2)
+    cc2 = check_cost("c2", c2)
+    kk2 = check_positive_int("k2", k2)
+    bb = check_positive_int("serving_batch", serving_batch)
+    mb = f_sync_multibranch(alpha1, c1, k1, width, branch_alpha=branch_alpha,
+                            draft_batch_cost=draft_batch_cost)
+    e2 = float(geometric_sum(a2, kk2))
+    draft_tok = cc2 * (kk2 - 1)
+    positions = mb.parallel_dim * kk2
+    t_target = (draft_tok + float(curve.relative(bb, positions))) / e2
+    t_draft = mb.draft_cost * (1.0 + draft_tok) / e2
+    return mb.expected_steps / (t_draft + t_target), positions
 
 
 def _priced(

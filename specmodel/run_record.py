@@ -147,15 +147,17 @@ def predict(
 
     With ``width`` W > 1 (sync multi-branch drafting) f is
     :func:`specmodel.step_level.f_sync_multibranch` with the independent-branch
-    acceptance 1 − (1 − α1)^W (an upper bound: real branches are correlated), and
-    no priced value is given (the T(b) pricing covers single chains).
+    acceptance 1 − (1 − α1)^W (an upper bound: real branches are correlated) and a
+    flat draft batch, priced by :func:`specmodel.batch_cost.cost_aware_multibranch_speedup`.
     """
-    from specmodel.batch_cost import cost_aware_speedup
+    from specmodel.batch_cost import cost_aware_multibranch_speedup, cost_aware_speedup
     from specmodel.hybrid import h
 
     a1, c1 = cal.step.alpha1, cal.step.c1
     a2, c2 = cal.token.alpha2, cal.token.c2
     m = mode if k1 > 1 else "sync"  # without step speculation the mode does not matter
+    curve = cal.batch_cost_curve()
+    priced = None
     if width > 1 and k1 > 1:
         from specmodel.step_level import f_sync_multibranch
         from specmodel.token_level import g_token
@@ -163,10 +165,10 @@ def predict(
         if m != "sync":
             raise ValueError(f"width must be 1 in {m} mode, got {width}")
         f = f_sync_multibranch(a1, c1, k1, width).speedup
-        return f * float(g_token(a2, c2, k2)), None
+        if curve is not None:
+            priced = cost_aware_multibranch_speedup(a1, c1, a2, c2, k1, k2, width, curve)[0]
+        return f * float(g_token(a2, c2, k2)), priced
     closed = float(h(m, a1, c1, a2, c2, k1, k2))
-    curve = cal.batch_cost_curve()
-    priced = None
     if curve is not None:
         priced = cost_aware_speedup(m, a1, c1, a2, c2, k1, k2, curve)[0]
     return closed, priced

@@ -234,6 +234,8 @@ class MultiBranchSpeedup:
     """Target steps expanded per cycle, Σ_{j<k1} W^j."""
     draft_cost: float
     """Draft time per cycle in units of T."""
+    expected_steps: float
+    """Steps committed per cycle, Σ_{i<k1} α_W^i (the target's own step included)."""
 
 
 def f_sync_multibranch(
@@ -270,4 +272,5 @@ def f_sync_multibranch(
     expected_steps = 1.0 if kk == 1 else -math.expm1(kk * math.log1p(-q)) / q  # Σ α_W^i
     draft = sum(c * (1.0 + beta * (w**j - 1)) for j in range(1, kk))
     speedup = expected_steps / (1.0 + draft)
-    return MultiBranchSpeedup(speedup, aw, multibranch_parallel_dim(kk, w), draft)
+    return MultiBranchSpeedup(speedup, aw, multibranch_parallel_dim(kk, w), draft,
+                              expected_steps)

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from specmodel.batch_cost import (
     BatchCostCurve,
+    cost_aware_multibranch_speedup,
     cost_aware_speedup,
     optimize_cost_aware,
     speculation_by_batch_size,
@@ -35,6 +36,39 @@ def test_rising_cost_never_helps(a1, c1, a2, c2, k1, k2, mode) -> None:
     flat, _ = cost_aware_speedup(mode, a1, c1, a2, c2, k1, k2, BatchCostCurve.flat())
     priced, _ = cost_aware_speedup(mode, a1, c1, a2, c2, k1, k2, CPU_LIKE)
     assert priced <= flat * (1 + 1e-12)
+
+
+@given(st.floats(0.05, 0.95), st.floats(0.02, 0.9), st.floats(0.05, 0.95), st.floats(0.0, 0.5),
+       st.integers(1, 6), st.integers(1, 6), st.integers(1, 4), st.floats(0.0, 1.0))
+def test_multibranch_pricing_reduces_to_its_product_and_to_the_chain(
+    a1, c1, a2, c2, k1, k2, w, beta
+) -> None:
+    from specmodel.step_level import f_sync_multibranch
+    from specmodel.token_level import g_token
+
+    flat, positions = cost_aware_multibranch_speedup(
+        a1, c1, a2, c2, k1, k2, w, BatchCostCurve.flat(), draft_batch_cost=beta)
+    mb = f_sync_multibranch(a1, c1, k1, w, draft_batch_cost=beta)
+    assert flat == pytest.approx(mb.speedup * g_token(a2, c2, k2), rel=1e-10)
+    assert positions == mb.parallel_dim * k2
+    priced, _ = cost_aware_multibranch_speedup(a1, c1, a2, c2, k1, k2, w, CPU_LIKE,
+                                               draft_batch_cost=beta)
+    assert priced <= flat * (1 + 1e-12)  # a wider batch never costs less than one
+    chain, _ = cost_aware_multibranch_speedup(a1, c1, a2, c2, k1, k2, 1, CPU_LIKE)
+    assert chain == pytest.approx(
+        cost_aware_speedup("sync", a1, c1, a2, c2, k1, k2, CPU_LIKE)[0], rel=1e-10)
+
+
+def test_wider_trees_pay_for_their_batch_on_a_rising_curve() -> None:
+    # Same acceptance gain, but the tree's target batch grows as Σ W^j: on a CPU-like
+    # curve the priced advantage of W = 2 over W = 1 is below the flat one.
+    args = (0.3, 0.1, 0.5, 0.05, 3, 2)
+    flat = [cost_aware_multibranch_speedup(*args, w, BatchCostCurve.flat())[0] for w in (1, 2)]
+    cpu = [cost_aware_multibranch_speedup(*args, w, CPU_LIKE)[0] for w in (1, 2)]
+    assert flat[1] > flat[0]
+    assert cpu[1] / cpu[0] < flat[1] / flat[0]
+    with pytest.raises(ValueError, match="width"):
+        cost_aware_multibranch_speedup(*args, 0, CPU_LIKE)
 
 
 def test_flat_optimum_matches_optimizer() -> None:

@@ -90,6 +90,8 @@ def test_priced_prediction_uses_the_calibrations_batch_cost() -> None:
     priced_cal = Calibration.model_validate(data)
     closed, priced = predict(priced_cal, "sync", 2, 1)
     assert priced is not None and priced < closed  # a wider batch is not free
+    closed_w, priced_w = predict(priced_cal, "sync", 2, 1, width=2)
+    assert priced_w is not None and priced_w < closed_w
 
 
 def test_missing_baseline_and_missing_calibration_are_clear_errors(tmp_path) -> None:
@@ -145,7 +147,7 @@ def test_multi_branch_configurations_are_predicted_by_the_multibranch_model(tmp_
     closed, priced = predict(cal, "sync", 3, 2, width=2)
     assert closed == pytest.approx(
         f_sync_multibranch(a1, c1, 3, 2).speedup * g_token(a2, c2, 2), rel=1e-12)
-    assert priced is None
+    assert priced is None  # the preset has no T(b)
     # Width 1 is the chain: the same number as without the argument.
     assert predict(cal, "sync", 3, 2, width=1) == predict(cal, "sync", 3, 2)
     rows = compare(load_run_record(_write(tmp_path, _record([
