@@ -88,8 +88,8 @@ def main(argv: list[str] | None = None) -> None:
     from profiler.runs import run_configurations
     from profiler.step_profile import wilson
     from profiler.verifiers import make_verifier
-    from specmodel.calibration import resolve_calibration
-    from specmodel.run_record import compare
+    from specmodel.formats.calibration import resolve_calibration
+    from specmodel.formats.run_record import compare
 
     cal = resolve_calibration(args.calibration, None if args.calibration else args.preset)
     delim = args.delimiter.encode().decode("unicode_escape")

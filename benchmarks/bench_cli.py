@@ -14,8 +14,8 @@ import sys
 import time
 
 from benchmarks.harness import best_of, print_table, write_json
-from specmodel.calibration import DEFAULT_PRESET, load_preset
-from specmodel.optimizer import optimize_budget
+from specmodel.formats.calibration import DEFAULT_PRESET, load_preset
+from specmodel.optimize.budget import optimize_budget
 
 ROUNDS = 15
 

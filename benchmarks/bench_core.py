@@ -20,9 +20,9 @@ from specmodel.montecarlo.step import (
     simulate_sync,
 )
 from specmodel.montecarlo.token import simulate_token_sd
-from specmodel.optimizer import budget_landscape, optimize_budget
-from specmodel.step_level import f_async, f_sync
-from specmodel.token_level import g_token
+from specmodel.optimize.budget import budget_landscape, optimize_budget
+from specmodel.closedform.step_level import f_async, f_sync
+from specmodel.closedform.token_level import g_token
 
 
 def simulators() -> list[tuple[str, str, int, Callable[[int], Any]]]:

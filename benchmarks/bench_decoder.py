@@ -42,8 +42,8 @@ QUICK_SWEEP = [("sync", 1, 3), ("sync", 2, 1), ("async", 2, 1)]
 
 def optimizer_choices(cal: Any, budget: int) -> dict[str, tuple[str, int, int]]:
     """The optimizer's (mode, k1, k2) for this calibration: closed form, and priced by T(b)."""
-    from specmodel.batch_cost import optimize_cost_aware
-    from specmodel.optimizer import optimize_budget
+    from specmodel.optimize.pricing import optimize_cost_aware
+    from specmodel.optimize.budget import optimize_budget
 
     a1, c1, a2, c2 = cal.step.alpha1, cal.step.c1, cal.token.alpha2, cal.token.c2
     out = {}
@@ -99,8 +99,8 @@ def main(argv: list[str] | None = None) -> None:
     from profiler.problems import load_problems
     from profiler.runs import run_configurations
     from profiler.verifiers import make_verifier
-    from specmodel.calibration import load_calibration
-    from specmodel.run_record import compare
+    from specmodel.formats.calibration import load_calibration
+    from specmodel.formats.run_record import compare
 
     cal = load_calibration(args.calibration)
     delim = args.delimiter.encode().decode("unicode_escape")

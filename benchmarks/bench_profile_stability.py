@@ -27,7 +27,7 @@ from profiler.environment import package_versions
 def profile_once(out: Path, args: argparse.Namespace, run: int) -> dict[str, float]:
     """One full profile into ``out``; returns each phase's wall time."""
     from profiler.calibrate import Recorder, batch_cost_phase, steps_phase, tokens_phase
-    from specmodel.calibration import load_preset
+    from specmodel.formats.calibration import load_preset
 
     rec = Recorder(out, load_preset("lr-paper-gsm8k-deepseek"))
     times = {}
@@ -55,7 +55,7 @@ def profile_once(out: Path, args: argparse.Namespace, run: int) -> dict[str, flo
 
 def figures(path: Path) -> dict[str, tuple[float, float | None]]:
     """(value, standard error or None) of every figure of a calibration."""
-    from specmodel.calibration import load_calibration
+    from specmodel.formats.calibration import load_calibration
 
     cal = load_calibration(path)
     steps = cal.provenance.settings["phases"]["steps"]

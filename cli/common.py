@@ -95,7 +95,7 @@ class Parameters:
         direct = [alpha1, c1, alpha2, c2]
         self.cal = None
         if calibration is not None or preset is not None or any(v is None for v in direct):
-            from specmodel.calibration import resolve_calibration
+            from specmodel.formats.calibration import resolve_calibration
 
             self.cal = resolve_calibration(calibration, preset)
         self.alpha1 = alpha1 if alpha1 is not None else self.cal.step.alpha1

@@ -47,7 +47,7 @@ def compare(
     """Compare token-only, step-only, hybrid (sync/async), cascade and lookahead decoding."""
     from dataclasses import asdict
 
-    from specmodel.methods import CascadeParams, LookaheadParams, compare_methods
+    from specmodel.optimize.methods import CascadeParams, LookaheadParams, compare_methods
 
     p = Parameters(calibration, preset, alpha1, c1, alpha2, c2)
     cascade = None

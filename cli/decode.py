@@ -70,7 +70,7 @@ def decode(
     from profiler.problems import load_problems
     from profiler.runs import run_configurations
     from profiler.verifiers import make_verifier
-    from specmodel.calibration import resolve_calibration
+    from specmodel.formats.calibration import resolve_calibration
 
     overrides: dict[str, Any] = {"max_steps": max_steps, "max_step_tokens": max_step_tokens,
                                  "branch_temperature": branch_temperature}
@@ -82,7 +82,7 @@ def decode(
     if token_draft is not None:
         overrides.update(token_method="draft_model", token_draft_model=token_draft)
     if config is not None:
-        from specmodel.validation import read_json_file
+        from specmodel.formats.jsonio import read_json_file
 
         cfg = DecoderConfig.from_export(read_json_file(config, "config file"), **overrides)
     else:
@@ -139,8 +139,8 @@ def validate(
     json_out: JsonOut = False,
 ) -> None:
     """Predicted against measured speedup for every configuration of a run record."""
-    from specmodel.calibration import resolve_calibration
-    from specmodel.run_record import calibration_mismatches, compare, load_run_record
+    from specmodel.formats.calibration import resolve_calibration
+    from specmodel.formats.run_record import calibration_mismatches, compare, load_run_record
 
     record = load_run_record(run_record)
     cal = None

@@ -49,8 +49,8 @@ def export(
     import os
     import tempfile
 
-    from specmodel.export import TokenDrafter, export_vllm
-    from specmodel.optimizer import optimize_budget
+    from specmodel.formats.export import TokenDrafter, export_vllm
+    from specmodel.optimize.budget import optimize_budget
 
     if engine != "vllm":
         raise ValueError(f"engine must be 'vllm', got {engine!r}")
@@ -70,7 +70,7 @@ def export(
     decisions = None
     curve = p.cal.batch_cost_curve() if p.cal is not None else None
     if curve is not None:
-        from specmodel.batch_cost import speculation_by_batch_size
+        from specmodel.optimize.pricing import speculation_by_batch_size
 
         decisions = speculation_by_batch_size(mode.value, p.alpha1, p.c1, p.alpha2, p.c2,
                                               budget, curve)

@@ -68,7 +68,7 @@ def optimize(
     json_out: JsonOut = False,
 ) -> None:
     """Split a parallelism budget between steps in flight (k1) and tokens per step (k2)."""
-    from specmodel.optimizer import optimize_budget, optimize_budget_mc
+    from specmodel.optimize.budget import optimize_budget, optimize_budget_mc
 
     p = Parameters(calibration, preset, alpha1, c1, alpha2, c2)
     mc = None
@@ -152,7 +152,7 @@ def optimize(
 
 def _cost_aware(res: Any, curve: Any) -> dict[str, Any]:
     """Price the budget with the calibration's measured T(b)."""
-    from specmodel.batch_cost import optimize_cost_aware, speculation_by_batch_size
+    from specmodel.optimize.pricing import optimize_cost_aware, speculation_by_batch_size
 
     best = optimize_cost_aware(res.mode, res.alpha1, res.c1, res.alpha2, res.c2, res.budget,
                                curve)
@@ -252,9 +252,9 @@ def simulate(
     json_out: JsonOut = False,
 ) -> None:
     """Monte-Carlo of a process, next to its closed form."""
-    from specmodel.hybrid import h
-    from specmodel.step_level import f_async, f_sync
-    from specmodel.token_level import g_token, g_token_step
+    from specmodel.closedform.hybrid import h
+    from specmodel.closedform.step_level import f_async, f_sync
+    from specmodel.closedform.token_level import g_token, g_token_step
 
     p = Parameters(calibration, preset, alpha1, c1, alpha2, c2)
     proc = process.value
@@ -342,7 +342,7 @@ def theorems(
     json_out: JsonOut = False,
 ) -> None:
     """Which theorem conditions hold, what they predict, what is actually optimal."""
-    from specmodel.theorems import theorem_report
+    from specmodel.optimize.theorems import theorem_report
 
     report = theorem_report(alpha1, c1, alpha2, c2, budget)
     data = report.to_dict()
@@ -366,7 +366,7 @@ def theorems(
 @app.command()
 def presets(json_out: JsonOut = False) -> None:
     """List the embedded calibrations."""
-    from specmodel.calibration import DEFAULT_PRESET, list_presets, load_preset
+    from specmodel.formats.calibration import DEFAULT_PRESET, list_presets, load_preset
 
     rows = []
     for name in list_presets():

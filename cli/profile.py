@@ -45,7 +45,7 @@ def _widths(text: str) -> list[int]:
 
 def _recorder(output: Path, calibration: Path | None, preset: str | None, resume: bool) -> Any:
     from profiler.calibrate import Recorder
-    from specmodel.calibration import resolve_calibration
+    from specmodel.formats.calibration import resolve_calibration
 
     return Recorder(output, resolve_calibration(calibration, preset), resume=resume)
 

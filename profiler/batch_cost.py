@@ -4,7 +4,7 @@ Each width b decodes exactly ``tokens`` new tokens for b copies of one prompt
 (no early stop), ``repeats`` times after one warm-up, and records the time per
 decode step (seconds / tokens) with its standard error.  On a CPU T(b) grows
 from b = 1; on a GPU it stays nearly flat until the device saturates.  The
-result slots into a calibration's ``batch_cost`` (see specmodel.calibration).
+result slots into a calibration's ``batch_cost`` (see specmodel.formats.calibration).
 """
 
 from __future__ import annotations

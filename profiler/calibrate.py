@@ -188,7 +188,7 @@ class Recorder:
     """A calibration being measured: merge each phase and save it at once (atomic)."""
 
     def __init__(self, output: str | Path, base: Any, *, resume: bool = False) -> None:
-        from specmodel.calibration import load_calibration
+        from specmodel.formats.calibration import load_calibration
 
         self.output = Path(output)
         if resume and self.output.is_file():
@@ -226,7 +226,7 @@ class Recorder:
 
     def add(self, result: PhaseResult) -> Path:
         """Merge ``result`` and save the calibration."""
-        from specmodel.calibration import Calibration, save_calibration
+        from specmodel.formats.calibration import Calibration, save_calibration
 
         self.data[SECTION[result.phase]] = result.section
         prov = self.data["provenance"]

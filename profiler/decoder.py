@@ -1,6 +1,6 @@
 """The Lookahead Reasoning decoder on real engines: sync (Algorithm 1) and async.
 
-Conventions (the library's, see ``specmodel.step_level``): ``k1`` is the number
+Conventions (the library's, see ``specmodel.closedform.step_level``): ``k1`` is the number
 of target steps run in parallel, i.e. draft steps + 1 (``k1 = 1`` is plain
 step-by-step target decoding); ``k2`` is the number of target positions verified
 per token-speculation pass, i.e. draft tokens + 1 (``k2 = 1`` turns token-level
@@ -119,7 +119,7 @@ class DecoderConfig:
         if self.width > 1 and self.mode != "sync":
             raise ValueError(
                 f"width must be 1 in {self.mode} mode, got {self.width}: multi-branch drafting "
-                "is defined for sync Lookahead Reasoning (specmodel.step_level.f_sync_multibranch)"
+                "is defined for sync Lookahead Reasoning (specmodel.closedform.step_level.f_sync_multibranch)"
             )
         if not 0.0 < self.branch_temperature <= 10.0:
             raise ValueError(

@@ -1,7 +1,7 @@
 """Run the decoder over configurations and write a run record as it goes.
 
 Shared by ``specmodel decode`` and ``benchmarks/bench_decoder.py``.  The record
-(:class:`specmodel.run_record.RunRecord`) is rewritten atomically after every
+(:class:`specmodel.formats.run_record.RunRecord`) is rewritten atomically after every
 configuration, so an interrupted run keeps what it measured and ``resume=True``
 skips the configurations already in the file.
 """
@@ -22,8 +22,8 @@ from profiler.engines import Engine
 from profiler.environment import machine_description, package_versions
 from profiler.problems import Problem
 from profiler.verifiers import Verifier
-from specmodel.calibration import Calibration
-from specmodel.run_record import RUN_SCHEMA_VERSION, RunRecord, load_run_record
+from specmodel.formats.calibration import Calibration
+from specmodel.formats.run_record import RUN_SCHEMA_VERSION, RunRecord, load_run_record
 
 __all__ = ["BASELINE", "run_configurations", "save_run_record"]
 

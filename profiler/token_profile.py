@@ -35,8 +35,8 @@ def fit_iid_alpha(mean_accepted: float, gamma: int) -> float:
         raise ValueError(f"gamma must be >= 1, got {gamma}")
     if not 0.0 < mean_accepted < gamma:
         raise ValueError(f"mean_accepted must lie in (0, {gamma}), got {mean_accepted}")
-    from specmodel.solve import bisect_boundary
-    from specmodel.token_level import expected_accepted_drafts
+    from specmodel.closedform.solve import bisect_boundary
+    from specmodel.closedform.token_level import expected_accepted_drafts
 
     return bisect_boundary(lambda a: expected_accepted_drafts(a, gamma) < mean_accepted,
                            1e-12, 1 - 1e-12, rtol=0.0)
@@ -83,7 +83,7 @@ class TokenSummary:
 
 
 def _solve_c2(alpha2: float, gamma: int, speedup: float) -> float:
-    from specmodel.token_level import g_token
+    from specmodel.closedform.token_level import g_token
 
     lo, hi = 0.0, 1.0
     while g_token(alpha2, hi, gamma + 1) > speedup:
@@ -92,7 +92,7 @@ def _solve_c2(alpha2: float, gamma: int, speedup: float) -> float:
             raise ValueError(f"speedup {speedup} is too low to fit c2")
     if g_token(alpha2, 0.0, gamma + 1) < speedup:
         return 0.0  # faster than free drafting predicts: report the boundary
-    from specmodel.solve import bisect_boundary
+    from specmodel.closedform.solve import bisect_boundary
 
     return bisect_boundary(lambda c: g_token(alpha2, c, gamma + 1) > speedup, lo, hi, rtol=0.0)
 

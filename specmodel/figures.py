@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from specmodel.step_level import async_knee, async_s1, async_s2, f_async, f_sync
-from specmodel.token_level import g_token, token_speedup_bound
+from specmodel.closedform.step_level import async_knee, async_s1, async_s2, f_async, f_sync
+from specmodel.closedform.token_level import g_token, token_speedup_bound
 
 __all__ = [
     "FIGURES",
@@ -89,7 +89,7 @@ def budget_landscape_figure(
     mode: str = "async",
 ) -> Any:
     """Heatmap of h(k1, k2) over the feasible set, with the optimum and single methods marked."""
-    from specmodel.optimizer import optimize_budget
+    from specmodel.optimize.budget import optimize_budget
 
     go = _go()
     res = optimize_budget(alpha1, c1, alpha2, c2, budget, mode, landscape=True)
@@ -174,7 +174,7 @@ def lookahead_scaling_figure(
     alpha: float = 0.425, f: float = 3.106, gamma: int = 60, max_log2_b: int = 12
 ) -> Any:
     """Lookahead decoding's step compression S against b (log scale), the paper's Fig. 4(b)."""
-    from specmodel.lookahead_decoding import step_compression_ratio
+    from specmodel.closedform.lookahead_decoding import step_compression_ratio
 
     go = _go()
     b = 2 ** np.arange(0, max_log2_b + 1)
@@ -200,7 +200,7 @@ def cascade_ewif_figure(
     max_k: int = 12,
 ) -> Any:
     """EWIF of plain SD, the vertical cascade and a horizontal cascade against k."""
-    from specmodel.cascade import ewif_horizontal, ewif_speculative, ewif_vertical
+    from specmodel.closedform.cascade import ewif_horizontal, ewif_speculative, ewif_vertical
 
     go = _go()
     k = np.arange(1, max_k + 1)

@@ -8,10 +8,8 @@ return them as NumPy arrays.
 
 from __future__ import annotations
 
-import json
 import math
 from numbers import Integral, Real
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -28,8 +26,6 @@ __all__ = [
     "check_samples",
     "check_probability_vector",
     "check_cost_vector",
-    "parse_json",
-    "read_json_file",
     "scalar_or_array",
 ]
 
@@ -157,19 +153,3 @@ def scalar_or_array(x: np.ndarray) -> float | np.ndarray:
     """A 0-d result as a Python float, anything else as the array: the shape convention of
     every function that takes ``k`` as an int or an integer array."""
     return float(x) if np.ndim(x) == 0 else x
-
-
-def parse_json(text: str, what: str) -> Any:
-    """``json.loads`` with a one-line ValueError naming ``what`` (e.g. 'calibration x.json')."""
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as e:
-        raise ValueError(f"{what} is not valid JSON: {e.msg} at line {e.lineno}") from e
-
-
-def read_json_file(path: str | Path, what: str) -> Any:
-    """Read a JSON file; a missing file or bad JSON is a one-line ValueError naming ``what``."""
-    p = Path(path)
-    if not p.is_file():
-        raise ValueError(f"{what} {p} does not exist")
-    return parse_json(p.read_text(encoding="utf-8"), f"{what} {p}")

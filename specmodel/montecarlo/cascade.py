@@ -7,7 +7,7 @@ the model runs; the cost of a call is ``target runs + sum_i runs_i c_i`` in unit
 one target run.  The EWIF is the ratio estimator ``sum(tokens) / sum(cost)`` over
 independent target calls (:func:`~specmodel.montecarlo.estimate.ratio_estimate`).
 
-Conventions as in :mod:`specmodel.cascade`: ``k`` = draft tokens per speculative
+Conventions as in :mod:`specmodel.closedform.cascade`: ``k`` = draft tokens per speculative
 call (Leviathan's ``γ``), acceptance i.i.d. with the stated probabilities.
 
 * :func:`simulate_speculative` — plain speculative decoding, ``k`` drafts.

@@ -9,8 +9,8 @@ import sys
 import pytest
 
 from cli.main import main
-from specmodel.calibration import DEFAULT_PRESET, load_preset
-from specmodel.optimizer import optimize_budget
+from specmodel.formats.calibration import DEFAULT_PRESET, load_preset
+from specmodel.optimize.budget import optimize_budget
 
 
 def run(args: list[str], capsys) -> tuple[int, str, str]:
@@ -132,7 +132,7 @@ def test_compare_names_a_winner(capsys) -> None:
 
 
 def test_measured_batch_cost_is_priced(tmp_path, capsys) -> None:
-    from specmodel.calibration import Calibration, save_calibration
+    from specmodel.formats.calibration import Calibration, save_calibration
 
     data = load_preset(DEFAULT_PRESET).model_dump(exclude_none=True)
     data["name"] = "steep"
@@ -212,7 +212,7 @@ def test_simulate_hybrid_explains_the_gap(capsys) -> None:
 
 
 def test_presets_rich_marks_the_default(capsys) -> None:
-    from specmodel.calibration import list_presets
+    from specmodel.formats.calibration import list_presets
 
     code, out, _ = run(["presets"], capsys)
     assert code == 0 and f"{DEFAULT_PRESET} (default)" in out

@@ -22,7 +22,7 @@ def _plausible(points: list[dict]) -> None:
 
 def test_profile_batch_cost_writes_a_calibration(smollm_path, tmp_path, capsys) -> None:
     from cli.main import main
-    from specmodel.calibration import load_calibration
+    from specmodel.formats.calibration import load_calibration
 
     out = tmp_path / "cal.json"
     code = main(["profile", "batch-cost", "--model", str(smollm_path), "-o", str(out),

@@ -16,7 +16,7 @@ def test_profile_run_measures_everything_and_resumes(
 ) -> None:
     require("reasoning_gym")
     from cli.main import main
-    from specmodel.calibration import load_calibration
+    from specmodel.formats.calibration import load_calibration
 
     out = tmp_path / "trio.json"
     args = ["profile", "run", "--target", str(qwen05_path), "--draft", str(smollm_path),

@@ -13,7 +13,7 @@ def test_profile_steps_and_resume(smollm_path, qwen05_path, tmp_path) -> None:
     require("reasoning_gym")
     from cli.main import main
     from profiler.step_profile import read_pairs
-    from specmodel.calibration import load_calibration
+    from specmodel.formats.calibration import load_calibration
 
     out = tmp_path / "cal.json"
     args = ["profile", "steps", "--target", str(qwen05_path), "--draft", str(smollm_path),

@@ -13,7 +13,7 @@ def test_profile_tokens_writes_a_calibration(smollm_path, tmp_path) -> None:
     require("vllm")
     require("reasoning_gym")
     from cli.main import main
-    from specmodel.calibration import load_calibration
+    from specmodel.formats.calibration import load_calibration
 
     out = tmp_path / "cal.json"
     assert main(["profile", "tokens", "--model", str(smollm_path), "-o", str(out),

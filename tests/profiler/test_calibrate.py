@@ -12,7 +12,7 @@ from profiler.engines import StepBatch, StepOutput
 from profiler.problems import Problem
 from profiler.step_profile import profile_steps, read_pairs
 from profiler.verifiers import ExactMatch
-from specmodel.calibration import load_calibration, load_preset
+from specmodel.formats.calibration import load_calibration, load_preset
 
 
 class ScriptedEngine:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from profiler.token_profile import fit_iid_alpha, summarize_counters
-from specmodel.token_level import expected_accepted_drafts, g_token
+from specmodel.closedform.token_level import expected_accepted_drafts, g_token
 
 
 def test_iid_fit_inverts_the_mean() -> None:

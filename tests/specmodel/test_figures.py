@@ -15,9 +15,9 @@ from specmodel.figures import (
     speedup_vs_draft_length_figure,
     write_figure,
 )
-from specmodel.lookahead_decoding import step_compression_ratio
-from specmodel.optimizer import optimize_budget
-from specmodel.token_level import g_token
+from specmodel.closedform.lookahead_decoding import step_compression_ratio
+from specmodel.optimize.budget import optimize_budget
+from specmodel.closedform.token_level import g_token
 
 
 def test_speedup_curves_are_the_closed_forms() -> None:

@@ -1,0 +1,183 @@
+"""Calibration files: validation, atomic writes, presets and their derivation."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from specmodel.formats.calibration import (
+    DEFAULT_PRESET,
+    Calibration,
+    list_presets,
+    load_calibration,
+    load_preset,
+    resolve_calibration,
+    save_calibration,
+)
+from specmodel.formats.paper_presets import PAPER_ROWS, derive_paper_preset
+from specmodel.closedform.step_level import f_async
+from specmodel.closedform.token_level import g_token
+
+
+def _minimal() -> dict:
+    return {
+        "name": "t",
+        "step": {"alpha1": 0.6, "c1": 0.2},
+        "token": {"alpha2": 0.7, "c2": 0.05},
+        "provenance": {"source": "user", "description": "test"},
+    }
+
+
+def test_round_trip_and_atomic_write(tmp_path) -> None:
+    cal = Calibration.model_validate(
+        {**_minimal(), "batch_cost": {"points": [{"batch": 1, "time": 0.1},
+                                                 {"batch": 4, "time": 0.2}]}}
+    )
+    path = save_calibration(cal, tmp_path / "sub" / "cal.json")
+    assert load_calibration(path) == cal
+    assert [p.name for p in path.parent.iterdir()] == ["cal.json"]  # no temp file left
+    curve = cal.batch_cost_curve()
+    assert curve.relative(1, 4) == pytest.approx(2.0)
+
+
+@pytest.mark.parametrize(
+    "patch,field",
+    [
+        ({"step": {"alpha1": 1.2, "c1": 0.2}}, "step.alpha1"),
+        ({"token": {"alpha2": 0.7, "c2": -0.1}}, "token.c2"),
+        ({"token": {"alpha2": 0.7, "c2": 0.1, "method": "lookahead"}}, "token.method"),
+        ({"schema_version": 7}, "schema_version"),
+        ({"surprise": 1}, "surprise"),
+        ({"batch_cost": {"points": [{"batch": 4, "time": 1.0}, {"batch": 2, "time": 1.0}]}},
+         "batch_cost.points"),
+    ],
+)
+def test_invalid_files_name_the_field(tmp_path, patch, field) -> None:
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps({**_minimal(), **patch}))
+    with pytest.raises(ValueError, match=field.replace(".", r"\.")):
+        load_calibration(path)
+
+
+def test_presets_load_and_default_exists() -> None:
+    names = list_presets()
+    assert DEFAULT_PRESET in names and len(names) >= 3
+    for name in names:
+        cal = load_preset(name)
+        assert cal.name == name
+        if name.startswith("lr-paper-"):
+            assert cal.provenance.source == "paper"
+            assert "Table 1" in cal.provenance.description
+        else:  # measured on real models: says on what, when, with which versions
+            prov = cal.provenance
+            assert prov.source == "measured" and prov.machine and prov.date and prov.engine
+            assert {"target", "draft", "verifier"} <= set(prov.models)
+            assert {"batch_cost", "steps", "tokens"} <= set(prov.settings["phases"])
+            assert prov.settings["versions"]["transformers"]
+            assert cal.batch_cost is not None and cal.token.acceptance_by_position
+    assert resolve_calibration().name == DEFAULT_PRESET
+    with pytest.raises(ValueError, match="exclusive"):
+        resolve_calibration("x.json", DEFAULT_PRESET)
+
+
+@pytest.mark.parametrize("row", PAPER_ROWS, ids=lambda r: r.name)
+def test_paper_presets_reproduce_the_reported_speedups(row) -> None:
+    cal = load_preset(row.name)
+    assert cal.model_dump(exclude_none=True) == Calibration.model_validate(
+        derive_paper_preset(row)
+    ).model_dump(exclude_none=True)
+    # The fitted values reproduce the two columns they were fitted to.
+    assert g_token(cal.token.alpha2, cal.token.c2, 9) == pytest.approx(row.sd_speedup, rel=1e-5)
+    assert f_async(cal.step.alpha1, cal.step.c1, 6) == pytest.approx(row.lr_speedup, rel=1e-5)
+
+
+def test_save_is_atomic_when_the_rename_fails(tmp_path, monkeypatch) -> None:
+    import os
+
+    path = tmp_path / "cal.json"
+    first = Calibration.model_validate(_minimal())
+    save_calibration(first, path)
+    before = path.read_text()
+
+    def broken_replace(src, dst):
+        raise OSError("disk gone")
+
+    monkeypatch.setattr(os, "replace", broken_replace)
+    second = Calibration.model_validate({**_minimal(), "name": "other"})
+    with pytest.raises(OSError, match="disk gone"):
+        save_calibration(second, path)
+    assert path.read_text() == before  # the old file is intact
+    assert [p.name for p in tmp_path.iterdir()] == ["cal.json"]  # and no temp file remains
+
+
+def test_saved_file_has_ordinary_permissions(tmp_path) -> None:
+    import os
+    import stat
+
+    old = os.umask(0o022)
+    try:
+        path = save_calibration(Calibration.model_validate(_minimal()), tmp_path / "c.json")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o644  # not mkstemp's 0600
+
+
+def test_missing_and_corrupt_files_name_the_file(tmp_path) -> None:
+    missing = tmp_path / "nope.json"
+    with pytest.raises(ValueError, match=r"nope\.json.*does not exist"):
+        load_calibration(missing)
+    bad = tmp_path / "bad.json"
+    bad.write_text("[1, 2")
+    with pytest.raises(ValueError, match=r"bad\.json is not valid JSON"):
+        load_calibration(bad)
+    with pytest.raises(ValueError, match="preset must be one of"):
+        load_preset("no-such-preset")
+
+
+def test_rates_and_optional_fields_are_constrained() -> None:
+    from pydantic import ValidationError
+
+    data = _minimal()
+    data["step"] = {**data["step"], "acceptance_by_position": [0.7, 1.0]}
+    with pytest.raises(ValidationError, match="acceptance_by_position"):
+        Calibration.model_validate(data)
+    data = _minimal()
+    data["token"] = {**data["token"], "prompt_lookup_min": 0}
+    with pytest.raises(ValidationError, match="prompt_lookup_min"):
+        Calibration.model_validate(data)
+    data = _minimal()
+    data["provenance"] = {"source": "guess", "description": "x"}
+    with pytest.raises(ValidationError, match=r"provenance\.source"):
+        Calibration.model_validate(data)
+
+
+@pytest.mark.parametrize("row", PAPER_ROWS, ids=lambda r: r.name)
+def test_paper_c1_is_the_draft_limited_closed_form(row) -> None:
+    from specmodel.closedform.step_level import async_knee, f_sync
+
+    cal = load_preset(row.name)
+    settings = cal.provenance.settings
+    # The async fit lies where f_async = S1 (depth-independent), so c1 has a closed form.
+    assert async_knee(cal.step.c1) <= 6 == settings["c1_k1"]
+    closed = (1 / row.lr_speedup - (1 - row.alpha1)) / row.alpha1
+    assert cal.step.c1 == pytest.approx(closed, abs=1e-6)
+    assert f_async(cal.step.alpha1, cal.step.c1, 3) == pytest.approx(row.lr_speedup, rel=1e-5)
+    # The recorded sync reading (Algorithm 1, 6 drafts, k1 = 7) reproduces LR alone too.
+    c1_sync = settings["c1_if_sync_k1_7"]
+    assert f_sync(row.alpha1, c1_sync, 7) == pytest.approx(row.lr_speedup, rel=1e-5)
+    assert c1_sync < cal.step.c1
+    # With c2 = 0 and alpha2^9 negligible, alpha2 = 1 - 1/SD.
+    assert cal.token.alpha2 == pytest.approx(1 - 1 / row.sd_speedup, abs=1e-4)
+
+
+def test_preset_files_are_readable_package_data() -> None:
+    import stat
+    from importlib import resources
+
+    for name in list_presets():
+        f = resources.files("specmodel") / "presets" / f"{name}.json"
+        mode = stat.S_IMODE(Path(str(f)).stat().st_mode)
+        assert mode & 0o044 == 0o044, f"{name}.json is not readable by group/others"
+        assert json.loads(f.read_text(encoding="utf-8"))["schema_version"] == 1

@@ -1,0 +1,181 @@
+"""Run records and the predicted-against-measured comparison (no models)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from specmodel.formats.calibration import load_preset
+from specmodel.closedform.hybrid import h
+from specmodel.formats.run_record import compare, load_run_record, predict
+from specmodel.closedform.token_level import g_token
+
+PRESET = "lr-paper-gsm8k-deepseek"
+
+
+def _config(label: str, mode: str, k1: int, k2: int, tps: float, acc: float | None = None,
+            width: int = 1):
+    return {
+        "label": label,
+        "config": {"mode": mode, "k1": k1, "k2": k2, "width": width},
+        "totals": {"problems": 2, "output_tokens": int(tps * 10), "seconds": 10.0,
+                   "tokens_per_second": tps, "accuracy": 0.5, "step_acceptance": acc},
+        "problems": [],
+    }
+
+
+def _record(configs, calibration=True):
+    return {
+        "schema_version": 1,
+        "kind": "specmodel-run",
+        "created": "2026-11-22T00:00:00+00:00",
+        "engine": "transformers",
+        "calibration": load_preset(PRESET).model_dump(exclude_none=True) if calibration else None,
+        "baseline": "target",
+        "configs": configs,
+    }
+
+
+def _write(tmp_path, data) -> str:
+    p = tmp_path / "run.json"
+    p.write_text(json.dumps(data))
+    return str(p)
+
+
+def test_compare_measures_against_the_baseline_and_predicts_the_closed_form(tmp_path) -> None:
+    rec = load_run_record(_write(tmp_path, _record([
+        _config("target", "sync", 1, 1, 10.0),
+        _config("token k2=3", "sync", 1, 3, 12.0),
+        _config("sync k1=3 k2=1", "sync", 3, 1, 8.0, 0.4),
+        _config("async k1=3 k2=4", "async", 3, 4, 15.0, 0.5),
+    ])))
+    rows = {r.config: r for r in compare(rec)}
+    cal = load_preset(PRESET)
+    a1, c1, a2, c2 = cal.step.alpha1, cal.step.c1, cal.token.alpha2, cal.token.c2
+    assert rows["target"].measured_speedup == 1.0
+    assert rows["target"].predicted_speedup == pytest.approx(1.0)
+    assert rows["token k2=3"].measured_speedup == pytest.approx(1.2)
+    assert rows["token k2=3"].predicted_speedup == pytest.approx(float(g_token(a2, c2, 3)))
+    assert rows["sync k1=3 k2=1"].predicted_speedup == pytest.approx(
+        float(h("sync", a1, c1, a2, c2, 3, 1)))
+    r = rows["async k1=3 k2=4"]
+    assert r.measured_speedup == pytest.approx(1.5)
+    assert r.predicted_speedup == pytest.approx(float(h("async", a1, c1, a2, c2, 3, 4)))
+    assert r.error == pytest.approx(r.predicted_speedup / 1.5 - 1)
+    assert r.step_acceptance == 0.5
+    assert r.predicted_priced is None  # the preset has no T(b)
+
+
+@given(tps=st.floats(0.1, 100), base=st.floats(0.1, 100))
+def test_error_is_relative_to_the_measurement(tps: float, base: float) -> None:
+    from specmodel.formats.run_record import RunRecord
+
+    rec = RunRecord.model_validate(_record([_config("target", "sync", 1, 1, base),
+                                            _config("token k2=2", "sync", 1, 2, tps)]))
+    row = compare(rec)[1]
+    assert row.measured_speedup == pytest.approx(tps / base)
+    assert row.error == pytest.approx(row.predicted_speedup * base / tps - 1)
+
+
+def test_priced_prediction_uses_the_calibrations_batch_cost() -> None:
+    cal = load_preset(PRESET).model_copy(deep=True)
+    data = cal.model_dump(exclude_none=True)
+    data["batch_cost"] = {"points": [{"batch": 1, "time": 1.0}, {"batch": 2, "time": 1.5},
+                                     {"batch": 4, "time": 2.5}]}
+    from specmodel.formats.calibration import Calibration
+
+    priced_cal = Calibration.model_validate(data)
+    closed, priced = predict(priced_cal, "sync", 2, 1)
+    assert priced is not None and priced < closed  # a wider batch is not free
+    closed_w, priced_w = predict(priced_cal, "sync", 2, 1, width=2)
+    assert priced_w is not None and priced_w < closed_w
+
+
+def test_missing_baseline_and_missing_calibration_are_clear_errors(tmp_path) -> None:
+    from specmodel.formats.run_record import RunRecord
+
+    rec = RunRecord.model_validate(_record([_config("token k2=2", "sync", 1, 2, 5.0)]))
+    with pytest.raises(ValueError, match="baseline"):
+        compare(rec)
+    rec = RunRecord.model_validate(_record([_config("target", "sync", 1, 1, 5.0)], False))
+    with pytest.raises(ValueError, match="calibration"):
+        compare(rec)
+
+
+@pytest.mark.parametrize(
+    ("payload", "match"),
+    [
+        ("not json", "not valid JSON"),
+        (json.dumps({"kind": "other"}), "not a specmodel run record"),
+        (json.dumps({"kind": "specmodel-run", "schema_version": 9}), "schema_version"),
+        (json.dumps({"kind": "specmodel-run", "schema_version": 1, "created": "x",
+                     "engine": "e", "configs": []}), "configs"),
+    ],
+)
+def test_bad_run_records_are_rejected(tmp_path, payload: str, match: str) -> None:
+    p = tmp_path / "bad.json"
+    p.write_text(payload)
+    with pytest.raises(ValueError, match=match):
+        load_run_record(p)
+
+
+def test_validate_command_prints_the_comparison(tmp_path, capsys) -> None:
+    from cli.main import main
+
+    path = _write(tmp_path, _record([_config("target", "sync", 1, 1, 10.0),
+                                     _config("sync k1=2 k2=1", "sync", 2, 1, 9.0, 0.3)]))
+    assert main(["validate", path, "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["config"] for r in rows] == ["target", "sync k1=2 k2=1"]
+    for r in rows:
+        assert {"config", "predicted_speedup", "measured_speedup", "error"} <= set(r)
+    assert rows[1]["measured_speedup"] == pytest.approx(0.9)
+    assert main(["validate", path]) == 0
+    assert "sync k1=2" in capsys.readouterr().out
+    assert main(["validate", str(tmp_path / "missing.json")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+
+
+def test_multi_branch_configurations_are_predicted_by_the_multibranch_model(tmp_path) -> None:
+    from specmodel.closedform.step_level import f_sync_multibranch
+
+    cal = load_preset(PRESET)
+    a1, c1, a2, c2 = cal.step.alpha1, cal.step.c1, cal.token.alpha2, cal.token.c2
+    closed, priced = predict(cal, "sync", 3, 2, width=2)
+    assert closed == pytest.approx(
+        f_sync_multibranch(a1, c1, 3, 2).speedup * g_token(a2, c2, 2), rel=1e-12)
+    assert priced is None  # the preset has no T(b)
+    # Width 1 is the chain: the same number as without the argument.
+    assert predict(cal, "sync", 3, 2, width=1) == predict(cal, "sync", 3, 2)
+    rows = compare(load_run_record(_write(tmp_path, _record([
+        _config("target", "sync", 1, 1, 5.0),
+        _config("sync k1=3 k2=1 W=2", "sync", 3, 1, 6.0, 0.8, width=2),
+    ]))))
+    assert rows[1].width == 2
+    assert rows[1].predicted_speedup == pytest.approx(f_sync_multibranch(a1, c1, 3, 2).speedup)
+    with pytest.raises(ValueError, match="width"):
+        predict(cal, "async", 3, 1, width=2)
+
+
+def test_a_calibration_from_other_models_is_named(tmp_path, capsys) -> None:
+    from cli.main import main
+    from specmodel.formats.run_record import calibration_mismatches
+
+    data = _record([_config("target", "sync", 1, 1, 10.0)])
+    data["calibration"]["provenance"]["models"] = {"target": "t", "draft": "d",
+                                                   "verifier": "embedding:x@0.85"}
+    data["models"] = {"target": "t", "draft": "d", "verifier": "judge:y"}
+    record = load_run_record(_write(tmp_path, data))
+    assert calibration_mismatches(record) == [
+        "verifier: the calibration measured embedding:x@0.85, the run used judge:y"]
+    assert main(["validate", _write(tmp_path, data)]) == 0
+    assert "the run used judge:y" in capsys.readouterr().out
+    data["models"]["verifier"] = "embedding:x@0.85"
+    assert calibration_mismatches(load_run_record(_write(tmp_path, data))) == []
+    # a calibration that names no models (the paper presets) is not checked
+    data["calibration"]["provenance"]["models"] = {}
+    data["models"]["draft"] = "other"
+    assert calibration_mismatches(load_run_record(_write(tmp_path, data))) == []
