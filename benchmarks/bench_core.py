@@ -13,6 +13,8 @@ from typing import Any
 import numpy as np
 
 from benchmarks.harness import best_of, print_table, write_json
+from specmodel.closedform.step_level import f_async, f_sync
+from specmodel.closedform.token_level import g_token
 from specmodel.montecarlo.hybrid import simulate_hybrid
 from specmodel.montecarlo.step import (
     simulate_async,
@@ -21,8 +23,7 @@ from specmodel.montecarlo.step import (
 )
 from specmodel.montecarlo.token import simulate_token_sd
 from specmodel.optimize.budget import budget_landscape, optimize_budget
-from specmodel.closedform.step_level import f_async, f_sync
-from specmodel.closedform.token_level import g_token
+from specmodel.parameters import Parameters
 
 
 def simulators() -> list[tuple[str, str, int, Callable[[int], Any]]]:
@@ -70,17 +71,17 @@ def _optional_simulators() -> list[tuple[str, str, int, Callable[[int], Any]]]:
 def grids() -> list[tuple[str, int, Callable[[], Any]]]:
     """(what, points, evaluate) for the closed forms over grids."""
     k = np.arange(1, 4097, dtype=np.int64)
-    land = budget_landscape("sync", 0.6, 0.1, 0.7, 0.05, 4096)
+    land = budget_landscape(Parameters(0.6, 0.1, 0.7, 0.05), 4096, "sync")
     return [
         ("g_token over k = 1..4096", k.size, lambda: g_token(0.7, 0.05, k)),
         ("f_sync over k1 = 1..4096", k.size, lambda: f_sync(0.6, 0.1, k)),
         ("f_async over k1 = 1..4096", k.size, lambda: f_async(0.6, 0.1, k)),
         ("landscape M = 4096, sync (all feasible k1,k2)", int(land.k1.size),
-         lambda: budget_landscape("sync", 0.6, 0.1, 0.7, 0.05, 4096)),
+         lambda: budget_landscape(Parameters(0.6, 0.1, 0.7, 0.05), 4096, "sync")),
         ("optimize_budget M = 4096, sync", 4096,
-         lambda: optimize_budget(0.6, 0.1, 0.7, 0.05, 4096, "sync")),
+         lambda: optimize_budget(Parameters(0.6, 0.1, 0.7, 0.05), 4096, "sync")),
         ("optimize_budget M = 4096, async", 4096,
-         lambda: optimize_budget(0.6, 0.1, 0.7, 0.05, 4096, "async")),
+         lambda: optimize_budget(Parameters(0.6, 0.1, 0.7, 0.05), 4096, "async")),
     ]
 
 

@@ -90,9 +90,10 @@ def budget_landscape_figure(
 ) -> Any:
     """Heatmap of h(k1, k2) over the feasible set, with the optimum and single methods marked."""
     from specmodel.optimize.budget import optimize_budget
+    from specmodel.parameters import Parameters
 
     go = _go()
-    res = optimize_budget(alpha1, c1, alpha2, c2, budget, mode, landscape=True)
+    res = optimize_budget(Parameters(alpha1, c1, alpha2, c2), budget, mode, landscape=True)
     land = res.landscape
     assert land is not None
     k1max, k2max = int(land.k1.max()), int(land.k2.max())

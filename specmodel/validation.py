@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 from numbers import Integral, Real
-from typing import Any
 
 import numpy as np
 

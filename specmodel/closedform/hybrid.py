@@ -24,6 +24,7 @@ import numpy as np
 
 from specmodel.closedform.step_level import check_mode, f_step
 from specmodel.closedform.token_level import g_token
+from specmodel.parameters import Parameters
 from specmodel.validation import (
     check_budget,
     check_cost,
@@ -121,14 +122,9 @@ class Theorem3Conditions:
         return "step-only"
 
 
-def theorem3_conditions(
-    alpha1: float, c1: float, alpha2: float, c2: float, M: int
-) -> Theorem3Conditions:
+def theorem3_conditions(params: Parameters, M: int) -> Theorem3Conditions:
     """Evaluate (6), (7), (8) and the budget hypotheses of Theorem 3 (sync)."""
-    a1 = check_probability("alpha1", alpha1)
-    a2 = check_probability("alpha2", alpha2)
-    cc1 = check_cost("c1", c1)
-    cc2 = check_cost("c2", c2)
+    a1, cc1, a2, cc2 = params.alpha1, params.c1, params.alpha2, params.c2
     m = check_budget("M", M)
     r1 = (1.0 + a1) / (1.0 + cc1)
     r2 = (1.0 + a2) / (1.0 + cc2)
@@ -146,16 +142,13 @@ def theorem3_conditions(
     )
 
 
-def theorem4_in_scope(alpha1: float, c1: float, alpha2: float, c2: float, M: int) -> bool:
+def theorem4_in_scope(params: Parameters, M: int) -> bool:
     """Theorem 4's hypotheses: 0.52 < α1, α2 < 0.8, 0 < c1 < 1/3, c2 < 1/5, M >= 16 even.
 
     c1 = 0 is outside: the async speedup it is about is undefined there (the
     optimizer rejects it), so the theorem cannot be in scope.
     """
-    a1 = check_probability("alpha1", alpha1)
-    a2 = check_probability("alpha2", alpha2)
-    cc1 = check_cost("c1", c1)
-    cc2 = check_cost("c2", c2)
+    a1, cc1, a2, cc2 = params.alpha1, params.c1, params.alpha2, params.c2
     m = check_budget("M", M)
     return (
         0.52 < a1 < 0.8

@@ -1,116 +1,157 @@
-"""Export the chosen configuration to a serving engine (vLLM) and to the LR decoder.
+"""The export file: the chosen configuration for the serving engine and the decoder.
 
-The ``speculative_config`` object uses the field names of vLLM's
-``vllm.config.SpeculativeConfig`` (``method``, ``num_speculative_tokens``,
-``prompt_lookup_max``, ``prompt_lookup_min``, ``model``,
-``num_speculative_tokens_per_batch_size``) and can be passed to
-``vllm.LLM(speculative_config=...)`` or ``vllm serve --speculative-config`` as it
-is.  Conventions: vLLM's ``num_speculative_tokens`` is Leviathan's γ (draft
-tokens), i.e. ``k2 − 1`` in this library's parallel convention.
+``specmodel export --engine vllm -o F`` writes an :class:`ExportFile`;
+``specmodel decode --config F`` reads its :class:`~specmodel.config.SpecConfig`
+back, every field (the verifier included).  The file holds:
 
-``num_speculative_tokens_per_batch_size`` is vLLM's dynamic schedule, a list of
-inclusive ranges ``(range_start, range_end, K)`` starting at batch size 1; it is
-written when a measured batch cost curve says K should change with the number
-of concurrent requests (K = 0 turns speculation off in that range).
+* ``config`` — the run configuration (mode, k1, k2, width, token drafter,
+  verifier, step settings);
+* ``speculative_config`` — vLLM's view of it, derived from ``config`` by
+  :meth:`specmodel.config.SpecConfig.speculative_config` (vLLM's field names;
+  pass it to ``vllm.LLM(speculative_config=...)`` or ``vllm serve
+  --speculative-config``).  It is written for vLLM and checked on load: a file
+  whose ``speculative_config`` disagrees with its ``config`` is rejected (edit
+  ``config``);
+* ``batch_schedule`` — vLLM's ``num_speculative_tokens_per_batch_size``, inclusive
+  ranges ``[start, end, K]`` from batch size 1, when a measured T(b) says K should
+  change with the number of concurrent requests (K = 0: no speculation there);
+* ``prediction`` — what specmodel predicts for the configuration, from which
+  calibration and by which model.
+
+Version-1 files (``lookahead_reasoning`` + ``speculative_config`` sections, no
+``kind``) still load: :func:`load_export` converts them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from pathlib import Path
+from typing import Annotated, Any, Literal
 
-from specmodel.optimize.pricing import BatchSizeDecision
-from specmodel.closedform.hybrid import regime_of
+from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
+
+from specmodel.config import SpecConfig, TokenDrafter, VerifierSpec, build
+from specmodel.errors import SpecmodelError
+from specmodel.formats.jsonio import read_json_file, write_json_atomic
 from specmodel.optimize.budget import OptimizeResult
-from specmodel.validation import check_positive_int
+from specmodel.optimize.pricing import BatchSizeDecision
 
 __all__ = [
-    "TOKEN_METHODS",
-    "ExportBundle",
-    "LookaheadReasoningSettings",
-    "TokenDrafter",
-    "TokenMethod",
+    "EXPORT_SCHEMA_VERSION",
+    "ExportFile",
+    "Prediction",
     "batch_size_schedule",
     "export_vllm",
+    "load_export",
+    "save_export",
 ]
 
-TokenMethod = Literal["ngram", "draft_model", "eagle", "eagle3", "mtp", "suffix"]
-"""Token-level drafters this exporter writes (a subset of vLLM's SpeculativeMethod)."""
-TOKEN_METHODS: tuple[str, ...] = ("ngram", "draft_model", "eagle", "eagle3", "mtp", "suffix")
-
-_NEEDS_MODEL = {"draft_model", "eagle", "eagle3"}
+EXPORT_SCHEMA_VERSION = 2
+"""The export file format version (1: the sections ``lookahead_reasoning`` and
+``speculative_config`` without a ``kind``)."""
 
 
-@dataclass(frozen=True)
-class TokenDrafter:
-    """How token-level drafts are produced."""
-
-    method: str = "ngram"
-    """One of TOKEN_METHODS (vLLM's method names)."""
-    model: str | None = None
-    """Draft model path or name (required for draft_model / eagle / eagle3)."""
-    prompt_lookup_min: int | None = 1
-    """n-gram only: shortest n-gram matched in the prompt (>= 1)."""
-    prompt_lookup_max: int | None = 3
-    """n-gram only: longest n-gram matched in the prompt (>= prompt_lookup_min)."""
-
-    def __post_init__(self) -> None:
-        if self.method not in TOKEN_METHODS:
-            allowed = ", ".join(TOKEN_METHODS)
-            raise ValueError(f"method must be one of {allowed}, got {self.method!r}")
-        if self.method in _NEEDS_MODEL and not self.model:
-            raise ValueError(f"model must be given for method {self.method!r}")
-        if self.method == "ngram":
-            lo = check_positive_int("prompt_lookup_min", self.prompt_lookup_min)
-            hi = check_positive_int("prompt_lookup_max", self.prompt_lookup_max)
-            if lo > hi:
-                raise ValueError(
-                    f"prompt_lookup_min must be <= prompt_lookup_max, got {lo} > {hi}"
-                )
+ScheduleRange = Annotated[list[Annotated[int, Field(ge=0)]], Field(min_length=3, max_length=3)]
+"""One range of vLLM's schedule: [first batch size, last batch size, K]."""
 
 
-@dataclass(frozen=True)
-class LookaheadReasoningSettings:
-    """Settings for this project's Lookahead Reasoning decoder (``specmodel decode``)."""
-
-    mode: str
-    """'sync' (Algorithm 1) or 'async'."""
-    k1: int
-    """Target steps in parallel; sync drafts k1 − 1 steps per cycle, async keeps at
-    most k1 target steps in flight."""
-    draft_steps: int
-    """Draft steps proposed ahead of the last verified step (k1 − 1)."""
-    k2: int
-    """Target positions per step for token-level speculation inside each step."""
-    width: int = 1
-    """Draft branches per position (multi-branch drafting); 1 = a single chain."""
-    step_delimiter: str = "\n\n"
-    """Text that ends a reasoning step."""
-    verifier: str = "embedding"
-    """Verifier family: 'exact', 'embedding' or 'judge'."""
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True,
+                              use_attribute_docstrings=True)
 
 
-@dataclass(frozen=True)
-class ExportBundle:
+class Prediction(_Strict):
+    """What specmodel predicts for the exported configuration."""
+
+    speedup: float = Field(gt=0, allow_inf_nan=False)
+    """Predicted speedup over target-only decoding."""
+    model: Literal["flat-budget f·g", "priced by the measured T(b)"]
+    """Which model produced ``speedup``: the papers' closed form under a flat budget, or the
+    same priced by the calibration's measured batch cost."""
+    regime: Literal["hybrid", "token-only", "step-only", "none"]
+    """The configuration's regime."""
+    budget: int = Field(ge=1)
+    """The parallelism budget M the optimizer was given."""
+    k1: int = Field(ge=1)
+    """k1 of the exported configuration."""
+    k2: int = Field(ge=1)
+    """k2 of the exported configuration."""
+    alpha1: float
+    """Step acceptance rate used."""
+    c1: float
+    """Draft-step cost ratio used."""
+    alpha2: float
+    """Token acceptance rate used."""
+    c2: float
+    """Draft-token cost ratio used."""
+    calibration: str = ""
+    """Name of the calibration the parameters came from."""
+    calibration_source: str = ""
+    """measured / paper / user."""
+
+    @property
+    def priced_by_batch_cost(self) -> bool:
+        """Whether the measured T(b) priced the prediction."""
+        return self.model == "priced by the measured T(b)"
+
+
+class ExportFile(_Strict):
     """Everything ``specmodel export --engine vllm`` writes."""
 
-    engine: str
-    """Target serving engine ('vllm')."""
-    speculative_config: dict[str, Any] | None
-    """vLLM's speculative_config, or None when token-level speculation does not pay."""
-    lookahead_reasoning: LookaheadReasoningSettings
-    """Step-level settings for the project's decoder."""
-    prediction: dict[str, Any]
-    """What specmodel predicts for this configuration, and from which calibration."""
-    notes: list[str] = field(default_factory=list)
-    """Caveats (e.g. schedule derived from a measured T(b))."""
+    schema_version: Literal[2] = EXPORT_SCHEMA_VERSION
+    """The format version."""
+    kind: Literal["specmodel-export"] = "specmodel-export"
+    """Marks the file as an export file."""
+    engine: Literal["vllm"] = "vllm"
+    """The serving engine the ``speculative_config`` is for."""
+    config: SpecConfig
+    """The run configuration (what ``specmodel decode --config`` runs)."""
+    batch_schedule: list[ScheduleRange] | None = None
+    """vLLM's num_speculative_tokens_per_batch_size: inclusive [start, end, K] ranges."""
+    prediction: Prediction
+    """The predicted speedup and where it came from."""
+    notes: list[str] = Field(default_factory=list)
+    """Caveats (e.g. the schedule derived from a measured T(b))."""
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def speculative_config(self) -> dict[str, Any] | None:
+        """vLLM's speculative_config (None when no token is drafted), derived from ``config``
+        and ``batch_schedule``."""
+        return self.config.speculative_config(self.batch_schedule)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _drop_derived_view(cls, data: Any) -> Any:
+        """A written ``speculative_config`` is derived state, not input (:func:`load_export`
+        checks that it is what ``config`` gives)."""
+        if isinstance(data, dict) and "speculative_config" in data:
+            data = {k: v for k, v in data.items() if k != "speculative_config"}
+        return data
+
+    def check_view(self, written: dict[str, Any] | None, origin: str = "") -> None:
+        """Raise when a file's ``speculative_config`` disagrees with its ``config``."""
+        derived = self.speculative_config
+        if _normal(written) != _normal(derived):
+            head = f"{origin}: " if origin else ""
+            raise SpecmodelError(
+                f"{head}speculative_config {written} is not what config gives ({derived}): "
+                "it is derived from config — edit config instead"
+            )
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-serialisable form."""
-        d = asdict(self)
-        d["lookahead_reasoning"] = asdict(self.lookahead_reasoning)
-        return d
+        """JSON-serialisable form (None fields kept: speculative_config null says none)."""
+        return self.model_dump(mode="json")
+
+
+def _normal(spec: dict[str, Any] | None) -> dict[str, Any] | None:
+    if spec is None:
+        return None
+    out = dict(spec)
+    if "num_speculative_tokens_per_batch_size" in out:
+        out["num_speculative_tokens_per_batch_size"] = [
+            list(r) for r in out["num_speculative_tokens_per_batch_size"]]
+    return out
 
 
 def batch_size_schedule(decisions: Sequence[BatchSizeDecision]) -> list[list[int]]:
@@ -138,66 +179,108 @@ def batch_size_schedule(decisions: Sequence[BatchSizeDecision]) -> list[list[int
 
 def export_vllm(
     result: OptimizeResult,
-    drafter: TokenDrafter | None = None,
     *,
     calibration_name: str = "",
     calibration_source: str = "",
-    verifier: str = "embedding",
     decisions: Sequence[BatchSizeDecision] | None = None,
-) -> ExportBundle:
-    """Build the vLLM ``speculative_config`` and the decoder settings for ``result``."""
-    drafter = drafter or TokenDrafter()
-    if verifier not in ("exact", "embedding", "judge"):
-        raise ValueError(f"verifier must be one of exact, embedding, judge, got {verifier!r}")
+) -> ExportFile:
+    """The export file for ``result``'s configuration (``result.config``).
+
+    With ``decisions`` (the budget priced by a measured T(b) per serving batch size)
+    the decoder runs the priced optimum at one request and vLLM's K follows the
+    per-batch-size schedule.
+    """
+    config = result.config
     notes: list[str] = []
-    k1, k2, speedup = result.k1, result.k2, result.speedup
-    spec: dict[str, Any] | None = None
+    speedup = result.speedup
     schedule = batch_size_schedule(decisions) if decisions else None
     if decisions:
-        # A measured T(b) overrides the flat budget: the decoder runs the priced optimum at
-        # one request, vLLM's K follows the per-batch-size schedule.
         first = min(decisions, key=lambda d: d.serving_batch).best
-        k1, k2, speedup = first.k1, first.k2, first.speedup
+        config = config.replace(k1=first.k1, k2=first.k2)
+        speedup = first.speedup
         notes.append(
-            f"priced by the measured T(b): (k1, k2) = ({k1}, {k2}) at one request; the "
-            f"flat-budget optimum was ({result.k1}, {result.k2})."
+            f"priced by the measured T(b): (k1, k2) = ({first.k1}, {first.k2}) at one request; "
+            f"the flat-budget optimum was ({result.k1}, {result.k2})."
         )
-    top_k = max(r[2] for r in schedule) if schedule else k2 - 1
-    if top_k >= 1:
-        spec = {"method": drafter.method, "num_speculative_tokens": top_k}
-        if drafter.model:
-            spec["model"] = drafter.model
-        if drafter.method == "ngram":
-            spec["prompt_lookup_max"] = drafter.prompt_lookup_max
-            spec["prompt_lookup_min"] = drafter.prompt_lookup_min
-        if schedule:
-            spec["num_speculative_tokens_per_batch_size"] = schedule
-            notes.append(
-                "num_speculative_tokens_per_batch_size comes from the calibration's measured "
-                "T(b): K per serving batch size is the token-only optimum priced by T(b)."
-            )
-        if not schedule and top_k != k2 - 1:
-            notes.append(
-                f"num_speculative_tokens = {top_k} is the schedule's maximum; the flat-budget "
-                f"optimum uses {k2 - 1} draft tokens."
-            )
-    else:
+    top_k = max(r[2] for r in schedule) if schedule else config.k2 - 1
+    if top_k < 1:
         notes.append("token-level speculation does not pay here: no speculative_config.")
-    lr = LookaheadReasoningSettings(
-        mode=result.mode, k1=k1, draft_steps=k1 - 1, k2=k2, verifier=verifier
+    elif schedule:
+        notes.append(
+            "num_speculative_tokens_per_batch_size comes from the calibration's measured "
+            "T(b): K per serving batch size is the token-only optimum priced by T(b)."
+        )
+    p = result.params
+    prediction = Prediction(
+        speedup=speedup,
+        model="priced by the measured T(b)" if decisions else "flat-budget f·g",
+        regime=config.regime,  # type: ignore[arg-type]
+        budget=result.budget, k1=config.k1, k2=config.k2,
+        alpha1=p.alpha1, c1=p.c1, alpha2=p.alpha2, c2=p.c2,
+        calibration=calibration_name, calibration_source=calibration_source,
     )
-    prediction = {
-        "speedup": speedup,
-        "priced_by_batch_cost": bool(decisions),
-        "regime": regime_of(k1, k2),
-        "budget": result.budget,
-        "k1": k1,
-        "k2": k2,
-        "alpha1": result.alpha1,
-        "c1": result.c1,
-        "alpha2": result.alpha2,
-        "c2": result.c2,
-        "calibration": calibration_name,
-        "calibration_source": calibration_source,
+    return ExportFile(config=config, batch_schedule=schedule, prediction=prediction, notes=notes)
+
+
+def save_export(export: ExportFile, path: str | Path) -> Path:
+    """Write ``export`` atomically (:func:`specmodel.formats.jsonio.write_json_atomic`)."""
+    return write_json_atomic(export.to_dict(), path)
+
+
+def load_export(path: str | Path) -> ExportFile:
+    """Read an export file (version 2, or version 1 converted), validated: unknown keys
+    are rejected with the field named, and ``speculative_config`` must be what ``config``
+    gives."""
+    p = Path(path)
+    data = read_json_file(p, "export file")
+    if not isinstance(data, dict):
+        raise SpecmodelError(f"{p} is not a specmodel export file (a JSON object is expected)")
+    if "kind" not in data and "lookahead_reasoning" in data:
+        return _from_version1(data, str(p))
+    if data.get("kind") != "specmodel-export":
+        raise SpecmodelError(f"{p} is not a specmodel export file "
+                             "(kind must be 'specmodel-export')")
+    written = data.get("speculative_config")
+    export = build(ExportFile, data, str(p))
+    if "speculative_config" in data:
+        export.check_view(written, str(p))
+    return export
+
+
+def _from_version1(data: dict[str, Any], origin: str) -> ExportFile:
+    """A version-1 export file: ``lookahead_reasoning`` (mode, k1, draft_steps, k2, width,
+    step_delimiter, verifier) and ``speculative_config`` (vLLM's) as the configuration."""
+    lr = data.get("lookahead_reasoning")
+    if not isinstance(lr, dict):
+        raise SpecmodelError(f"{origin}: lookahead_reasoning must be an object")
+    spec = data.get("speculative_config") or {}
+    known_lr = {"mode", "k1", "draft_steps", "k2", "width", "step_delimiter", "verifier"}
+    extra = sorted(set(lr) - known_lr)
+    if extra:
+        raise SpecmodelError(f"{origin}: lookahead_reasoning.{extra[0]}: unknown field")
+    drafter: dict[str, Any] = {"method": spec.get("method", "ngram")}
+    for key in ("model", "prompt_lookup_min", "prompt_lookup_max"):
+        if spec.get(key) is not None:
+            drafter[key] = spec[key]
+    config: dict[str, Any] = {key: lr[key] for key in ("mode", "k1", "k2", "width")
+                              if key in lr}
+    config["token"] = build(TokenDrafter, drafter, f"{origin}: speculative_config").model_dump()
+    if "step_delimiter" in lr:
+        config["step_delimiter"] = lr["step_delimiter"]
+    if lr.get("verifier"):
+        config["verifier"] = VerifierSpec.from_name(str(lr["verifier"])).model_dump()
+    pred = dict(data.get("prediction") or {})
+    priced = bool(pred.pop("priced_by_batch_cost", False))
+    schedule = spec.get("num_speculative_tokens_per_batch_size")
+    out: dict[str, Any] = {
+        "config": config,
+        "batch_schedule": [list(r) for r in schedule] if schedule else None,
+        "notes": list(data.get("notes") or []),
+        "prediction": {
+            **{k: pred[k] for k in ("speedup", "regime", "budget", "k1", "k2", "alpha1", "c1",
+                                    "alpha2", "c2", "calibration", "calibration_source")
+               if k in pred},
+            "model": "priced by the measured T(b)" if priced else "flat-budget f·g",
+        },
     }
-    return ExportBundle("vllm", spec, lr, prediction, notes)
+    return build(ExportFile, out, f"{origin} (version 1)")

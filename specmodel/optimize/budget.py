@@ -10,14 +10,23 @@ landscape (every feasible (k1, k2)) is returned on request.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from specmodel.closedform.hybrid import Regime, Theorem3Conditions, regime_of, theorem3_conditions
 from specmodel.closedform.hybrid import theorem4_in_scope as _theorem4_in_scope
-from specmodel.closedform.step_level import async_knee, check_async_c1, check_mode, f_step, parallel_dim_f
+from specmodel.closedform.step_level import (
+    async_knee,
+    check_async_c1,
+    check_mode,
+    f_step,
+    parallel_dim_f,
+)
 from specmodel.closedform.token_level import g_token, optimal_k
-from specmodel.validation import check_budget, check_cost, check_probability
+from specmodel.config import SpecConfig
+from specmodel.parameters import Parameters
+from specmodel.validation import check_budget, check_cost
 
 __all__ = ["BudgetPoint", "Landscape", "OptimizeResult", "budget_landscape", "optimize_budget"]
 
@@ -42,6 +51,11 @@ class BudgetPoint:
         """'hybrid', 'token-only', 'step-only' or 'none'."""
         return regime_of(self.k1, self.k2)
 
+    def to_dict(self) -> dict[str, Any]:
+        """``{k1, k2, speedup, parallel_dim, regime}``."""
+        return {"k1": self.k1, "k2": self.k2, "speedup": self.speedup,
+                "parallel_dim": self.parallel_dim, "regime": self.regime}
+
 
 @dataclass(frozen=True)
 class Landscape:
@@ -56,6 +70,11 @@ class Landscape:
     parallel_dim: np.ndarray
     """Budget used by each point."""
 
+    def to_dict(self) -> dict[str, list[Any]]:
+        """The four arrays as lists."""
+        return {"k1": self.k1.tolist(), "k2": self.k2.tolist(),
+                "speedup": self.speedup.tolist(), "parallel_dim": self.parallel_dim.tolist()}
+
 
 @dataclass(frozen=True)
 class OptimizeResult:
@@ -65,14 +84,8 @@ class OptimizeResult:
     """'sync' or 'async'."""
     budget: int
     """The parallelism budget M."""
-    alpha1: float
-    """Step acceptance rate."""
-    c1: float
-    """Draft-step cost ratio."""
-    alpha2: float
-    """Token acceptance rate."""
-    c2: float
-    """Draft-token cost ratio."""
+    params: Parameters
+    """α1, c1, α2, c2 the optimum was solved for."""
     best: BudgetPoint
     """The optimum."""
     token_only: BudgetPoint
@@ -90,6 +103,10 @@ class OptimizeResult:
     economical: BudgetPoint | None = None
     """The point using the least budget whose speedup is within ``economy_rtol`` of the
     optimum (None when that is the optimum itself)."""
+    config: SpecConfig = field(default_factory=SpecConfig)
+    """The run configuration of the optimum: the ``base`` configuration given to
+    :func:`optimize_budget` (its token drafter, verifier, step settings) with this mode,
+    k1 and k2 — what ``export`` writes and ``decode`` runs."""
 
     @property
     def regime(self) -> Regime:
@@ -111,20 +128,47 @@ class OptimizeResult:
         """Speedup of the optimum."""
         return self.best.speedup
 
+    def to_dict(self, *, landscape: bool = False) -> dict[str, Any]:
+        """JSON-serialisable form: the optimum, the comparison points, the theorem status,
+        the parameters and the configuration (the landscape only when asked)."""
+        out: dict[str, Any] = {
+            "mode": self.mode,
+            "budget": self.budget,
+            "k1": self.k1,
+            "k2": self.k2,
+            "speedup": self.speedup,
+            "regime": self.regime,
+            "parallel_dim": self.best.parallel_dim,
+            "token_only": self.token_only.to_dict(),
+            "step_only": self.step_only.to_dict(),
+            "economical": None if self.economical is None else self.economical.to_dict(),
+            "parameters": self.params.to_dict(),
+            "message": self.message,
+        }
+        if self.theorem3 is not None:
+            t = self.theorem3
+            out["theorem3"] = {
+                "in_scope": t.in_scope,
+                "condition6": t.condition6,
+                "condition7": t.condition7,
+                "condition8": t.condition8,
+                "predicted_regime": t.predicted_regime,
+            }
+        else:
+            out["theorem4_in_scope"] = self.theorem4_in_scope
+        out["config"] = self.config.model_dump()
+        if landscape and self.landscape is not None:
+            out["landscape"] = self.landscape.to_dict()
+        return out
 
-def check_parameters(
-    mode: str, alpha1: float, c1: float, alpha2: float, c2: float, M: int
-) -> tuple[str, float, float, float, float, int]:
-    """Validated (mode, α1, c1, α2, c2, M); async needs 0 < c1 < 1 (``check_async_c1``)."""
+
+def check_parameters(params: Parameters, M: int, mode: str) -> tuple[Parameters, int, str]:
+    """Validated (params, M, mode); async needs 0 < c1 < 1 (``check_async_c1``)."""
+    p = Parameters.coerce(params)
     m = check_mode(mode)
-    return (
-        m,
-        check_probability("alpha1", alpha1),
-        check_async_c1(c1) if m == "async" else check_cost("c1", c1),
-        check_probability("alpha2", alpha2),
-        check_cost("c2", c2),
-        check_budget("M", M),
-    )
+    if m == "async":
+        check_async_c1(p.c1)
+    return p, check_budget("M", M), m
 
 
 def _k1_range(mode: str, c1: float, M: int) -> np.ndarray:
@@ -148,11 +192,10 @@ def _pick(k1: np.ndarray, k2: np.ndarray, h: np.ndarray, pd: np.ndarray) -> int:
     return int(near[order[0]])
 
 
-def budget_landscape(
-    mode: str, alpha1: float, c1: float, alpha2: float, c2: float, M: int
-) -> Landscape:
+def budget_landscape(params: Parameters, M: int, mode: str = "async") -> Landscape:
     """Every (k1, k2) with ParallelDim_f(k1)·k2 <= M and its speedup (O(M log M) points)."""
-    m, a1, cc1, a2, cc2, budget = check_parameters(mode, alpha1, c1, alpha2, c2, M)
+    p, budget, m = check_parameters(params, M, mode)
+    a1, cc1, a2, cc2 = p.alpha1, p.c1, p.alpha2, p.c2
     k1 = _k1_range(m, cc1, budget)
     pd1 = np.asarray(parallel_dim_f(m, cc1, k1))
     caps = budget // pd1
@@ -166,23 +209,24 @@ def budget_landscape(
 
 
 def optimize_budget(
-    alpha1: float,
-    c1: float,
-    alpha2: float,
-    c2: float,
+    params: Parameters,
     M: int,
     mode: str = "async",
     *,
+    base: SpecConfig | None = None,
     landscape: bool = False,
     economy_rtol: float = 1e-3,
 ) -> OptimizeResult:
     """Solve max h(k1, k2) s.t. ParallelDim_f(k1)·k2 <= M exactly over integers.
 
     Returns the optimum with the best token-only (k1 = 1) and step-only (k2 = 1)
-    points for comparison, the theorem conditions for these parameters, and the
-    whole landscape when ``landscape=True``.
+    points for comparison, the theorem conditions for these parameters, the
+    optimum's run configuration (``base`` — by default :class:`SpecConfig`'s
+    defaults — with this mode, k1 and k2), and the whole landscape when
+    ``landscape=True``.
     """
-    m, a1, cc1, a2, cc2, budget = check_parameters(mode, alpha1, c1, alpha2, c2, M)
+    p, budget, m = check_parameters(params, M, mode)
+    a1, cc1, a2, cc2 = p.alpha1, p.c1, p.alpha2, p.c2
     rtol = check_cost("economy_rtol", economy_rtol)
 
     k1 = _k1_range(m, cc1, budget)
@@ -201,16 +245,17 @@ def optimize_budget(
 
     economical = _leanest_near(k1, pd1, k2, f, a2, cc2, best.speedup * (1.0 - rtol))
     if economical is None:  # rounding made the shortcut ambiguous: search every point
-        economical = _leanest_in(budget_landscape(m, a1, cc1, a2, cc2, budget),
+        economical = _leanest_in(budget_landscape(p, budget, m),
                                  best.speedup * (1.0 - rtol))
     if economical.parallel_dim >= best.parallel_dim:
         economical = None
-    t3 = theorem3_conditions(a1, cc1, a2, cc2, budget) if m == "sync" else None
-    t4 = m == "async" and _theorem4_in_scope(a1, cc1, a2, cc2, budget)
+    t3 = theorem3_conditions(p, budget) if m == "sync" else None
+    t4 = m == "async" and _theorem4_in_scope(p, budget)
     message = _explain(best, token_only, step_only, m, cc1)
-    land = budget_landscape(m, a1, cc1, a2, cc2, budget) if landscape else None
-    return OptimizeResult(m, budget, a1, cc1, a2, cc2, best, token_only, step_only, t3, t4,
-                          message, land, economical)
+    land = budget_landscape(p, budget, m) if landscape else None
+    config = (base or SpecConfig()).replace(mode=m, k1=best.k1, k2=best.k2)
+    return OptimizeResult(m, budget, p, best, token_only, step_only, t3, t4, message, land,
+                          economical, config)
 
 
 def _leanest_in(land: Landscape, threshold: float) -> BudgetPoint:
@@ -312,16 +357,31 @@ class MonteCarloOptimizeResult:
     with it (within ``z`` standard errors of the difference)."""
     samples: int
     """Simulated stages per level per candidate."""
+    seed: int = 0
+    """The seed of the first candidate's simulations (candidate j uses seed + 2j, + 2j + 1)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The simulated best and every candidate next to its closed form."""
+        b = self.best
+        return {
+            "samples": self.samples,
+            "seed": self.seed,
+            "agrees": self.agrees,
+            "best": {"k1": b.k1, "k2": b.k2, "simulated": b.simulated, "stderr": b.stderr},
+            "candidates": [
+                {"k1": c.k1, "k2": c.k2, "closed_form": c.closed_form,
+                 "simulated": c.simulated, "stderr": c.stderr, "z": c.z_score}
+                for c in self.candidates
+            ],
+        }
 
 
 def optimize_budget_mc(
-    alpha1: float,
-    c1: float,
-    alpha2: float,
-    c2: float,
+    params: Parameters,
     M: int,
     mode: str = "async",
     *,
+    base: SpecConfig | None = None,
     samples: int = 200_000,
     seed: int = 0,
     candidates: int = 6,
@@ -342,7 +402,7 @@ def optimize_budget_mc(
 
     n = check_samples("samples", samples)
     top = check_positive_int("candidates", candidates)
-    res = optimize_budget(alpha1, c1, alpha2, c2, M, mode, landscape=True)
+    res = optimize_budget(params, M, mode, base=base, landscape=True)
     land = res.landscape
     assert land is not None
     order = np.argsort(-land.speedup, kind="stable")
@@ -359,8 +419,8 @@ def optimize_budget_mc(
     step_sim = simulate_sync if res.mode == "sync" else simulate_async
     points = []
     for j, (k1, k2) in enumerate(picks):
-        f = step_sim(res.alpha1, res.c1, k1, n, seed=seed + 2 * j)
-        g = simulate_token_sd(res.alpha2, res.c2, k2, n, seed=seed + 2 * j + 1)
+        f = step_sim(res.params.alpha1, res.params.c1, k1, n, seed=seed + 2 * j)
+        g = simulate_token_sd(res.params.alpha2, res.params.c2, k2, n, seed=seed + 2 * j + 1)
         value = f.mean * g.mean
         se = value * float(np.hypot(f.stderr / f.mean, g.stderr / g.mean))
         exact = float(land.speedup[(land.k1 == k1) & (land.k2 == k2)][0])
@@ -369,4 +429,4 @@ def optimize_budget_mc(
     opt = points[0]
     diff_se = float(np.hypot(best.stderr, opt.stderr))
     agrees = best is opt or best.simulated - opt.simulated <= z * diff_se
-    return MonteCarloOptimizeResult(res, best, tuple(points), agrees, n)
+    return MonteCarloOptimizeResult(res, best, tuple(points), agrees, n, seed)

@@ -19,9 +19,11 @@ pass of any width up to M costs one target step (the papers' flat budget; use
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from specmodel.optimize.budget import optimize_budget
+from specmodel.parameters import Parameters
 from specmodel.validation import check_budget, check_cost, check_probability
 
 __all__ = [
@@ -83,6 +85,11 @@ class MethodComparison:
         """The family with the highest speedup."""
         return self.results[0]
 
+    def to_dict(self) -> dict[str, Any]:
+        """``{budget, winner, results, skipped}``."""
+        return {"budget": self.budget, "winner": self.winner.method,
+                "results": [asdict(r) for r in self.results], "skipped": dict(self.skipped)}
+
 
 def _best_cascade(alpha2: float, c2: float, p: CascadeParams, budget: int) -> MethodResult | None:
     from specmodel.closedform.cascade import ewif_vertical
@@ -100,25 +107,21 @@ def _best_cascade(alpha2: float, c2: float, p: CascadeParams, budget: int) -> Me
 
 
 def compare_methods(
-    alpha1: float,
-    c1: float,
-    alpha2: float,
-    c2: float,
+    params: Parameters,
     M: int,
     *,
     cascade: CascadeParams | None = None,
     lookahead: LookaheadParams | None = None,
 ) -> MethodComparison:
     """Best configuration of every method family under budget M, and the winner."""
-    a1 = check_probability("alpha1", alpha1)
-    a2 = check_probability("alpha2", alpha2)
-    cc1 = check_cost("c1", c1, positive=True)
-    cc2 = check_cost("c2", c2)
+    p = Parameters.coerce(params)
+    check_cost("c1", p.c1, positive=True)
+    a2, cc2 = p.alpha2, p.c2
     budget = check_budget("M", M)
     results: list[MethodResult] = []
     skipped: dict[str, str] = {}
     for mode in ("sync", "async"):
-        res = optimize_budget(a1, cc1, a2, cc2, budget, mode)
+        res = optimize_budget(p, budget, mode)
         results.append(
             MethodResult(
                 f"hybrid ({mode})", res.speedup, res.best.parallel_dim, {"k1": res.k1, "k2": res.k2}
@@ -144,10 +147,10 @@ def compare_methods(
     if cascade is None:
         skipped["cascade (vertical)"] = "needs --alpha-prime and --c-d2 (a second, cheaper draft)"
     else:
-        p = CascadeParams(
+        cp = CascadeParams(
             check_probability("alpha_prime", cascade.alpha_prime), check_cost("c_d2", cascade.c_d2)
         )
-        best = _best_cascade(a2, cc2, p, budget)
+        best = _best_cascade(a2, cc2, cp, budget)
         if best is None:
             skipped["cascade (vertical)"] = f"no cascade fits in M = {budget} (needs M >= 3)"
         else:

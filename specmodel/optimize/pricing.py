@@ -28,18 +28,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 
 from specmodel.closedform.geometric import geometric_sum
 from specmodel.closedform.step_level import check_async_c1, check_mode, f_async_of, knee_of
-from specmodel.validation import (
-    check_budget,
-    check_cost,
-    check_positive_int,
-    check_probability,
-)
+from specmodel.parameters import Parameters
+from specmodel.validation import check_budget, check_cost, check_positive_int
 
 __all__ = [
     "BatchCostCurve",
@@ -47,7 +44,9 @@ __all__ = [
     "CostAwarePoint",
     "cost_aware_multibranch_speedup",
     "cost_aware_speedup",
+    "PricedBudget",
     "optimize_cost_aware",
+    "price_budget",
     "speculation_by_batch_size",
 ]
 
@@ -104,11 +103,8 @@ class BatchCostCurve:
 
 
 def cost_aware_speedup(
+    params: Parameters,
     mode: str,
-    alpha1: float,
-    c1: float,
-    alpha2: float,
-    c2: float,
     k1: int,
     k2: int,
     curve: BatchCostCurve,
@@ -119,11 +115,10 @@ def cost_aware_speedup(
     Returns ``(speedup, width)`` where width is the positions per request the
     target verifies per pass (ParallelDim_f · k2).
     """
+    p = Parameters.coerce(params)
     m = check_mode(mode)
-    a1 = check_probability("alpha1", alpha1)
-    a2 = check_probability("alpha2", alpha2)
-    cc1 = check_async_c1(c1) if m == "async" else check_cost("c1", c1)
-    cc2 = check_cost("c2", c2)
+    a1, a2, cc2 = p.alpha1, p.alpha2, p.c2
+    cc1 = check_async_c1(p.c1) if m == "async" else p.c1
     kk1 = check_positive_int("k1", k1)
     kk2 = check_positive_int("k2", k2)
     bb = check_positive_int("serving_batch", serving_batch)
@@ -132,10 +127,7 @@ def cost_aware_speedup(
 
 
 def cost_aware_multibranch_speedup(
-    alpha1: float,
-    c1: float,
-    alpha2: float,
-    c2: float,
+    params: Parameters,
     k1: int,
     k2: int,
     width: int,
@@ -159,11 +151,11 @@ def cost_aware_multibranch_speedup(
     """
     from specmodel.closedform.step_level import f_sync_multibranch
 
-    a2 = check_probability("alpha2", alpha2)
-    cc2 = check_cost("c2", c2)
+    p = Parameters.coerce(params)
+    a2, cc2 = p.alpha2, p.c2
     kk2 = check_positive_int("k2", k2)
     bb = check_positive_int("serving_batch", serving_batch)
-    mb = f_sync_multibranch(alpha1, c1, k1, width, branch_alpha=branch_alpha,
+    mb = f_sync_multibranch(p.alpha1, p.c1, k1, width, branch_alpha=branch_alpha,
                             draft_batch_cost=draft_batch_cost)
     e2 = float(geometric_sum(a2, kk2))
     draft_tok = cc2 * (kk2 - 1)
@@ -246,14 +238,15 @@ class CostAwarePoint:
     flat_speedup: float
     """What the flat-budget model (f·g) predicts for the same point."""
 
+    def to_dict(self) -> dict[str, Any]:
+        """``{k1, k2, speedup, width, flat_speedup}``."""
+        return asdict(self)
+
 
 def optimize_cost_aware(
-    mode: str,
-    alpha1: float,
-    c1: float,
-    alpha2: float,
-    c2: float,
+    params: Parameters,
     M: int,
+    mode: str,
     curve: BatchCostCurve,
     serving_batch: int = 1,
 ) -> CostAwarePoint:
@@ -262,9 +255,10 @@ def optimize_cost_aware(
     from specmodel.closedform.hybrid import h  # local: keeps this module's import light
     from specmodel.optimize.budget import budget_landscape, check_parameters
 
-    m, a1, cc1, a2, cc2, budget = check_parameters(mode, alpha1, c1, alpha2, c2, M)
+    p, budget, m = check_parameters(params, M, mode)
+    a1, cc1, a2, cc2 = p.alpha1, p.c1, p.alpha2, p.c2
     bb = check_positive_int("serving_batch", serving_batch)
-    land = budget_landscape(m, a1, cc1, a2, cc2, budget)
+    land = budget_landscape(p, budget, m)
     speeds, widths = _priced(m, a1, cc1, a2, cc2, land.k1, land.k2, curve, bb)
     i = _first_best_index(speeds)
     k1, k2 = int(land.k1[i]), int(land.k2[i])
@@ -288,14 +282,17 @@ class BatchSizeDecision:
         """True when some speculation beats target-only decoding at this batch size."""
         return self.best.speedup > 1.0 + 1e-9 and (self.best.k1, self.best.k2) != (1, 1)
 
+    def to_dict(self) -> dict[str, Any]:
+        """``{serving_batch, k1, k2, speedup, pays, token_only_k2}``."""
+        return {"serving_batch": self.serving_batch, "k1": self.best.k1, "k2": self.best.k2,
+                "speedup": self.best.speedup, "pays": self.pays,
+                "token_only_k2": self.token_only.k2}
+
 
 def speculation_by_batch_size(
-    mode: str,
-    alpha1: float,
-    c1: float,
-    alpha2: float,
-    c2: float,
+    params: Parameters,
     M: int,
+    mode: str,
     curve: BatchCostCurve,
     batch_sizes: Sequence[int] | None = None,
 ) -> list[BatchSizeDecision]:
@@ -303,14 +300,15 @@ def speculation_by_batch_size(
 
     ``batch_sizes`` defaults to powers of two up to the widest measured batch.
     """
+    p = Parameters.coerce(params)
     if batch_sizes is None:
         top = max(1, curve.max_width)
         batch_sizes = [2**i for i in range(int(math.log2(top)) + 1)]
     out = []
     for b in batch_sizes:
         bb = check_positive_int("batch_sizes", b)
-        best = optimize_cost_aware(mode, alpha1, c1, alpha2, c2, M, curve, bb)
-        tok = _best_token_only(alpha2, c2, M, curve, bb)
+        best = optimize_cost_aware(p, M, mode, curve, bb)
+        tok = _best_token_only(p.alpha2, p.c2, M, curve, bb)
         out.append(BatchSizeDecision(bb, best, tok))
     return out
 
@@ -327,3 +325,34 @@ def _best_token_only(
     i = _first_best_index(speeds)
     k2 = int(k2s[i])
     return CostAwarePoint(1, k2, float(speeds[i]), k2, float(g_token(alpha2, c2, k2)))
+
+
+@dataclass(frozen=True)
+class PricedBudget:
+    """The budget problem priced by a measured T(b): the best point at one request and the
+    decision at every serving batch size (what ``optimize`` shows and ``export`` writes)."""
+
+    best: CostAwarePoint
+    """The priced optimum at one request."""
+    by_batch_size: tuple[BatchSizeDecision, ...]
+    """The priced optimum at each serving batch size."""
+
+    @property
+    def stops_paying_at(self) -> int | None:
+        """The smallest serving batch size where no speculation pays (None: it pays at all)."""
+        off = [d.serving_batch for d in self.by_batch_size if not d.pays]
+        return off[0] if off else None
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{best, by_batch_size, stops_paying_at}``."""
+        return {"best": self.best.to_dict(),
+                "by_batch_size": [d.to_dict() for d in self.by_batch_size],
+                "stops_paying_at": self.stops_paying_at}
+
+
+def price_budget(
+    params: Parameters, M: int, mode: str, curve: BatchCostCurve
+) -> PricedBudget:
+    """:func:`optimize_cost_aware` at one request and :func:`speculation_by_batch_size`."""
+    return PricedBudget(optimize_cost_aware(params, M, mode, curve),
+                        tuple(speculation_by_batch_size(params, M, mode, curve)))

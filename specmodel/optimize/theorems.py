@@ -17,10 +17,11 @@ from typing import Any
 import numpy as np
 
 from specmodel.closedform.hybrid import theorem3_conditions, theorem4_in_scope
-from specmodel.optimize.budget import optimize_budget
 from specmodel.closedform.step_level import async_knee, async_s2, f_async, f_sync
 from specmodel.closedform.token_level import g_token, optimal_k
-from specmodel.validation import check_budget, check_cost, check_probability
+from specmodel.optimize.budget import optimize_budget
+from specmodel.parameters import Parameters
+from specmodel.validation import check_budget
 
 __all__ = ["TheoremCheck", "TheoremReport", "theorem_report", "lemma1_ratios"]
 
@@ -47,14 +48,8 @@ class TheoremCheck:
 class TheoremReport:
     """All checks for one parameter set."""
 
-    alpha1: float
-    """Step acceptance rate."""
-    c1: float
-    """Draft-step cost ratio."""
-    alpha2: float
-    """Token acceptance rate."""
-    c2: float
-    """Draft-token cost ratio."""
+    params: Parameters
+    """α1, c1, α2, c2."""
     budget: int
     """Parallelism budget M."""
     checks: list[TheoremCheck]
@@ -63,8 +58,9 @@ class TheoremReport:
     """Human-readable conclusions."""
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-serialisable form."""
-        return asdict(self)
+        """JSON-serialisable form (the parameters flattened first, as the CLI prints them)."""
+        d = asdict(self)
+        return {**d.pop("params"), **d}
 
 
 def _tie(res: Any, regime: str) -> tuple[int, int] | None:
@@ -82,7 +78,7 @@ def _tie(res: Any, regime: str) -> tuple[int, int] | None:
     return None
 
 
-def lemma1_ratios(alpha1: float, c1: float, alpha2: float, c2: float, M: int) -> dict[str, float]:
+def lemma1_ratios(params: Parameters, M: int) -> dict[str, float]:
     """Lemma 1's w(2)/w(1) and w(M/2)/w(M), w(γ) = f(γ)·g(M/γ), M even.
 
     ``paper_*`` uses the lemma's f (the S2 formula at every γ); ``true_*`` uses
@@ -91,6 +87,7 @@ def lemma1_ratios(alpha1: float, c1: float, alpha2: float, c2: float, M: int) ->
     m = check_budget("M", M)
     if m % 2 or m < 4:
         raise ValueError(f"M must be an even integer >= 4 for Lemma 1, got {m}")
+    alpha1, c1, alpha2, c2 = params.alpha1, params.c1, params.alpha2, params.c2
     g = lambda k: float(g_token(alpha2, c2, k))  # noqa: E731
     s2 = lambda k: float(async_s2(alpha1, c1, k))  # noqa: E731
     fa = lambda k: float(f_async(alpha1, c1, k))  # noqa: E731
@@ -102,7 +99,7 @@ def lemma1_ratios(alpha1: float, c1: float, alpha2: float, c2: float, M: int) ->
     }
 
 
-def theorem_report(alpha1: float, c1: float, alpha2: float, c2: float, M: int) -> TheoremReport:
+def theorem_report(params: Parameters, M: int) -> TheoremReport:
     """Theorems 3 and 4 and Lemmas 1–3 of the LR paper for these parameters.
 
     c1 may be any cost >= 0: the sync statements (Theorem 3, Lemma 3) are
@@ -111,17 +108,14 @@ def theorem_report(alpha1: float, c1: float, alpha2: float, c2: float, M: int) -
     :func:`specmodel.closedform.step_level.check_async_c1`); elsewhere they are reported out
     of scope with the reason.
     """
-    a1 = check_probability("alpha1", alpha1)
-    a2 = check_probability("alpha2", alpha2)
-    cc1 = check_cost("c1", c1)
-    cc2 = check_cost("c2", c2)
+    a1, cc1, a2, cc2 = params.alpha1, params.c1, params.alpha2, params.c2
     m = check_budget("M", M)
     checks: list[TheoremCheck] = []
     notes: list[str] = []
 
     # Theorem 3 (sync).
-    t3 = theorem3_conditions(a1, cc1, a2, cc2, m)
-    sync = optimize_budget(a1, cc1, a2, cc2, m, "sync", landscape=True)
+    t3 = theorem3_conditions(params, m)
+    sync = optimize_budget(params, m, "sync", landscape=True)
     pred3 = t3.predicted_regime if (t3.condition7 or t3.condition8) else "(7) or (8)"
     holds3 = (t3.condition7 or t3.condition8) and pred3 == sync.regime if t3.in_scope else None
     actual3 = f"{sync.regime} at (k1={sync.k1}, k2={sync.k2}), {sync.speedup:.4f}x"
@@ -170,11 +164,11 @@ def theorem_report(alpha1: float, c1: float, alpha2: float, c2: float, M: int) -
         _lemma3_checks(checks, a1, cc1, a2, cc2)
         checks.append(TheoremCheck("Lemma 1", False, "", why_async, None, {}))
         notes.append(f"Outside Theorem 4's conditions: {why_async}.")
-        return TheoremReport(a1, cc1, a2, cc2, m, checks, notes)
+        return TheoremReport(params, m, checks, notes)
 
     # Theorem 4 (async).
-    in4 = theorem4_in_scope(a1, cc1, a2, cc2, m)
-    asyn = optimize_budget(a1, cc1, a2, cc2, m, "async")
+    in4 = theorem4_in_scope(params, m)
+    asyn = optimize_budget(params, m, "async")
     checks.append(
         TheoremCheck(
             "Theorem 4 (async)",
@@ -217,7 +211,7 @@ def theorem_report(alpha1: float, c1: float, alpha2: float, c2: float, M: int) -
     # Lemma 1 (async, paper's f) when its hypotheses hold.
     in1 = 0.5 < a1 < 0.8 and 0.5 < a2 < 0.8 and cc1 < 1 / 3 and cc2 < 0.2 and m >= 16 and m % 2 == 0
     if m >= 4 and m % 2 == 0:
-        r = lemma1_ratios(a1, cc1, a2, cc2, m)
+        r = lemma1_ratios(params, m)
         claim = r["paper_w2_over_w1"] > 1 and r["paper_wM2_over_wM"] > 1
         true = r["true_w2_over_w1"] > 1 and r["true_wM2_over_wM"] > 1
         checks.append(
@@ -230,7 +224,7 @@ def theorem_report(alpha1: float, c1: float, alpha2: float, c2: float, M: int) -
                 r,
             )
         )
-    return TheoremReport(a1, cc1, a2, cc2, m, checks, notes)
+    return TheoremReport(params, m, checks, notes)
 
 
 def _lemma3_checks(

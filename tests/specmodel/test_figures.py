@@ -7,6 +7,8 @@ import pytest
 
 pytest.importorskip("plotly")
 
+from specmodel.closedform.lookahead_decoding import step_compression_ratio
+from specmodel.closedform.token_level import g_token
 from specmodel.figures import (
     async_knee_figure,
     budget_landscape_figure,
@@ -15,9 +17,8 @@ from specmodel.figures import (
     speedup_vs_draft_length_figure,
     write_figure,
 )
-from specmodel.closedform.lookahead_decoding import step_compression_ratio
 from specmodel.optimize.budget import optimize_budget
-from specmodel.closedform.token_level import g_token
+from specmodel.parameters import Parameters
 
 
 def test_speedup_curves_are_the_closed_forms() -> None:
@@ -28,7 +29,7 @@ def test_speedup_curves_are_the_closed_forms() -> None:
 
 def test_landscape_marks_the_optimum() -> None:
     fig = budget_landscape_figure(0.6, 0.2, 0.7, 0.05, 16, "sync")
-    res = optimize_budget(0.6, 0.2, 0.7, 0.05, 16, "sync")
+    res = optimize_budget(Parameters(0.6, 0.2, 0.7, 0.05), 16, "sync")
     star = next(t for t in fig.data if t.name and t.name.startswith("optimum"))
     assert (star.x[0], star.y[0]) == (res.k1, res.k2)
     z = np.asarray(fig.data[0].z, dtype=float)

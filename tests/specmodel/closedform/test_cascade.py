@@ -15,7 +15,6 @@ import sympy as sp
 from hypothesis import given
 from hypothesis import strategies as st
 
-from specmodel.symbolic import cascade as sym
 from specmodel.closedform.cascade import (
     ewif_horizontal,
     ewif_horizontal_gradient,
@@ -37,6 +36,7 @@ from specmodel.montecarlo.cascade import (
     simulate_speculative,
     simulate_vertical,
 )
+from specmodel.symbolic import cascade as sym
 
 N_MC = 40_000
 Z = 4.0

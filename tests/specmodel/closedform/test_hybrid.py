@@ -8,11 +8,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from specmodel.closedform.hybrid import h, regime_of, theorem3_conditions, theorem3_d
+from specmodel.closedform.step_level import f_async, f_sync
+from specmodel.closedform.token_level import g_token, g_token_step
 from specmodel.montecarlo.hybrid import simulate_hybrid
 from specmodel.montecarlo.step import simulate_async, simulate_sync
 from specmodel.montecarlo.token import simulate_token_sd
-from specmodel.closedform.step_level import f_async, f_sync
-from specmodel.closedform.token_level import g_token, g_token_step
+from specmodel.parameters import Parameters
 
 
 @given(
@@ -78,7 +79,7 @@ def test_token_sd_simulation_matches_hybrid_token_only_long_steps() -> None:
 
 def test_theorem3_d_identities() -> None:
     assert theorem3_d(0.6, 0.2, 2) == pytest.approx(1.6 / 1.2)
-    cond = theorem3_conditions(0.7, 0.1, 0.6, 0.05, 16)
+    cond = theorem3_conditions(Parameters(0.7, 0.1, 0.6, 0.05), 16)
     assert cond.r1 == pytest.approx(f_sync(0.7, 0.1, 2))
     assert cond.r2 == pytest.approx(g_token(0.6, 0.05, 2))
     # (7) <=> h(2, M/2) >= h(1, M)
@@ -92,7 +93,7 @@ def test_theorem3_d_identities() -> None:
         (lambda: h("sync", 0.5, 0.1, 0.5, 0.1, 0, 2), "k1"),
         (lambda: h("sync", 0.5, 0.1, 0.5, 0.1, 2, 0), "k2"),
         (lambda: h("x", 0.5, 0.1, 0.5, 0.1, 2, 2), "mode"),
-        (lambda: theorem3_conditions(0.5, 0.1, 0.5, 0.1, 0), "M"),
+        (lambda: theorem3_conditions(Parameters(0.5, 0.1, 0.5, 0.1), 0), "M"),
         (lambda: simulate_hybrid("sync", 0.5, 0.1, 0.5, 0.1, 2, 2, batch="min"), "batch"),
         (lambda: simulate_hybrid("sync", 0.5, 0.1, 0.5, 0.1, 2, 2, step_tokens=0), "step_tokens"),
     ],

@@ -18,16 +18,16 @@ from specmodel.closedform.lookahead_decoding import (
     step_compression_ratio,
     tokens_per_step,
 )
-from specmodel.montecarlo.lookahead_decoding import (
-    simulate_lookahead_decoding,
-    simulate_semantic_speculation,
-)
 from specmodel.closedform.semantic_speculation import (
     expected_semantic_acceptance,
     output_distribution,
     sequence_acceptance_probability,
 )
 from specmodel.closedform.token_level import expected_tokens_per_iteration
+from specmodel.montecarlo.lookahead_decoding import (
+    simulate_lookahead_decoding,
+    simulate_semantic_speculation,
+)
 
 sp = pytest.importorskip("sympy")
 

@@ -9,12 +9,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from specmodel.montecarlo.step import (
-    async_stage_times,
-    simulate_async,
-    simulate_async_events,
-    simulate_sync,
-)
 from specmodel.closedform.step_level import (
     async_knee,
     async_s1,
@@ -28,6 +22,13 @@ from specmodel.closedform.step_level import (
     parallel_dim_f,
 )
 from specmodel.closedform.token_level import g_token
+from specmodel.montecarlo.step import (
+    async_stage_times,
+    simulate_async,
+    simulate_async_events,
+    simulate_sync,
+)
+from specmodel.parameters import Parameters
 
 alphas = st.floats(min_value=1e-4, max_value=1 - 1e-9)
 c_pos = st.floats(min_value=1e-3, max_value=0.99)
@@ -185,8 +186,8 @@ def test_bad_input_names_the_parameter(call, param: str) -> None:
 
 @pytest.mark.parametrize("c1", [1.0, 1.5, 4.0])
 def test_async_closed_form_rejects_a_draft_no_faster_than_the_target(c1: float) -> None:
-    from specmodel.montecarlo.step import simulate_async_events
     from specmodel.closedform.step_level import async_s1, async_s2
+    from specmodel.montecarlo.step import simulate_async_events
 
     for fn in (lambda: f_async(0.6, c1, 3), lambda: async_s1(0.6, c1),
                lambda: async_s2(0.6, c1, 2)):
@@ -201,8 +202,8 @@ def test_async_closed_form_rejects_a_draft_no_faster_than_the_target(c1: float) 
 def test_theorem4_is_never_in_scope_where_async_is_undefined() -> None:
     from specmodel.closedform.hybrid import theorem4_in_scope
 
-    assert theorem4_in_scope(0.6, 0.2, 0.6, 0.1, 16)
-    assert not theorem4_in_scope(0.6, 0.0, 0.6, 0.1, 16)
+    assert theorem4_in_scope(Parameters(0.6, 0.2, 0.6, 0.1), 16)
+    assert not theorem4_in_scope(Parameters(0.6, 0.0, 0.6, 0.1), 16)
 
 
 @given(st.floats(0.05, 0.95), st.floats(0.01, 6.0), st.integers(1, 12), st.integers(0, 2**16))
@@ -230,8 +231,8 @@ def test_async_optimizer_rejects_a_slow_draft_in_one_line() -> None:
     from specmodel.optimize.budget import optimize_budget
 
     with pytest.raises(ValueError, match=r"c1 must be in \(0, 1\)") as err:
-        optimize_budget(0.6, 1.5, 0.7, 0.05, 16, "async")
+        optimize_budget(Parameters(0.6, 1.5, 0.7, 0.05), 16, "async")
     assert "\n" not in str(err.value)
     # sync is defined for any c1 >= 0: a slow draft makes step-level speculation lose,
     # so the optimum is token-only.
-    assert optimize_budget(0.6, 1.5, 0.7, 0.05, 16, "sync").k1 == 1
+    assert optimize_budget(Parameters(0.6, 1.5, 0.7, 0.05), 16, "sync").k1 == 1

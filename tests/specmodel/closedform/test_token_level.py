@@ -9,8 +9,6 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from specmodel.montecarlo.hybrid import sample_step_times
-from specmodel.montecarlo.token import simulate_token_sd
 from specmodel.closedform.token_level import (
     continuous_optimal_k,
     expected_accepted_drafts,
@@ -23,6 +21,8 @@ from specmodel.closedform.token_level import (
     token_speedup_bound,
     unimodality_sign,
 )
+from specmodel.montecarlo.hybrid import sample_step_times
+from specmodel.montecarlo.token import simulate_token_sd
 
 alphas = st.floats(min_value=1e-4, max_value=1 - 1e-9)
 costs = st.floats(min_value=0.0, max_value=2.0)

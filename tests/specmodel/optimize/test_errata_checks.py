@@ -15,12 +15,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from specmodel.closedform.lookahead_decoding import expected_accepted_tokens, step_compression_ratio
-from specmodel.montecarlo.token import simulate_token_sd
-from specmodel.optimize.budget import optimize_budget
 from specmodel.closedform.semantic_speculation import output_distribution
 from specmodel.closedform.step_level import f_async
-from specmodel.symbolic.lr import a, expected_mod_series, lemma6_f, y
 from specmodel.closedform.token_level import g_leviathan, g_token
+from specmodel.montecarlo.token import simulate_token_sd
+from specmodel.optimize.budget import optimize_budget
+from specmodel.parameters import Parameters
+from specmodel.symbolic.lr import a, expected_mod_series, lemma6_f, y
 
 
 def test_lr14_theorem4_bound_157_fails_inside_the_region() -> None:
@@ -32,7 +33,7 @@ def test_lr14_theorem4_bound_157_fails_inside_the_region() -> None:
     # its infimum over 0.52 < α1 < 0.8, c1 < 1/3 is at (0.52, 1/3): 1.403 > 1.157
     assert 1.52 / (1 + 0.52 * 0.48 / 3) > 1.4
     for a2 in (0.53, 0.79):
-        assert optimize_budget(a1, c1, a2, 0.19, 16, "async").regime == "hybrid"
+        assert optimize_budget(Parameters(a1, c1, a2, 0.19), 16, "async").regime == "hybrid"
 
 
 def test_lr15_lemma5_w_prime_is_not_decreasing() -> None:

@@ -17,9 +17,10 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from specmodel.closedform.hybrid import theorem3_conditions, theorem4_in_scope
-from specmodel.optimize.budget import optimize_budget
 from specmodel.closedform.step_level import async_knee, async_s1, async_s2, f_async, f_sync
+from specmodel.optimize.budget import optimize_budget
 from specmodel.optimize.theorems import lemma1_ratios, theorem_report
+from specmodel.parameters import Parameters
 
 sp = pytest.importorskip("sympy")
 
@@ -181,12 +182,21 @@ costs = st.floats(0.0, 0.8)
 even_budgets = st.integers(2, 40).map(lambda n: 2 * n)
 
 
-@given(probs, costs, probs, costs, even_budgets)
-def test_theorem3_as_stated(a1: float, c1: float, a2: float, c2: float, M: int) -> None:
-    t = theorem3_conditions(a1, c1, a2, c2, M)
+@st.composite
+def _rate_and_cost_in_condition6(draw: st.DrawFn) -> tuple[float, float]:
+    """(α, c) with (1 + α)/(1 + c) > 1.157 (Theorem 3's condition (6)), drawn directly
+    rather than filtered: most of the unit square is outside it."""
+    a = draw(st.floats(0.16, 0.99))
+    return a, draw(st.floats(0.0, (1 + a) / 1.1571 - 1))
+
+
+@given(_rate_and_cost_in_condition6(), _rate_and_cost_in_condition6(), even_budgets)
+def test_theorem3_as_stated(step: tuple[float, float], token: tuple[float, float], M: int) -> None:
+    (a1, c1), (a2, c2) = step, token
+    t = theorem3_conditions(Parameters(a1, c1, a2, c2), M)
     assume(t.in_scope)
     assert t.condition7 or t.condition8  # at least one holds
-    res = optimize_budget(a1, c1, a2, c2, M, "sync")
+    res = optimize_budget(Parameters(a1, c1, a2, c2), M, "sync")
     if t.condition7 and t.condition8:
         assert res.regime == "hybrid"
         assert res.speedup > max(res.token_only.speedup, res.step_only.speedup)
@@ -201,8 +211,8 @@ def test_theorem3_as_stated(a1: float, c1: float, a2: float, c2: float, M: int) 
     st.floats(0.0, 0.1999), st.integers(8, 128).map(lambda n: 2 * n),
 )
 def test_theorem4_as_stated(a1: float, c1: float, a2: float, c2: float, M: int) -> None:
-    assert theorem4_in_scope(a1, c1, a2, c2, M)
-    res = optimize_budget(a1, c1, a2, c2, M, "async")
+    assert theorem4_in_scope(Parameters(a1, c1, a2, c2), M)
+    res = optimize_budget(Parameters(a1, c1, a2, c2), M, "async")
     assert res.regime == "hybrid" and res.k1 >= 2 and res.k2 >= 2
     assert res.speedup > max(res.token_only.speedup, res.step_only.speedup)
 
@@ -212,7 +222,7 @@ def test_theorem4_as_stated(a1: float, c1: float, a2: float, c2: float, M: int) 
     st.floats(0.0, 0.1999), st.integers(8, 128).map(lambda n: 2 * n),
 )
 def test_lemma1_as_stated(a1: float, c1: float, a2: float, c2: float, M: int) -> None:
-    r = lemma1_ratios(a1, c1, a2, c2, M)
+    r = lemma1_ratios(Parameters(a1, c1, a2, c2), M)
     assert r["paper_w2_over_w1"] > 1 and r["paper_wM2_over_wM"] > 1
     # and with the true f_async (S1 from the knee on) the claims still hold
     assert r["true_w2_over_w1"] > 1 and r["true_wM2_over_wM"] > 1
@@ -220,7 +230,7 @@ def test_lemma1_as_stated(a1: float, c1: float, a2: float, c2: float, M: int) ->
 
 def test_outside_conditions_the_report_gives_the_truth() -> None:
     """Outside (6) a single method can win; the report says so instead of "hybrid"."""
-    rep = theorem_report(0.6, 0.4, 0.2, 0.3, 8)
+    rep = theorem_report(Parameters(0.6, 0.4, 0.2, 0.3), 8)
     t3 = rep.checks[0]
     assert not t3.in_scope and t3.holds is None and "step-only" in t3.actual
     assert any("Outside Theorem 3" in n for n in rep.notes)
@@ -229,12 +239,12 @@ def test_outside_conditions_the_report_gives_the_truth() -> None:
 
 
 def test_report_inside_conditions() -> None:
-    rep = theorem_report(0.6, 0.2, 0.7, 0.05, 16)
+    rep = theorem_report(Parameters(0.6, 0.2, 0.7, 0.05), 16)
     by_name = {c.name: c for c in rep.checks}
     assert by_name["Theorem 3 (sync)"].holds and by_name["Theorem 4 (async)"].holds
     assert by_name["Lemma 2"].holds and by_name["Lemma 1"].holds
     with pytest.raises(ValueError, match="alpha1"):
-        theorem_report(1.0, 0.2, 0.7, 0.05, 16)
+        theorem_report(Parameters(1.0, 0.2, 0.7, 0.05), 16)
 
 
 def test_theorem3_strictly_fails_at_a_tie_in_condition_7() -> None:
@@ -256,35 +266,35 @@ def test_theorem3_strictly_fails_at_a_tie_in_condition_7() -> None:
 
     assert h(2, 2) == h(1, 4) == F(15, 8)
     assert max(h(k1, k2) for k1 in range(1, 5) for k2 in range(1, 5) if k1 * k2 <= 4) == F(15, 8)
-    t3 = theorem3_conditions(9 / 16, 1 / 4, 1 / 2, 0.0, 4)
+    t3 = theorem3_conditions(Parameters(9 / 16, 1 / 4, 1 / 2, 0.0), 4)
     assert t3.in_scope and t3.condition8
-    check = theorem_report(9 / 16, 1 / 4, 1 / 2, 0.0, 4).checks[0]
+    check = theorem_report(Parameters(9 / 16, 1 / 4, 1 / 2, 0.0), 4).checks[0]
     assert "ties hybrid at (k1=2, k2=2)" in check.actual
 
 
 def test_theorem3_proof_case2_claim_fails_for_the_integer_optimum() -> None:
     """Errata LR-12: in case 2 (γ2* <= M < 2γ2*) condition (7) can fail although (6) holds."""
     from specmodel.closedform.hybrid import theorem3_conditions
-    from specmodel.optimize.budget import optimize_budget
     from specmodel.closedform.token_level import optimal_k
+    from specmodel.optimize.budget import optimize_budget
 
     k_star = optimal_k(0.68, 0.12).k
     assert k_star <= 4 < 2 * k_star  # M = 4 is in the proof's case 2
-    t3 = theorem3_conditions(0.3, 0.1, 0.68, 0.12, 4)
+    t3 = theorem3_conditions(Parameters(0.3, 0.1, 0.68, 0.12), 4)
     assert t3.condition6 and not t3.condition7
     assert t3.d2 > 1.157  # the proof's bound D2(γ2*) < 1.157 fails
-    assert optimize_budget(0.3, 0.1, 0.68, 0.12, 4, "sync").regime == "token-only"
+    assert optimize_budget(Parameters(0.3, 0.1, 0.68, 0.12), 4, "sync").regime == "token-only"
 
 
 @pytest.mark.parametrize("c1", [0.0, 1.0, 1.5])
 def test_report_evaluates_sync_and_leaves_async_out_where_it_is_undefined(c1: float) -> None:
     """Theorem 3 (sync) is defined for every c1 >= 0; Theorem 4 and Lemmas 1–2 (async)
     only for 0 < c1 < 1: outside it they are out of scope, never evaluated."""
-    rep = theorem_report(0.6, c1, 0.6, 0.1, 16)
+    rep = theorem_report(Parameters(0.6, c1, 0.6, 0.1), 16)
     by_name = {c.name: c for c in rep.checks}
     assert [c.name for c in rep.checks][:2] == ["Theorem 3 (sync)", "Theorem 4 (async)"]
     for name in ("Theorem 4 (async)", "Lemma 2", "Lemma 1"):
         assert not by_name[name].in_scope and by_name[name].holds is None
         assert "0 < c1 < 1" in by_name[name].actual
-    sync = optimize_budget(0.6, c1, 0.6, 0.1, 16, "sync")
+    sync = optimize_budget(Parameters(0.6, c1, 0.6, 0.1), 16, "sync")
     assert f"(k1={sync.k1}, k2={sync.k2})" in by_name["Theorem 3 (sync)"].actual

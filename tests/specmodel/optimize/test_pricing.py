@@ -7,6 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from specmodel.closedform.hybrid import h
+from specmodel.optimize.budget import optimize_budget
 from specmodel.optimize.pricing import (
     BatchCostCurve,
     cost_aware_multibranch_speedup,
@@ -14,8 +16,7 @@ from specmodel.optimize.pricing import (
     optimize_cost_aware,
     speculation_by_batch_size,
 )
-from specmodel.closedform.hybrid import h
-from specmodel.optimize.budget import optimize_budget
+from specmodel.parameters import Parameters
 
 CPU_LIKE = BatchCostCurve.from_points([(1, 1.0), (2, 1.3), (4, 2.0), (8, 3.6), (16, 6.8)])
 
@@ -25,7 +26,7 @@ CPU_LIKE = BatchCostCurve.from_points([(1, 1.0), (2, 1.3), (4, 2.0), (8, 3.6), (
     st.integers(1, 12), st.integers(1, 12), st.sampled_from(["sync", "async"]),
 )
 def test_flat_curve_reduces_to_product(a1, c1, a2, c2, k1, k2, mode) -> None:
-    s, width = cost_aware_speedup(mode, a1, c1, a2, c2, k1, k2, BatchCostCurve.flat())
+    s, width = cost_aware_speedup(Parameters(a1, c1, a2, c2), mode, k1, k2, BatchCostCurve.flat())
     assert s == pytest.approx(h(mode, a1, c1, a2, c2, k1, k2), rel=1e-10)
     assert width >= k2
 
@@ -33,8 +34,8 @@ def test_flat_curve_reduces_to_product(a1, c1, a2, c2, k1, k2, mode) -> None:
 @given(st.floats(0.05, 0.95), st.floats(0.02, 0.9), st.floats(0.05, 0.95), st.floats(0.0, 0.5),
        st.integers(1, 8), st.integers(1, 8), st.sampled_from(["sync", "async"]))
 def test_rising_cost_never_helps(a1, c1, a2, c2, k1, k2, mode) -> None:
-    flat, _ = cost_aware_speedup(mode, a1, c1, a2, c2, k1, k2, BatchCostCurve.flat())
-    priced, _ = cost_aware_speedup(mode, a1, c1, a2, c2, k1, k2, CPU_LIKE)
+    flat, _ = cost_aware_speedup(Parameters(a1, c1, a2, c2), mode, k1, k2, BatchCostCurve.flat())
+    priced, _ = cost_aware_speedup(Parameters(a1, c1, a2, c2), mode, k1, k2, CPU_LIKE)
     assert priced <= flat * (1 + 1e-12)
 
 
@@ -46,23 +47,23 @@ def test_multibranch_pricing_reduces_to_its_product_and_to_the_chain(
     from specmodel.closedform.step_level import f_sync_multibranch
     from specmodel.closedform.token_level import g_token
 
-    flat, positions = cost_aware_multibranch_speedup(
-        a1, c1, a2, c2, k1, k2, w, BatchCostCurve.flat(), draft_batch_cost=beta)
+    params = Parameters(a1, c1, a2, c2)
+    flat, positions = cost_aware_multibranch_speedup(params, k1, k2, w, BatchCostCurve.flat(),
+                                                     draft_batch_cost=beta)
     mb = f_sync_multibranch(a1, c1, k1, w, draft_batch_cost=beta)
     assert flat == pytest.approx(mb.speedup * g_token(a2, c2, k2), rel=1e-10)
     assert positions == mb.parallel_dim * k2
-    priced, _ = cost_aware_multibranch_speedup(a1, c1, a2, c2, k1, k2, w, CPU_LIKE,
-                                               draft_batch_cost=beta)
+    priced, _ = cost_aware_multibranch_speedup(params, k1, k2, w, CPU_LIKE, draft_batch_cost=beta)
     assert priced <= flat * (1 + 1e-12)  # a wider batch never costs less than one
-    chain, _ = cost_aware_multibranch_speedup(a1, c1, a2, c2, k1, k2, 1, CPU_LIKE)
+    chain, _ = cost_aware_multibranch_speedup(params, k1, k2, 1, CPU_LIKE)
     assert chain == pytest.approx(
-        cost_aware_speedup("sync", a1, c1, a2, c2, k1, k2, CPU_LIKE)[0], rel=1e-10)
+        cost_aware_speedup(Parameters(a1, c1, a2, c2), "sync", k1, k2, CPU_LIKE)[0], rel=1e-10)
 
 
 def test_wider_trees_pay_for_their_batch_on_a_rising_curve() -> None:
     # Same acceptance gain, but the tree's target batch grows as Σ W^j: on a CPU-like
     # curve the priced advantage of W = 2 over W = 1 is below the flat one.
-    args = (0.3, 0.1, 0.5, 0.05, 3, 2)
+    args = (Parameters(0.3, 0.1, 0.5, 0.05), 3, 2)
     flat = [cost_aware_multibranch_speedup(*args, w, BatchCostCurve.flat())[0] for w in (1, 2)]
     cpu = [cost_aware_multibranch_speedup(*args, w, CPU_LIKE)[0] for w in (1, 2)]
     assert flat[1] > flat[0]
@@ -73,8 +74,8 @@ def test_wider_trees_pay_for_their_batch_on_a_rising_curve() -> None:
 
 def test_flat_optimum_matches_optimizer() -> None:
     for mode in ("sync", "async"):
-        best = optimize_cost_aware(mode, 0.6, 0.2, 0.7, 0.05, 16, BatchCostCurve.flat())
-        ref = optimize_budget(0.6, 0.2, 0.7, 0.05, 16, mode)
+        best = optimize_cost_aware(Parameters(0.6, 0.2, 0.7, 0.05), 16, mode, BatchCostCurve.flat())
+        ref = optimize_budget(Parameters(0.6, 0.2, 0.7, 0.05), 16, mode)
         assert best.speedup == pytest.approx(ref.speedup, rel=1e-12)
 
 
@@ -88,7 +89,7 @@ def test_curve_interpolation_and_extrapolation() -> None:
 
 
 def test_speculation_stops_paying_on_a_steep_curve() -> None:
-    decisions = speculation_by_batch_size("async", 0.6, 0.2, 0.7, 0.05, 16, CPU_LIKE)
+    decisions = speculation_by_batch_size(Parameters(0.6, 0.2, 0.7, 0.05), 16, "async", CPU_LIKE)
     assert [d.serving_batch for d in decisions] == [1, 2, 4, 8, 16]
     pays = [d.pays for d in decisions]
     assert pays[0] and not pays[-1]
@@ -100,7 +101,8 @@ def test_speculation_stops_paying_on_a_steep_curve() -> None:
 
 def test_flat_curve_always_pays() -> None:
     flat = BatchCostCurve.from_points([(1, 1.0), (64, 1.0)])
-    assert all(d.pays for d in speculation_by_batch_size("sync", 0.6, 0.2, 0.7, 0.05, 16, flat))
+    decisions = speculation_by_batch_size(Parameters(0.6, 0.2, 0.7, 0.05), 16, "sync", flat)
+    assert all(d.pays for d in decisions)
 
 
 @pytest.mark.parametrize(
@@ -165,11 +167,11 @@ curves = st.lists(
     st.integers(1, 24), curves, st.integers(1, 8),
 )
 def test_vectorized_search_matches_the_reference_loop(mode, a1, c1, a2, c2, M, curve, b) -> None:
-    best = optimize_cost_aware(mode, a1, c1, a2, c2, M, curve, b)
+    best = optimize_cost_aware(Parameters(a1, c1, a2, c2), M, mode, curve, b)
     s, k1, k2, w = _reference_optimum(mode, a1, c1, a2, c2, M, curve, b)
     assert (best.k1, best.k2, best.width) == (k1, k2, w)
     assert best.speedup == pytest.approx(s, rel=1e-12)
-    single, width = cost_aware_speedup(mode, a1, c1, a2, c2, k1, k2, curve, b)
+    single, width = cost_aware_speedup(Parameters(a1, c1, a2, c2), mode, k1, k2, curve, b)
     assert (single, width) == (pytest.approx(s, rel=1e-12), w)
 
 
@@ -188,6 +190,7 @@ def test_first_best_is_the_in_order_scan(values: list[float]) -> None:
 
 def test_search_scales_to_thousands() -> None:
     """M in the thousands: the whole priced landscape at once (sync: ~M ln M points)."""
-    best = optimize_cost_aware("sync", 0.7, 0.05, 0.8, 0.05, 3000, CPU_LIKE, 2)
+    best = optimize_cost_aware(Parameters(0.7, 0.05, 0.8, 0.05), 3000, "sync", CPU_LIKE, 2)
     assert best.k1 * best.k2 <= 3000
-    assert best.speedup >= cost_aware_speedup("sync", 0.7, 0.05, 0.8, 0.05, 1, 1, CPU_LIKE, 2)[0]
+    none = cost_aware_speedup(Parameters(0.7, 0.05, 0.8, 0.05), "sync", 1, 1, CPU_LIKE, 2)[0]
+    assert best.speedup >= none
