@@ -45,7 +45,8 @@ from benchmarks.harness import (
 
 
 def paired(base: list[dict[str, Any]], other: list[dict[str, Any]]) -> dict[str, int]:
-    """Paired outcome counts of two runs over the same problems (matched by index)."""
+    """Paired outcome counts of two runs over the same problems (matched by index; each
+    problem as a run record's problem, dumped)."""
     by_index = {p["problem"]: p for p in base}
     out = {"both_right": 0, "target_only_right": 0, "lr_only_right": 0, "both_wrong": 0,
            "same_answer": 0, "problems": 0}
@@ -81,15 +82,15 @@ def main(argv: list[str] | None = None) -> None:
     if not kinds:
         raise SystemExit("--verifiers must name at least one verifier")
 
-    from profiler.decoder import DecoderConfig
     from profiler.engines import HFEngine
     from profiler.packs import resolve_model
     from profiler.problems import load_problems
     from profiler.runs import run_configurations
-    from profiler.step_profile import wilson
     from profiler.verifiers import make_verifier
+    from specmodel.config import SpecConfig, VerifierSpec
     from specmodel.formats.calibration import resolve_calibration
-    from specmodel.formats.run_record import compare
+    from specmodel.prediction import compare
+    from specmodel.stats import wilson
 
     cal = resolve_calibration(args.calibration, None if args.calibration else args.preset)
     delim = args.delimiter.encode().decode("unicode_escape")
@@ -105,7 +106,11 @@ def main(argv: list[str] | None = None) -> None:
 
     t0 = time.perf_counter()
     base_path = args.records / "accuracy_target.json"
-    base = run_configurations(target, None, None, [], problems, base_path,
+    # The baseline with this benchmark's caps and delimiter (an empty list would run the
+    # default ones).
+    only_target = SpecConfig(max_steps=args.max_steps, max_step_tokens=args.max_step_tokens,
+                             step_delimiter=delim)
+    base = run_configurations(target, None, None, [only_target], problems, base_path,
                               models={**models, "verifier": ""}, settings=settings,
                               calibration=cal, resume=args.resume, progress=printer("target"))
     rows: list[dict[str, Any]] = []
@@ -115,11 +120,15 @@ def main(argv: list[str] | None = None) -> None:
                  "wilson95": [lo, hi], "speedup": 1.0, "step_acceptance": None,
                  "draft_share": 0.0, "paired": None, "record": str(base_path)})
     for kind in kinds:
-        verifier = make_verifier(kind, threshold=args.threshold, judge_model=args.judge_model,
-                                 threads=args.threads)
-        configs = [DecoderConfig(args.mode, k1=args.k1, **caps)]
+        spec = VerifierSpec(kind=kind, threshold=args.threshold,
+                            model=args.judge_model if kind == "judge" else None)
+        verifier = make_verifier(spec, threads=args.threads)
+        lr = SpecConfig(mode=args.mode, k1=args.k1, max_steps=args.max_steps,
+                        max_step_tokens=args.max_step_tokens, step_delimiter=delim,
+                        verifier=spec)
+        configs = [lr]
         if args.width > 1 and kind == args.width_verifier:
-            configs.append(DecoderConfig("sync", k1=args.k1, width=args.width, **caps))
+            configs.append(lr.replace(mode="sync", width=args.width))
         path = args.records / f"accuracy_{kind}.json"
         if not (args.resume and path.is_file()):
             shutil.copyfile(base_path, path)  # the shared baseline, reused by resume below
@@ -132,13 +141,14 @@ def main(argv: list[str] | None = None) -> None:
             if c.label == record.baseline:
                 continue
             n_right = round(c.totals.accuracy * len(problems))
-            steps = [s for p in c.problems for s in p["steps"]]
+            steps = [s for p in c.problems for s in p.steps]
             rows.append({
                 "verifier": verifier.name, "config": c.label, "accuracy": c.totals.accuracy,
                 "wilson95": list(wilson(n_right, len(problems))), "speedup": speed[c.label],
                 "step_acceptance": c.totals.step_acceptance,
-                "draft_share": sum(s["source"] == "draft" for s in steps) / max(1, len(steps)),
-                "paired": paired(base_run.problems, c.problems), "record": str(path),
+                "draft_share": sum(s.source == "draft" for s in steps) / max(1, len(steps)),
+                "paired": paired([p.model_dump() for p in base_run.problems],
+                                  [p.model_dump() for p in c.problems]), "record": str(path),
             })
         del verifier
     seconds = time.perf_counter() - t0

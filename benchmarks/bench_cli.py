@@ -43,15 +43,13 @@ def main() -> None:
          ["python -c pass", statistics.median(b), min(b)],
          ["ratio (median)", ratio, min(a) / min(b)]],
     )
-    cal = load_preset(DEFAULT_PRESET)
+    params = load_preset(DEFAULT_PRESET).parameters()
     rows, records = [], []
     for mode in ("sync", "async"):
         for m in (16, 64, 256, 1024, 4096):
-            t = best_of(lambda m=m, mode=mode: optimize_budget(
-                cal.step.alpha1, cal.step.c1, cal.token.alpha2, cal.token.c2, m, mode),
-                repeat=5, number=20)
-            res = optimize_budget(cal.step.alpha1, cal.step.c1, cal.token.alpha2,
-                                  cal.token.c2, m, mode)
+            t = best_of(lambda m=m, mode=mode: optimize_budget(params, m, mode),
+                        repeat=5, number=20)
+            res = optimize_budget(params, m, mode)
             rows.append([mode, m, f"{t['best_s'] * 1e3:.3f} ms", res.k1, res.k2,
                          round(res.speedup, 4)])
             records.append({"mode": mode, "budget": m, **t, "k1": res.k1, "k2": res.k2,

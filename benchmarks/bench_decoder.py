@@ -42,8 +42,8 @@ QUICK_SWEEP = [("sync", 1, 3), ("sync", 2, 1), ("async", 2, 1)]
 
 def optimizer_choices(cal: Any, budget: int) -> dict[str, tuple[str, int, int]]:
     """The optimizer's (mode, k1, k2) for this calibration: closed form, and priced by T(b)."""
-    from specmodel.optimize.pricing import optimize_cost_aware
     from specmodel.optimize.budget import optimize_budget
+    from specmodel.optimize.pricing import optimize_cost_aware
 
     a1, c1, a2, c2 = cal.step.alpha1, cal.step.c1, cal.token.alpha2, cal.token.c2
     out = {}
@@ -93,31 +93,34 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--quick", action="store_true", help="Few configurations (a smoke run).")
     args = ap.parse_args(argv)
 
-    from profiler.decoder import DecoderConfig
     from profiler.engines import HFEngine
     from profiler.packs import resolve_model
     from profiler.problems import load_problems
     from profiler.runs import run_configurations
     from profiler.verifiers import make_verifier
+    from specmodel.config import SpecConfig, VerifierSpec
     from specmodel.formats.calibration import load_calibration
-    from specmodel.formats.run_record import compare
+    from specmodel.prediction import compare
 
     cal = load_calibration(args.calibration)
     delim = args.delimiter.encode().decode("unicode_escape")
     caps = {"max_steps": args.max_steps, "max_step_tokens": args.max_step_tokens,
             "delimiter": delim}
+    ver_spec = VerifierSpec(kind=args.verifier, threshold=args.threshold)
+    base = SpecConfig(max_steps=args.max_steps, max_step_tokens=args.max_step_tokens,
+                      step_delimiter=delim, verifier=ver_spec)
     picks = optimizer_choices(cal, args.budget)
     points = list(QUICK_SWEEP if args.quick else SWEEP) + list(picks.values())
     configs, seen = [], set()
     for mode, k1, k2 in points:
-        cfg = DecoderConfig(mode if k1 > 1 else "sync", k1=k1, k2=k2, **caps)
+        cfg = base.replace(mode=mode if k1 > 1 else "sync", k1=k1, k2=k2)
         if cfg.label not in seen and cfg.label != "target":
             seen.add(cfg.label)
             configs.append(cfg)
     problems = load_problems(args.problems, args.seed)
     target = HFEngine(resolve_model(args.target), threads=args.threads, delimiter=delim)
     draft = HFEngine(resolve_model(args.draft), threads=args.threads, delimiter=delim)
-    verifier = make_verifier(args.verifier, threshold=args.threshold, threads=args.threads)
+    verifier = make_verifier(ver_spec, threads=args.threads)
     t0 = time.perf_counter()
     record = run_configurations(
         target, draft, verifier, configs, problems, args.record,
@@ -134,7 +137,7 @@ def main(argv: list[str] | None = None) -> None:
     decode_seconds = time.perf_counter() - t0
     rows = compare(record)
     measured = {r.config: r.measured_speedup for r in rows}
-    pick_label = {name: DecoderConfig(m if k1 > 1 else "sync", k1=k1, k2=k2, **caps).label
+    pick_label = {name: base.replace(mode=m if k1 > 1 else "sync", k1=k1, k2=k2).label
                   for name, (m, k1, k2) in picks.items()}
     chosen: dict[str, list[str]] = {}
     for name, label in pick_label.items():
@@ -158,7 +161,7 @@ def main(argv: list[str] | None = None) -> None:
     for name, ratio in choice_vs_best.items():
         print(f"optimizer ({name}): {ratio:.3f} of the best measured speedup "
               f"({'within' if ratio >= 0.95 else 'NOT within'} 5 %)")
-    overhead = measure_overhead(target, problems, DecoderConfig(**caps))
+    overhead = measure_overhead(target, problems, base)
     print(f"decoder overhead at k1 = k2 = 1: decoder speed / engine speed = "
           f"{overhead['decoder_speed_relative_to_engine']:.3f} "
           f"({overhead['decoder_seconds']:.1f} s vs {overhead['engine_seconds']:.1f} s)")

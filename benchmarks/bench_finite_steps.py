@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from benchmarks.harness import print_table, write_json
 from specmodel.closedform.hybrid import h
-from specmodel.montecarlo.hybrid import simulate_hybrid
 from specmodel.closedform.step_level import f_sync
 from specmodel.closedform.token_level import g_token_step
+from specmodel.montecarlo.hybrid import simulate_hybrid
 
 PARAMS = {"alpha1": 0.6, "c1": 0.2, "alpha2": 0.7, "c2": 0.05, "k1": 3, "k2": 5}
 CYCLES = 20_000

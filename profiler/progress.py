@@ -2,7 +2,7 @@
 
 The library reports progress through a plain callable and never draws
 anything itself (no rich, no tqdm): the CLI turns the calls into a progress
-bar (``cli.common.ProgressBar``), a benchmark prints a line, a test collects
+bar (``cli.render.ProgressBar``), a benchmark prints a line, a test collects
 them.
 """
 

@@ -1,62 +1,66 @@
 """Run the decoder over configurations and write a run record as it goes.
 
 Shared by ``specmodel decode`` and ``benchmarks/bench_decoder.py``.  The record
-(:class:`specmodel.formats.run_record.RunRecord`) is rewritten atomically after every
-configuration, so an interrupted run keeps what it measured and ``resume=True``
-skips the configurations already in the file.
+(:class:`specmodel.formats.run_record.RunRecord`) is built as that typed model and
+rewritten atomically (:func:`specmodel.formats.jsonio.write_json_atomic`) after
+every configuration, so an interrupted run keeps what it measured and
+``resume=True`` skips the configurations already in the file.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import tempfile
 from collections.abc import Callable, Sequence
-from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from profiler.decoder import DecoderConfig, LookaheadDecoder, totals
+from profiler.decoder import LookaheadDecoder, totals
 from profiler.engines import Engine
 from profiler.environment import machine_description, package_versions
 from profiler.problems import Problem
 from profiler.verifiers import Verifier
+from specmodel.config import SpecConfig, VerifierSpec
 from specmodel.formats.calibration import Calibration
-from specmodel.formats.run_record import RUN_SCHEMA_VERSION, RunRecord, load_run_record
+from specmodel.formats.jsonio import write_json_atomic
+from specmodel.formats.run_record import ConfigRun, RunRecord, RunSettings, load_run_record
 
-__all__ = ["BASELINE", "run_configurations", "save_run_record"]
+__all__ = ["BASELINE", "run_configurations"]
 
-BASELINE = DecoderConfig(k1=1, k2=1)
+BASELINE = SpecConfig(k1=1, k2=1)
 """Target-only step-by-step greedy decoding: speedup 1 by definition."""
 
 
-def save_run_record(record: dict[str, Any], path: str | Path) -> Path:
-    """Write ``record`` as JSON atomically (temp file in the same folder, then rename)."""
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=p.parent)
+def _baseline_like(config: SpecConfig) -> SpecConfig:
+    """Target-only decoding with ``config``'s step caps and delimiter."""
+    return SpecConfig(max_step_tokens=config.max_step_tokens, max_steps=config.max_steps,
+                      step_delimiter=config.step_delimiter)
+
+
+def _check_verifier(config: SpecConfig, verifier: Verifier | None) -> None:
+    """A configuration with step speculation must be judged by the verifier it names."""
+    if config.k1 == 1 or verifier is None:
+        return
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(json.dumps(record, indent=1) + "\n")
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, p)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return p
+        kind = VerifierSpec.from_name(verifier.name).kind
+    except ValueError:
+        return  # a verifier this format cannot name (a test's): nothing to compare
+    if kind != config.verifier.kind:
+        raise ValueError(
+            f"verifier {verifier.name!r} does not match {config.label}'s verifier.kind "
+            f"{config.verifier.kind!r}"
+        )
 
 
 def run_configurations(
     target: Engine,
     draft: Engine | None,
     verifier: Verifier | None,
-    configs: Sequence[DecoderConfig],
+    configs: Sequence[SpecConfig],
     problems: Sequence[Problem],
     record_path: str | Path,
     *,
     models: dict[str, str],
-    settings: dict[str, Any],
+    settings: RunSettings | dict[str, Any],
     calibration: Calibration | None = None,
     optimizer: dict[str, Any] | None = None,
     include_baseline: bool = True,
@@ -73,35 +77,33 @@ def run_configurations(
     if not problems:
         raise ValueError("problems must not be empty")
     todo = list(configs)
+    for cfg in todo:
+        _check_verifier(cfg, verifier)
     if include_baseline and all(c.label != BASELINE.label for c in todo):
-        base = configs[0] if configs else BASELINE
-        todo.insert(0, DecoderConfig(k1=1, k2=1, max_step_tokens=base.max_step_tokens,
-                                     max_steps=base.max_steps, delimiter=base.delimiter))
+        todo.insert(0, _baseline_like(configs[0]) if configs else BASELINE)
     labels = [c.label for c in todo]
     if len(set(labels)) != len(labels):
         raise ValueError(f"configs must be distinct, got {labels}")
-    done: list[dict[str, Any]] = []
+    done: list[ConfigRun] = []
     path = Path(record_path)
     if resume and path.is_file():
         old = load_run_record(path)
-        done = [c.model_dump() for c in old.configs if c.label in labels]
-    finished = {c["label"] for c in done}
-    record: dict[str, Any] = {
-        "schema_version": RUN_SCHEMA_VERSION,
-        "kind": "specmodel-run",
+        done = [c for c in old.configs if c.label in labels]
+    finished = {c.label for c in done}
+    meta: dict[str, Any] = {
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": machine_description(),
         "versions": package_versions(),
         "models": models,
-        "engine": f"{target.name}",
-        "settings": settings,
-        "calibration": calibration.model_dump(exclude_none=True) if calibration else None,
+        "engine": target.name,
+        "settings": RunSettings.model_validate(settings),
+        "calibration": calibration,
         "baseline": BASELINE.label,
-        "configs": done,
         "optimizer": optimizer,
     }
     total = len(todo) * len(problems)
     count = len(finished) * len(problems)
+    record: RunRecord | None = None
     for cfg in todo:
         if cfg.label in finished:
             continue
@@ -115,12 +117,8 @@ def run_configurations(
                 r = runs[-1]
                 progress(count, total, f"{cfg.label}: problem {p.index}, {r.output_tokens} "
                          f"tokens in {r.seconds:.1f} s")
-        record["configs"].append({
-            "label": cfg.label,
-            "config": asdict(cfg),
-            "totals": asdict(totals(runs)),
-            "problems": [asdict(r) for r in runs],
-        })
-        record["configs"].sort(key=lambda c: labels.index(c["label"]))
-        save_run_record(record, path)
-    return RunRecord.model_validate(record)
+        done.append(ConfigRun(label=cfg.label, config=cfg, totals=totals(runs), problems=runs))
+        done.sort(key=lambda c: labels.index(c.label))
+        record = RunRecord(**meta, configs=done)
+        write_json_atomic(record, path)
+    return record if record is not None else RunRecord(**meta, configs=done)

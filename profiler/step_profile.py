@@ -6,31 +6,34 @@ are timed (batch of one), and the verifier judges the pair.  Every pair is
 appended to a JSONL file as soon as it is measured, so an interrupted run keeps
 what it measured and ``resume=True`` continues where it stopped.
 
-Estimates (``summarize``): α1 = accepted / pairs with a Wilson 95 % interval
-(the calibration stores the Jeffreys-smoothed (x + ½)/(n + 1) so that 0 or n
-acceptances still give a rate in (0, 1)); c1 = Σ draft time / Σ target time
-with its delta-method standard error (the ratio estimator of
-specmodel.montecarlo.estimate); the verifier's cost in target-step units; the
-step-length histogram of the target.
+Estimates (``summarize``, with the estimators of :mod:`specmodel.stats`): α1 =
+accepted / pairs with a Wilson 95 % interval (the calibration stores the
+Jeffreys-smoothed (x + ½)/(n + 1) so that 0 or n acceptances still give a rate
+in (0, 1)); c1 = Σ draft time / Σ target time with its delta-method standard
+error (the ratio estimator of specmodel.montecarlo.estimate); the verifier's
+cost in target-step units; the step-length histogram of the target.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import os
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from profiler.engines import Engine
 from profiler.problems import Problem, format_prompt
 from profiler.progress import ProgressCallback, no_progress
 from profiler.verifiers import Verifier
+from specmodel.stats import jeffreys_rate, wilson
 
-__all__ = ["StepPair", "StepSummary", "profile_steps", "read_pairs", "summarize", "wilson"]
+if TYPE_CHECKING:
+    from specmodel.formats.calibration import StepLevel
+
+__all__ = ["StepPair", "StepSummary", "profile_steps", "read_pairs", "summarize"]
 
 
 @dataclass(frozen=True)
@@ -153,17 +156,6 @@ def profile_steps(
     return pairs
 
 
-def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    """Wilson score interval for a binomial proportion."""
-    if n <= 0:
-        raise ValueError(f"n must be >= 1, got {n}")
-    p = successes / n
-    den = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / den
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
-    return max(0.0, centre - half), min(1.0, centre + half)
-
-
 @dataclass(frozen=True)
 class StepSummary:
     """The step-level calibration numbers from recorded pairs."""
@@ -187,22 +179,24 @@ class StepSummary:
     step_tokens_histogram: dict[int, int]
     """Target step length -> count."""
 
-    def step_section(self, verifier_name: str) -> dict[str, Any]:
-        """The calibration's ``step`` object (a draft no faster than the target is an error)."""
+    def step_section(self, verifier_name: str) -> StepLevel:
+        """The calibration's ``step`` section (a draft no faster than the target is an error)."""
+        from specmodel.formats.calibration import StepLevel
+
         if self.c1 >= 1.0:
             raise ValueError(
                 f"c1 must be < 1 for step-level speculation: the draft is not faster than the "
                 f"target (measured c1 = {self.c1:.3f} ± {self.c1_stderr:.3f})"
             )
-        return {
-            "alpha1": self.alpha1,
-            "c1": self.c1,
-            "verifier_cost": self.verifier_cost,
-            "verifier": verifier_name,
-            "step_tokens_mean": self.step_tokens_mean,
-            "step_tokens_histogram": self.step_tokens_histogram,
-            "samples": self.pairs,
-        }
+        return StepLevel(
+            alpha1=self.alpha1,
+            c1=self.c1,
+            verifier_cost=self.verifier_cost,
+            verifier=verifier_name,
+            step_tokens_mean=self.step_tokens_mean,
+            step_tokens_histogram=self.step_tokens_histogram,
+            samples=self.pairs,
+        )
 
 
 def summarize(pairs: Sequence[StepPair]) -> StepSummary:
@@ -219,7 +213,7 @@ def summarize(pairs: Sequence[StepPair]) -> StepSummary:
     return StepSummary(
         pairs=n,
         accepted=x,
-        alpha1=(x + 0.5) / (n + 1),
+        alpha1=jeffreys_rate(x, n),
         alpha1_ci95=wilson(x, n),
         c1=c1.mean,
         c1_stderr=c1.stderr,

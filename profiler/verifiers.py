@@ -10,7 +10,9 @@ The LR paper's three families, each reporting its own cost:
 * :class:`JudgeVerifier` — an LLM judge with the paper's Appendix A prompt; one
   forward pass, accept when the reply starts like "aligned".
 
-torch / transformers are imported inside the classes.
+:func:`make_verifier` builds the one a :class:`specmodel.config.VerifierSpec` names,
+through the registry :data:`VERIFIERS`.  torch / transformers are imported inside
+the classes.
 """
 
 from __future__ import annotations
@@ -18,19 +20,24 @@ from __future__ import annotations
 import re
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from specmodel.config import VERIFIER_KINDS, VerifierSpec
+
 __all__ = [
+    "DEFAULT_EMBEDDING_MODEL",
+    "DEFAULT_JUDGE_MODEL",
     "JUDGE_PROMPT",
-    "VERIFIER_KINDS",
+    "VERIFIERS",
     "EmbeddingVerifier",
     "ExactMatch",
     "JudgeVerifier",
     "Verdict",
     "Verifier",
+    "VerifierBuilder",
     "make_verifier",
     "numbers_agree",
     "numbers_in",
@@ -223,25 +230,43 @@ class JudgeVerifier:
         return out
 
 
-VERIFIER_KINDS = ("exact", "embedding", "judge")
-"""The verifier families :func:`make_verifier` builds."""
+VerifierBuilder = Callable[[VerifierSpec, int], Verifier]
+"""``builder(spec, threads) -> Verifier``."""
+
+DEFAULT_EMBEDDING_MODEL = "minilm-l6-v2"
+"""The sentence-embedding model when a :class:`VerifierSpec` names none (a pack name)."""
+DEFAULT_JUDGE_MODEL = "qwen2.5-coder-0.5b"
+"""The judge LLM when a :class:`VerifierSpec` names none (a pack name)."""
 
 
-def make_verifier(
-    kind: str,
-    *,
-    threshold: float = 0.9,
-    judge_model: str = "qwen2.5-coder-0.5b",
-    threads: int = 1,
-) -> Verifier:
-    """Build a verifier by family: 'exact', 'embedding' (MiniLM from its pack) or 'judge'."""
+def _exact(spec: VerifierSpec, threads: int) -> Verifier:
+    return ExactMatch()
+
+
+def _embedding(spec: VerifierSpec, threads: int) -> Verifier:
     from profiler.packs import resolve_model
 
-    if kind == "exact":
-        return ExactMatch()
-    if kind == "embedding":
-        return EmbeddingVerifier(resolve_model("minilm-l6-v2"), threshold=threshold,
-                                 threads=threads)
-    if kind == "judge":
-        return JudgeVerifier(resolve_model(judge_model), threads=threads)
-    raise ValueError(f"verifier must be one of {', '.join(VERIFIER_KINDS)}, got {kind!r}")
+    return EmbeddingVerifier(resolve_model(spec.model or DEFAULT_EMBEDDING_MODEL),
+                             threshold=spec.threshold, threads=threads)
+
+
+def _judge(spec: VerifierSpec, threads: int) -> Verifier:
+    from profiler.packs import resolve_model
+
+    return JudgeVerifier(resolve_model(spec.model or DEFAULT_JUDGE_MODEL), threads=threads)
+
+
+VERIFIERS: dict[str, VerifierBuilder] = {"exact": _exact, "embedding": _embedding,
+                                         "judge": _judge}
+"""Verifier kind (:data:`specmodel.config.VERIFIER_KINDS`) → builder."""
+assert tuple(VERIFIERS) == VERIFIER_KINDS, "every verifier kind needs a builder"
+
+
+def make_verifier(spec: VerifierSpec, *, threads: int = 1) -> Verifier:
+    """Build the verifier ``spec`` names: exact match, the embedding verifier (its model,
+    MiniLM by default, at its threshold) or the LLM judge (its model, Qwen2.5-Coder-0.5B
+    by default); models are pack names or folders."""
+    builder = VERIFIERS.get(spec.kind)
+    if builder is None:  # unreachable for a validated VerifierSpec
+        raise ValueError(f"verifier must be one of {', '.join(VERIFIERS)}, got {spec.kind!r}")
+    return builder(spec, threads)

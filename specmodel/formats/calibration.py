@@ -8,11 +8,23 @@ file in the same folder, then ``os.replace``).  See docs/calibration.md.
 
 from __future__ import annotations
 
+import contextlib
+from datetime import datetime
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from specmodel.config import SpecConfig, TokenMethod, VerifierSpec, build
 from specmodel.errors import describe_validation_error
@@ -28,6 +40,18 @@ __all__ = [
     "TokenLevel",
     "BatchCostPoint",
     "BatchCost",
+    "BaseCalibrationRef",
+    "BatchCostSettings",
+    "StepsSettings",
+    "SpecDecodeCounters",
+    "TokenMeasurement",
+    "TokensSettings",
+    "PhaseName",
+    "PhaseSettings",
+    "MachineDetails",
+    "MeasurementSettings",
+    "PaperDerivation",
+    "ProvenanceSettings",
     "Provenance",
     "Calibration",
     "load_calibration",
@@ -149,6 +173,347 @@ class BatchCost(_Strict):
         return v
 
 
+def _iso_datetime(value: str) -> str:
+    """Validator: an ISO 8601 date or date and time (kept as written)."""
+    try:
+        datetime.fromisoformat(value)
+    except ValueError as e:
+        raise ValueError(f"must be an ISO 8601 date or date-time, got {value!r}") from e
+    return value
+
+
+IsoDateTime = Annotated[str, AfterValidator(_iso_datetime)]
+"""An ISO 8601 date or date-time string, e.g. '2026-11-22T15:59:22+00:00'."""
+PositiveInt = Annotated[int, Field(ge=1)]
+"""An integer >= 1."""
+NonNegativeInt = Annotated[int, Field(ge=0)]
+"""An integer >= 0."""
+TokenEngine = Literal["vllm", "transformers"]
+"""Engines a phase can measure on."""
+
+
+class BaseCalibrationRef(_Strict):
+    """The calibration a measurement started from (its unmeasured sections are copied)."""
+
+    name: str = Field(min_length=1)
+    """The base calibration's name."""
+    source: Source
+    """The base calibration's source."""
+    description: str
+    """The base calibration's provenance description."""
+
+
+class BatchCostSettings(_Strict):
+    """How the ``batch_cost`` phase measured T(b)."""
+
+    description: str = Field(min_length=1)
+    """What was measured, with every T(b) and its spread."""
+    model: str = Field(min_length=1)
+    """The target model (pack name or folder) as given."""
+    engine: TokenEngine
+    """The engine that decoded."""
+    widths: list[PositiveInt] = Field(min_length=1)
+    """Batch widths measured."""
+    tokens: int = Field(ge=2)
+    """Decode steps timed per repeat."""
+    repeats: PositiveInt
+    """Timed repeats per width."""
+    threads: PositiveInt
+    """CPU threads."""
+    date: IsoDateTime
+    """When the phase finished (ISO date-time, UTC)."""
+
+
+class StepsSettings(_Strict):
+    """How the ``steps`` phase measured α1, c1, the verifier's cost and step lengths."""
+
+    description: str = Field(min_length=1)
+    """What was measured, with sample sizes and spreads."""
+    target: str = Field(min_length=1)
+    """The target model as given."""
+    draft: str = Field(min_length=1)
+    """The draft model as given."""
+    verifier: str = Field(min_length=1)
+    """The verifier's full name (kind, model, threshold)."""
+    problems: PositiveInt
+    """gsm_symbolic problems."""
+    seed: NonNegativeInt
+    """Problem seed."""
+    steps_per_problem: PositiveInt
+    """Target steps per problem."""
+    max_step_tokens: PositiveInt
+    """Token cap per step."""
+    threads: PositiveInt
+    """CPU threads per model."""
+    delimiter: str = Field(min_length=1)
+    """The text that ends a step."""
+    record: str
+    """Path of the JSONL record of every pair."""
+    accepted: NonNegativeInt
+    """Pairs the verifier accepted."""
+    pairs: PositiveInt
+    """Pairs measured."""
+    alpha1_ci95: tuple[float, float] | None = None
+    """Wilson 95 % interval of the raw acceptance (absent in files from before it was
+    recorded)."""
+    c1_stderr: float | None = Field(default=None, ge=0)
+    """Delta-method standard error of c1 (absent in files from before it was recorded)."""
+    date: IsoDateTime
+    """When the phase finished (ISO date-time, UTC)."""
+
+    @model_validator(mode="after")
+    def _counts(self) -> StepsSettings:
+        if self.accepted > self.pairs:
+            raise ValueError(f"accepted must lie in [0, pairs] = [0, {self.pairs}], "
+                             f"got {self.accepted}")
+        if self.alpha1_ci95 is not None:
+            lo, hi = self.alpha1_ci95
+            if not 0.0 <= lo <= hi <= 1.0:
+                raise ValueError(f"alpha1_ci95 must satisfy 0 <= low <= high <= 1, got "
+                                 f"{self.alpha1_ci95}")
+        return self
+
+
+class SpecDecodeCounters(_Strict):
+    """Spec-decode counters of one measurement (vLLM's names)."""
+
+    num_drafts: NonNegativeInt
+    """Iterations that proposed a draft."""
+    num_draft_tokens: NonNegativeInt
+    """Draft tokens proposed."""
+    num_accepted_tokens: NonNegativeInt
+    """Draft tokens accepted."""
+    num_accepted_tokens_per_pos: list[NonNegativeInt]
+    """Marginal accepted counts at draft positions 0, 1, … (position i counted when 0..i
+    were all accepted)."""
+    num_target_passes: NonNegativeInt | None = None
+    """Target forward passes (exact replay on transformers only)."""
+
+
+class TokenMeasurement(_Strict):
+    """The timed comparison of the ``tokens`` phase: plain against speculative decoding."""
+
+    engine: TokenEngine
+    """The engine that decoded."""
+    plain_seconds: float = Field(gt=0)
+    """Wall time of plain greedy decoding of every prompt."""
+    spec_seconds: float = Field(gt=0)
+    """Wall time of speculative greedy decoding of the same prompts."""
+    outputs_identical: list[bool] = Field(min_length=1)
+    """Per prompt: whether both decodings produced the same text."""
+    counters: SpecDecodeCounters
+    """The spec-decode counters of the speculative decoding."""
+    prompts: PositiveInt
+    """Prompts decoded."""
+    max_tokens: PositiveInt
+    """Tokens decoded per prompt."""
+    output_tokens: NonNegativeInt | None = None
+    """Tokens the plain decoding produced in all (transformers only)."""
+
+
+class TokensSettings(_Strict):
+    """How the ``tokens`` phase measured n-gram speculation."""
+
+    description: str = Field(min_length=1)
+    """What was measured, with counts, the fit and the speedup."""
+    model: str = Field(min_length=1)
+    """The target model as given."""
+    engine: TokenEngine
+    """The engine that decoded."""
+    problems: PositiveInt
+    """gsm_symbolic prompts."""
+    seed: NonNegativeInt
+    """Problem seed."""
+    max_tokens: PositiveInt
+    """Tokens decoded per prompt."""
+    threads: PositiveInt
+    """CPU threads."""
+    measurement: TokenMeasurement
+    """Times, counters and output identity."""
+    date: IsoDateTime
+    """When the phase finished (ISO date-time, UTC)."""
+
+
+PhaseName = Literal["batch_cost", "steps", "tokens"]
+"""The profiler's measurement phases."""
+PhaseSettingsModel = BatchCostSettings | StepsSettings | TokensSettings
+"""The settings of any one phase."""
+
+
+class PhaseSettings(_Strict):
+    """The finished phases, each with its settings."""
+
+    batch_cost: BatchCostSettings | None = None
+    """T(b), if measured."""
+    steps: StepsSettings | None = None
+    """Step level, if measured."""
+    tokens: TokensSettings | None = None
+    """Token level, if measured."""
+
+    def finished(self) -> dict[str, PhaseSettingsModel]:
+        """Phase name -> settings, for the measured phases, in the order they run."""
+        return {name: getattr(self, name) for name in ("batch_cost", "steps", "tokens")
+                if getattr(self, name) is not None}
+
+
+class MachineDetails(_Strict):
+    """The machine a measurement ran on."""
+
+    cpu: str
+    """CPU model."""
+    cores: PositiveInt | None = None
+    """Logical cores."""
+    memory_gib: float | None = Field(default=None, gt=0)
+    """Memory in GiB."""
+    platform: str
+    """``platform.platform()``."""
+    python: str
+    """Python version."""
+
+
+class MeasurementSettings(_Strict):
+    """The settings of a profiled calibration (``specmodel profile``), phase by phase."""
+
+    base: BaseCalibrationRef | None = None
+    """The calibration the unmeasured sections were copied from."""
+    phases: PhaseSettings | None = None
+    """The finished phases and how each was measured."""
+    versions: dict[str, str] | None = None
+    """Package -> installed version (specmodel, torch, transformers, vllm …)."""
+    machine_details: MachineDetails | None = None
+    """CPU, cores, memory, platform, Python."""
+
+
+class PaperDerivation(_Strict):
+    """The settings of a paper preset: which table the numbers come from and the arithmetic
+    that turned them into a calibration (see :mod:`specmodel.formats.paper_presets`)."""
+
+    table: str = Field(min_length=1)
+    """The paper's table, e.g. 'Table 1'."""
+    dataset: str = Field(min_length=1)
+    """The dataset column, e.g. 'GSM8K'."""
+    reported_speedups: dict[Literal["LR", "SD", "SD+LR"], Annotated[float, Field(gt=0)]]
+    """The paper's speedups: LR (step level), SD (token level) and SD+LR."""
+    predicted_sd_lr: float = Field(gt=0)
+    """f_async·g predicted for SD+LR from the fitted numbers (a check, not fitted)."""
+    lr_mode_assumed: Literal["async", "sync"]
+    """How the LR speedup was read."""
+    async_knee_ceil_1_over_c1: PositiveInt
+    """ceil(1/c1): the depth beyond which async LR is draft-limited."""
+    c1_if_sync_k1_7: float = Field(gt=0, lt=1)
+    """c1 under the sync reading (6 drafts, k1 = 7)."""
+    alpha2_k2: PositiveInt
+    """The k2 at which alpha2 was fitted."""
+    c1_k1: PositiveInt
+    """The k1 at which c1 was fitted."""
+
+
+class LegacyStepsSettings(_Strict):
+    """The steps settings the first single-phase ``profile steps`` wrote (read only)."""
+
+    problems: PositiveInt
+    """gsm_symbolic problems."""
+    seed: int
+    """Problem seed."""
+    steps_per_problem: PositiveInt
+    """Step pairs per problem."""
+    max_step_tokens: PositiveInt
+    """Token cap per step."""
+    threads: PositiveInt
+    """CPU threads per model."""
+    record: str
+    """The JSONL file of step pairs."""
+    delimiter: str = Field(min_length=1)
+    """Text that ended a step."""
+    machine: str
+    """The machine's architecture."""
+
+
+class LegacyBatchCostSettings(_Strict):
+    """The batch-cost settings the first single-phase ``profile batch-cost`` wrote."""
+
+    model: str
+    """The target measured."""
+    engine: str
+    """The engine."""
+    tokens: PositiveInt
+    """Decode steps per repeat."""
+    repeats: PositiveInt
+    """Repeats per width."""
+    threads: PositiveInt
+    """CPU threads."""
+    machine: str
+    """The machine's architecture."""
+
+
+class LegacyTokensSettings(_Strict):
+    """The token settings and measurement the first single-phase ``profile tokens`` wrote."""
+
+    engine: str
+    """The engine."""
+    plain_seconds: float = Field(gt=0)
+    """Time of plain greedy decoding."""
+    spec_seconds: float = Field(gt=0)
+    """Time of speculative decoding over the same prompts."""
+    outputs_identical: list[bool]
+    """Per prompt: speculative output equal to plain."""
+    counters: dict[str, int | list[int]]
+    """The speculation counters (drafts, draft tokens, accepted, per position, passes)."""
+    prompts: PositiveInt
+    """Prompts decoded."""
+    max_tokens: PositiveInt
+    """Tokens per prompt."""
+    output_tokens: PositiveInt
+    """Tokens generated in all."""
+
+
+class LegacyPhaseSettings(PaperDerivation):
+    """A paper preset's derivation with the sections that the first single-phase profile
+    commands (2026-11-22, before provenance was typed) merged into it when they measured
+    into that preset.  Read so that files of that time (e.g. the calibration inside
+    ``benchmarks/results/decoder_run.json``) still load; never written: the profiler now
+    writes :class:`MeasurementSettings`."""
+
+    steps: LegacyStepsSettings | None = None
+    """``profile steps`` settings."""
+    batch_cost: LegacyBatchCostSettings | None = None
+    """``profile batch-cost`` settings."""
+    tokens: LegacyTokensSettings | None = None
+    """``profile tokens`` settings and measurement."""
+
+
+_LEGACY_SECTIONS = frozenset({"steps", "batch_cost", "tokens"})
+
+
+def _settings_kind(value: Any) -> str:
+    """Which settings shape ``value`` has: 'paper' when it holds a paper derivation's keys
+    and none of a measurement's, 'legacy' when such a derivation also carries the first
+    profile commands' phase sections, else 'measurement'."""
+    if isinstance(value, LegacyPhaseSettings):
+        return "legacy"
+    if isinstance(value, PaperDerivation):
+        return "paper"
+    if isinstance(value, dict):
+        keys = set(value)
+        if keys & set(PaperDerivation.model_fields) and not keys & set(
+            MeasurementSettings.model_fields
+        ):
+            return "legacy" if keys & _LEGACY_SECTIONS else "paper"
+    return "measurement"
+
+
+ProvenanceSettings = Annotated[
+    Annotated[MeasurementSettings, Tag("measurement")]
+    | Annotated[PaperDerivation, Tag("paper")]
+    | Annotated[LegacyPhaseSettings, Tag("legacy")],
+    Discriminator(_settings_kind),
+]
+"""A provenance's settings: a profiled calibration's :class:`MeasurementSettings`, or a
+paper preset's :class:`PaperDerivation`, or (files of 2026-11-22 only) a derivation
+with the first profile commands' sections, :class:`LegacyPhaseSettings` — told apart by
+their keys.  Nothing else: an unknown key is an error naming it."""
+
+
 class Provenance(_Strict):
     """Where every number came from."""
 
@@ -164,8 +529,10 @@ class Provenance(_Strict):
     """CPU/GPU, cores, memory."""
     date: str | None = None
     """ISO date of the measurement."""
-    settings: dict[str, Any] = Field(default_factory=dict)
-    """Anything else that was set (threads, dtype, problems, seeds)."""
+    settings: ProvenanceSettings = Field(default_factory=MeasurementSettings)
+    """How the numbers were obtained: the profiler's phases, versions and machine
+    (:class:`MeasurementSettings`; empty for a calibration written by hand) or a paper
+    preset's derivation (:class:`PaperDerivation`)."""
 
 
 class Calibration(_Strict):
@@ -211,10 +578,8 @@ class Calibration(_Strict):
             drafter["prompt_lookup_max"] = drafter["prompt_lookup_min"]
         data: dict[str, Any] = {"mode": mode, "token": drafter}
         if self.step.verifier:
-            try:
+            with contextlib.suppress(ValueError):  # a verifier named in free text: defaults
                 data["verifier"] = VerifierSpec.from_name(self.step.verifier).model_dump()
-            except ValueError:
-                pass  # a verifier named in free text: the default verifier settings
         return build(SpecConfig, data, f"calibration {self.name}")
 
     def batch_cost_curve(self) -> Any:

@@ -1,52 +1,108 @@
 """Run records: what the real decoder measured, one file per run.
 
-A run record (JSON, written by ``specmodel decode`` and ``benchmarks/bench_decoder.py``)
-holds, for one set of problems, models and engine, the measured totals of every
-configuration that was run, the target-only baseline among them, and the
-calibration whose numbers predict each configuration's speedup
-(:mod:`specmodel.prediction` holds prediction against measurement).
+A run record (JSON, written by ``specmodel decode`` and ``benchmarks/bench_decoder.py``
+through :func:`profiler.runs.run_configurations`) holds, for one set of problems,
+models and engine, every configuration that was run (its :class:`SpecConfig`),
+what happened on every problem (:class:`ProblemRun`), the totals
+(:class:`Totals`), the target-only baseline among them, and the calibration
+whose numbers predict each configuration's speedup (:mod:`specmodel.prediction`
+holds prediction against measurement).
+
+Every section is typed and rejects unknown fields.  Version 1 files (free-form
+settings, the old decoder dataclass as ``config``) still load:
+:func:`load_run_record` migrates them (:func:`migrate_version1`).
 """
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
+from specmodel.config import SpecConfig, build
+from specmodel.errors import SpecmodelError
 from specmodel.formats.calibration import Calibration
 from specmodel.formats.jsonio import read_json_file
 
 __all__ = [
     "RUN_SCHEMA_VERSION",
     "ConfigRun",
+    "ProblemRun",
     "RunRecord",
+    "RunSettings",
+    "StepRecord",
+    "Totals",
     "load_run_record",
+    "migrate_version1",
 ]
 
-RUN_SCHEMA_VERSION = 1
-"""The run record format version."""
+RUN_SCHEMA_VERSION = 2
+"""The run record format version (1: untyped settings and problems, the decoder's old
+dataclass as each configuration; still read)."""
 
 
-class _Loose(BaseModel):
-    model_config = ConfigDict(extra="allow")
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
 
-class DecodeSettings(_Loose):
-    """What one configuration ran with (the decoder's DecoderConfig, as data)."""
+class StepRecord(_Record):
+    """One committed step."""
 
-    mode: Literal["sync", "async"]
-    """sync (Algorithm 1) or async."""
-    k1: int = Field(ge=1)
-    """Target steps in parallel (draft steps + 1)."""
-    k2: int = Field(ge=1)
-    """Target positions per token-speculation pass (draft tokens + 1)."""
-    width: int = Field(1, ge=1)
-    """Draft branches per position (multi-branch drafting, sync); 1 = a single chain."""
+    text: str
+    """The step's text."""
+    source: Literal["draft", "target"]
+    """Whether the verifier's accepted draft or the target's own step was kept."""
+    tokens: int = Field(ge=0)
+    """Tokens of the step under the tokenizer of the model that wrote it."""
 
 
-class Totals(_Loose):
+class ProblemRun(_Record):
+    """What happened on one problem."""
+
+    problem: int = Field(ge=0)
+    """Problem index."""
+    output: str
+    """The generated answer (everything after the prompt)."""
+    steps: list[StepRecord]
+    """Committed steps in order."""
+    drafted_steps: int = Field(ge=0)
+    """Draft steps judged by the verifier (a position counts once however many branches)."""
+    accepted_steps: int = Field(ge=0)
+    """Draft steps the verifier accepted."""
+    wasted_draft_steps: int
+    """Draft steps generated but never judged (the chain was dropped first; with several
+    branches, the extra branches)."""
+    target_steps: int = Field(ge=0)
+    """Target steps generated (all positions of all batches, used or not)."""
+    target_batches: int = Field(ge=0)
+    """Target engine calls."""
+    output_tokens: int = Field(ge=0)
+    """Tokens of ``output`` under the target's tokenizer."""
+    seconds: float = Field(ge=0)
+    """Wall time of the whole problem."""
+    draft_seconds: float = Field(ge=0)
+    """Time inside draft calls (overlaps target time in async mode)."""
+    target_seconds: float = Field(ge=0)
+    """Time inside target calls."""
+    verify_seconds: float = Field(ge=0)
+    """Time inside the verifier."""
+    answer: str | None = None
+    """The final answer extracted from the output (None: none found)."""
+    correct: bool
+    """reasoning-gym's scorer gives full credit."""
+    finished: Literal["answer", "end", "max_steps"]
+    """Why decoding stopped."""
+    spec_metrics: dict[str, Any] = Field(default_factory=dict)
+    """Token-speculation counters from the engine, when it reports them."""
+
+    @property
+    def acceptance(self) -> float | None:
+        """Accepted / drafted steps (None when nothing was drafted)."""
+        return self.accepted_steps / self.drafted_steps if self.drafted_steps else None
+
+
+class Totals(_Record):
     """A configuration's totals over the problems."""
 
     problems: int = Field(ge=1)
@@ -57,30 +113,61 @@ class Totals(_Loose):
     """Total wall time."""
     tokens_per_second: float = Field(ge=0)
     """output_tokens / seconds."""
+    drafted_steps: int = Field(0, ge=0)
+    """Draft steps judged."""
+    accepted_steps: int = Field(0, ge=0)
+    """Draft steps accepted."""
+    step_acceptance: float | None = Field(None, ge=0, le=1)
+    """Accepted / judged draft steps (None without step speculation)."""
     accuracy: float = Field(ge=0, le=1)
     """Fraction of final answers right."""
-    step_acceptance: float | None = None
-    """Accepted / judged draft steps (None without step speculation)."""
 
 
-class ConfigRun(_Loose):
+class ConfigRun(_Record):
     """One configuration as run."""
 
     label: str
-    """Short name, e.g. 'sync k1=3 k2=1'."""
-    config: DecodeSettings
-    """The decoder settings."""
+    """Short name, e.g. 'sync k1=3 k2=1' (the configuration's :attr:`SpecConfig.label`)."""
+    config: SpecConfig
+    """The configuration, complete (verifier and token drafter included)."""
     totals: Totals
     """Totals over the problems."""
-    problems: list[dict[str, Any]] = Field(default_factory=list)
+    problems: list[ProblemRun] = Field(default_factory=list)
     """Per problem: output, committed steps (draft or target), tokens, times, correctness."""
 
 
-class RunRecord(_Loose):
+class RunSettings(_Record):
+    """How the problems were chosen and the models run (the same for every configuration)."""
+
+    dataset: str = "gsm_symbolic"
+    """The reasoning-gym dataset the problems come from."""
+    problems: int | None = Field(None, ge=1)
+    """Problems per configuration."""
+    seed: int | None = None
+    """The dataset's seed."""
+    threads: int | None = Field(None, ge=1)
+    """CPU threads per model."""
+    engine: str | None = None
+    """Engine kind the run was asked for ('transformers' or 'vllm')."""
+    config_file: str | None = None
+    """The export file the configuration came from ('' or None: none)."""
+    budget: int | None = Field(None, ge=1)
+    """The optimizer's budget, when the run compared its choices."""
+    max_steps: int | None = Field(None, ge=1)
+    """Steps per problem at most, when one cap was set for the whole run."""
+    max_step_tokens: int | None = Field(None, ge=1)
+    """Token cap per step, when one cap was set for the whole run."""
+    delimiter: str | None = None
+    """The step delimiter, when one was set for the whole run."""
+    legacy: dict[str, Any] = Field(default_factory=dict)
+    """Version-1 records only: settings that this format does not name, kept as written."""
+
+
+class RunRecord(_Record):
     """A decoder run: configurations, measurements and the calibration that predicts them."""
 
-    schema_version: int = RUN_SCHEMA_VERSION
-    """The format version (currently 1)."""
+    schema_version: Literal[2] = RUN_SCHEMA_VERSION
+    """The format version (2; version-1 files are migrated on load)."""
     kind: Literal["specmodel-run"] = "specmodel-run"
     """Marks the file as a run record."""
     created: str
@@ -93,10 +180,11 @@ class RunRecord(_Loose):
     """Role -> model (target, draft, verifier)."""
     engine: str
     """Engine that decoded."""
-    settings: dict[str, Any] = Field(default_factory=dict)
-    """Problems, seed, threads, delimiter, caps."""
+    settings: RunSettings = Field(default_factory=RunSettings)
+    """Dataset, problems, seed, threads, engine, config file, caps."""
     calibration: Calibration | None = None
-    """The calibration used for the predictions (None: give one to :func:`compare`)."""
+    """The calibration used for the predictions (None: give one to
+    :func:`specmodel.prediction.compare`)."""
     baseline: str = "target"
     """Label of the target-only configuration that defines speedup 1."""
     configs: list[ConfigRun] = Field(min_length=1)
@@ -105,20 +193,52 @@ class RunRecord(_Loose):
     """What ``optimize_budget`` chose for this calibration and budget, when recorded."""
 
 
+def migrate_version1(data: dict[str, Any]) -> dict[str, Any]:
+    """A version-1 run record as version-2 data.
+
+    Each configuration's old decoder settings become a :class:`SpecConfig`
+    (:meth:`SpecConfig.from_legacy_decoder`, the verifier from the record's
+    ``models['verifier']``); settings this format does not name move to
+    ``settings.legacy`` (version 1's settings were free-form).  Anything else
+    unknown is left for validation to reject.
+    """
+    out = dict(data)
+    out["schema_version"] = RUN_SCHEMA_VERSION
+    verifier = (data.get("models") or {}).get("verifier") or None
+    configs = []
+    for i, c in enumerate(data.get("configs") or []):
+        if isinstance(c, dict) and isinstance(c.get("config"), dict):
+            try:
+                cfg = SpecConfig.from_legacy_decoder(c["config"], verifier)
+            except SpecmodelError as e:
+                raise SpecmodelError(f"configs.{i}.{e}") from e
+            c = {**c, "config": cfg.model_dump()}
+        configs.append(c)
+    out["configs"] = configs
+    settings = data.get("settings")
+    if isinstance(settings, dict):
+        named = set(RunSettings.model_fields) - {"legacy"}
+        out["settings"] = {k: v for k, v in settings.items() if k in named}
+        extra = {k: v for k, v in settings.items() if k not in named}
+        if extra:
+            out["settings"]["legacy"] = extra
+    return out
+
+
 def load_run_record(path: str | Path) -> RunRecord:
-    """Read and validate a run record (a clear ValueError for anything else)."""
+    """Read and validate a run record (version 1 is migrated); anything else is one
+    :class:`SpecmodelError` line naming the file and the field."""
     p = Path(path)
     data = read_json_file(p, "run record")
     if not isinstance(data, dict) or data.get("kind") != "specmodel-run":
-        raise ValueError(f"{p} is not a specmodel run record (kind must be 'specmodel-run')")
-    if data.get("schema_version") != RUN_SCHEMA_VERSION:
-        raise ValueError(
-            f"{p}: schema_version {data.get('schema_version')!r} is not supported "
-            f"(this specmodel reads {RUN_SCHEMA_VERSION})"
+        raise SpecmodelError(
+            f"{p} is not a specmodel run record (kind must be 'specmodel-run')")
+    version = data.get("schema_version")
+    if version == 1:
+        data = migrate_version1(data)
+    elif version != RUN_SCHEMA_VERSION:
+        raise SpecmodelError(
+            f"{p}: schema_version {version!r} is not supported "
+            f"(this specmodel reads 1 and {RUN_SCHEMA_VERSION})"
         )
-    try:
-        return RunRecord.model_validate(data)
-    except ValidationError as e:
-        first = e.errors()[0]
-        where = ".".join(str(x) for x in first["loc"])
-        raise ValueError(f"{p}: {where}: {first['msg']}") from e
+    return build(RunRecord, data, str(p))

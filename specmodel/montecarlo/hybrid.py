@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from specmodel.closedform.step_level import check_mode
 from specmodel.montecarlo.acceptance import acceptance_profile, sample_accepted_prefix
 from specmodel.montecarlo.estimate import Estimate, ratio_estimate
 from specmodel.montecarlo.step import simulate_async_events
-from specmodel.closedform.step_level import check_mode
 from specmodel.validation import check_cost, check_positive_int, check_samples
 
 __all__ = ["sample_step_times", "simulate_hybrid"]

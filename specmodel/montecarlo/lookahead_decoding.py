@@ -6,9 +6,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from specmodel.closedform.semantic_speculation import check_distribution
 from specmodel.montecarlo.acceptance import acceptance_profile, sample_accepted_prefix
 from specmodel.montecarlo.estimate import Estimate, mean_estimate
-from specmodel.closedform.semantic_speculation import check_distribution
 from specmodel.validation import check_nonnegative_int, check_positive_int, check_samples
 
 __all__ = ["simulate_lookahead_decoding", "simulate_semantic_speculation"]

@@ -11,6 +11,7 @@ import pytest
 from cli.main import main
 from specmodel.formats.calibration import DEFAULT_PRESET, load_preset
 from specmodel.optimize.budget import optimize_budget
+from specmodel.parameters import Parameters
 
 
 def run(args: list[str], capsys) -> tuple[int, str, str]:
@@ -29,8 +30,7 @@ def test_optimize_default_json(capsys) -> None:
     assert data["regime"] in {"hybrid", "token-only", "step-only"}
     assert data["calibration"]["name"] == DEFAULT_PRESET and data["calibration"]["default"]
     cal = load_preset(DEFAULT_PRESET)
-    ref = optimize_budget(cal.step.alpha1, cal.step.c1, cal.token.alpha2, cal.token.c2, 16,
-                          "async")
+    ref = optimize_budget(cal.parameters(), 16, "async")
     assert (data["k1"], data["k2"]) == (ref.k1, ref.k2)
     assert data["speedup"] == pytest.approx(ref.speedup)
 
@@ -47,7 +47,7 @@ def test_direct_parameters_override(capsys) -> None:
             "--alpha2", "0.6", "--c2", "0.05", "--json"]
     code, out, _ = run(args, capsys)
     data = json.loads(out)
-    ref = optimize_budget(0.7, 0.1, 0.6, 0.05, 32, "sync")
+    ref = optimize_budget(Parameters(0.7, 0.1, 0.6, 0.05), 32, "sync")
     assert code == 0 and (data["k1"], data["k2"]) == (ref.k1, ref.k2)
     assert data["calibration"]["source"] == "user"
     assert "theorem3" in data
@@ -66,14 +66,17 @@ def test_monte_carlo_method(capsys) -> None:
 @pytest.mark.parametrize(
     "args,needle",
     [
-        (["optimize", "--alpha1", "1.5"], "alpha1"),
+        (["optimize", "--alpha1", "1.5"], "--alpha1"),
         (["optimize", "--budget", "0"], "--budget"),
-        (["optimize", "--c2", "-1"], "c2"),
+        (["optimize", "--c2", "-1"], "--c2"),
         (["optimize", "--calibration", "/nonexistent/cal.json"], "does not exist"),
         (["optimize", "--preset", "nope"], "preset"),
         (["optimize", "--mode", "fast"], "--mode"),
-        (["simulate", "--k1", "0"], "k1"),
-        (["export", "--engine", "sglang"], "engine"),
+        (["simulate", "--k1", "0"], "--k1"),
+        (["theorems", "--alpha2", "0"], "--alpha2"),
+        (["export", "--engine", "sglang"], "--engine"),
+        (["export", "--verifier", "oracle"], "--verifier"),
+        (["compare", "--alpha-prime", "0.8"], "--c-d2"),
     ],
 )
 def test_bad_input_is_one_line_exit_2(args, needle, capsys) -> None:
@@ -109,11 +112,61 @@ def test_presets_lists_the_default(capsys) -> None:
 
 def test_export_writes_file(tmp_path, capsys) -> None:
     target = tmp_path / "cfg.json"
-    code, _, _ = run(["export", "--budget", "16", "-o", str(target)], capsys)
+    code, out, _ = run(["export", "--budget", "16", "-o", str(target)], capsys)
     data = json.loads(target.read_text())
-    assert code == 0 and data["engine"] == "vllm"
+    assert code == 0 and data["engine"] == "vllm" and DEFAULT_PRESET in out
     assert data["speculative_config"]["num_speculative_tokens"] == data["prediction"]["k2"] - 1
-    assert data["lookahead_reasoning"]["verifier"] == "judge"  # the default preset's
+    assert data["config"]["verifier"]["kind"] == "judge"  # the default preset's
+    assert "lookahead_reasoning" not in data
+
+
+def test_export_file_loads_back_to_the_optimized_config(tmp_path, capsys) -> None:
+    from specmodel.formats.export import load_export
+
+    target = tmp_path / "cfg.json"
+    code, _, _ = run(["export", "--budget", "16", "--mode", "sync", "--verifier", "embedding",
+                      "--prompt-lookup-max", "4", "-o", str(target)], capsys)
+    assert code == 0
+    cal = load_preset(DEFAULT_PRESET)
+    base = cal.base_config("sync").replace(
+        token={"prompt_lookup_max": 4}, verifier={"kind": "embedding", "model": None,
+                                                  "threshold": 0.9})
+    ref = optimize_budget(cal.parameters(), 16, "sync", base=base)
+    loaded = load_export(target)
+    assert loaded.config == ref.config
+    assert (loaded.config.k1, loaded.config.k2, loaded.config.mode) == (ref.k1, ref.k2, "sync")
+    assert loaded.config.verifier.kind == "embedding" and loaded.config.verifier.model is None
+    assert loaded.speculative_config == {"method": "ngram",
+                                         "num_speculative_tokens": ref.k2 - 1,
+                                         "prompt_lookup_max": 4, "prompt_lookup_min": 1}
+    # Printed instead of written: the same file content.
+    code, out, err = run(["export", "--budget", "16", "--mode", "sync", "--verifier",
+                          "embedding", "--prompt-lookup-max", "4"], capsys)
+    assert code == 0 and json.loads(out) == json.loads(target.read_text())
+    assert DEFAULT_PRESET in err  # which calibration: on stderr, stdout stays JSON
+
+
+def test_export_token_method_replaces_the_drafter(capsys) -> None:
+    code, out, _ = run(["export", "--token-method", "draft_model", "--draft-model", "m/small"],
+                       capsys)
+    data = json.loads(out)
+    assert code == 0 and data["config"]["token"]["method"] == "draft_model"
+    spec = data["speculative_config"]
+    assert spec is None or (spec["model"] == "m/small" and "prompt_lookup_max" not in spec)
+    code, _, err = run(["export", "--token-method", "eagle"], capsys)
+    assert code == 2 and "model" in err and len(err.strip().splitlines()) == 1
+
+
+def test_optimize_json_contains_the_configuration(capsys) -> None:
+    code, out, _ = run(["optimize", "--preset", "measured-qwen2.5-coder-0.5b-smollm2-135m",
+                        "--mode", "sync", "--budget", "12", "--json"], capsys)
+    data = json.loads(out)
+    cal = load_preset("measured-qwen2.5-coder-0.5b-smollm2-135m")
+    ref = optimize_budget(cal.parameters(), 12, "sync", base=cal.base_config("sync"))
+    assert code == 0 and data["config"] == ref.config.model_dump()
+    cfg = data["config"]
+    assert (cfg["mode"], cfg["k1"], cfg["k2"]) == ("sync", data["k1"], data["k2"])
+    assert cfg["verifier"]["kind"] == "embedding" and cfg["token"]["method"] == "ngram"
 
 
 def test_console_script_subprocess_is_quiet_on_error() -> None:
@@ -162,9 +215,28 @@ def test_theorems_json_has_the_report(capsys) -> None:
     for name in ("Theorem 3 (sync)", "Theorem 4 (async)"):
         assert checks[name]["in_scope"] and checks[name]["prediction"] == "hybrid"
         assert checks[name]["holds"] is True
-    ref = optimize_budget(0.7, 0.2, 0.7, 0.1, 16, "async")
+    ref = optimize_budget(Parameters(0.7, 0.2, 0.7, 0.1), 16, "async")
     assert f"k1={ref.k1}, k2={ref.k2}" in checks["Theorem 4 (async)"]["actual"]
     assert isinstance(data["notes"], list) and data["notes"]
+    assert data["calibration"]["source"] == "user"
+
+
+def test_theorems_take_a_preset_and_overrides(capsys) -> None:
+    from specmodel.optimize.theorems import theorem_report
+
+    name = "lr-paper-gsm8k-qwen3"
+    code, out, _ = run(["theorems", "--preset", name, "--budget", "24", "--json"], capsys)
+    data = json.loads(out)
+    cal = load_preset(name)
+    ref = theorem_report(cal.parameters(), 24).to_dict()
+    assert code == 0 and data["calibration"]["name"] == name
+    assert {k: data[k] for k in ref} == json.loads(json.dumps(ref))
+    code, out, _ = run(["theorems", "--preset", name, "--alpha1", "0.5", "--json"], capsys)
+    data = json.loads(out)
+    assert code == 0 and data["alpha1"] == 0.5 and data["c1"] == cal.step.c1
+    assert data["calibration"]["overridden"] == ["alpha1"]
+    code, out, _ = run(["theorems"], capsys)  # no numbers: the default calibration
+    assert code == 0 and DEFAULT_PRESET in out and "Theorem 3 (sync)" in out
 
 
 def test_theorems_rich_prints_notes_and_rejects_bad_input(capsys) -> None:
@@ -177,7 +249,7 @@ def test_theorems_rich_prints_notes_and_rejects_bad_input(capsys) -> None:
 
 
 def test_optimize_rich_reports_sync_theorem3_and_the_optimum(capsys) -> None:
-    ref = optimize_budget(0.7, 0.1, 0.6, 0.05, 16, "sync")
+    ref = optimize_budget(Parameters(0.7, 0.1, 0.6, 0.05), 16, "sync")
     code, out, _ = run(["optimize", "--mode", "sync", "--alpha1", "0.7", "--c1", "0.1",
                         "--alpha2", "0.6", "--c2", "0.05"], capsys)
     assert code == 0 and "command line" in out and "embedded default" not in out
@@ -188,7 +260,7 @@ def test_optimize_rich_reports_sync_theorem3_and_the_optimum(capsys) -> None:
 def test_calibration_and_preset_are_exclusive(tmp_path, capsys) -> None:
     code, _, err = run(["optimize", "--calibration", str(tmp_path / "a.json"),
                         "--preset", DEFAULT_PRESET], capsys)
-    assert code == 2 and "exclusive" in err
+    assert code == 2 and "exclusive" in err and "--preset" in err
 
 
 def test_preset_option_selects_another_calibration(capsys) -> None:
@@ -197,8 +269,7 @@ def test_preset_option_selects_another_calibration(capsys) -> None:
     cal = load_preset("lr-paper-gsm8k-qwen3")
     assert code == 0 and data["calibration"]["name"] == "lr-paper-gsm8k-qwen3"
     assert not data["calibration"]["default"] and data["calibration"]["source"] == "paper"
-    assert data["parameters"] == {"alpha1": cal.step.alpha1, "c1": cal.step.c1,
-                                  "alpha2": cal.token.alpha2, "c2": cal.token.c2}
+    assert data["parameters"] == cal.parameters().to_dict()
 
 
 def test_simulate_hybrid_explains_the_gap(capsys) -> None:
@@ -217,3 +288,57 @@ def test_presets_rich_marks_the_default(capsys) -> None:
     code, out, _ = run(["presets"], capsys)
     assert code == 0 and f"{DEFAULT_PRESET} (default)" in out
     assert all(name in out for name in list_presets())
+
+
+def test_an_error_names_the_option_the_user_typed(capsys) -> None:
+    # The library says "alpha1 …"/"c1 …"; the user typed --alpha1/--c1.
+    code, _, err = run(["optimize", "--alpha1", "1.2"], capsys)
+    assert code == 2 and err.startswith("error: --alpha1 must lie in the open interval (0, 1)")
+    code, _, err = run(["optimize", "--mode", "async", "--c1", "1.5"], capsys)
+    assert code == 2 and err.startswith("error: --c1 must be in (0, 1) for async")
+    code, _, err = run(["simulate", "--process", "token", "--k2", "0"], capsys)
+    assert code == 2 and "'--k2'" in err
+    code, _, err = run(["optimize", "--budget", "-3"], capsys)
+    assert code == 2 and "'--budget'" in err and "M " not in err
+
+
+def test_validation_errors_and_missing_modules_are_one_line(capsys, monkeypatch) -> None:
+    import specmodel.optimize.theorems as theorems_mod
+    from specmodel.config import SpecConfig
+
+    def broken_import(*_: object, **__: object) -> None:
+        raise ModuleNotFoundError("No module named 'plotly'", name="plotly")
+
+    def broken_model(*_: object, **__: object) -> None:
+        SpecConfig.model_validate({"k1": 0})  # a pydantic ValidationError, not wrapped
+
+    monkeypatch.setattr(theorems_mod, "theorem_report", broken_import)
+    code, _, err = run(["theorems"], capsys)
+    assert code == 2 and err == 'error: No module named \'plotly\' (install it with: pip ' \
+        'install -e ".[plot]")\n'
+    monkeypatch.setattr(theorems_mod, "theorem_report", broken_model)
+    code, _, err = run(["theorems"], capsys)
+    assert code == 2 and err.startswith("error: k1: ") and len(err.splitlines()) == 1
+
+
+def test_shared_options_are_declared_once_and_resolved_alike(capsys) -> None:
+    import typer.main
+
+    from cli.main import app
+
+    group = typer.main.get_command(app)
+    shared = {"--calibration", "--preset", "--alpha1", "--c1", "--alpha2", "--c2"}
+    for name in ("optimize", "simulate", "theorems", "compare", "export", "plot"):
+        opts = {o for p in group.commands[name].params for o in p.opts}
+        assert shared <= opts, name
+    for name in ("optimize", "theorems", "compare", "export", "plot"):
+        opts = {o for p in group.commands[name].params for o in p.opts}
+        assert "--budget" in opts, name
+    args = ["--preset", "lr-paper-gsm8k-qwen3", "--c2", "0.01", "--json"]
+    sources = []
+    for cmd in (["optimize"], ["simulate", "--samples", "1000"], ["theorems"], ["compare"]):
+        code, out, _ = run(cmd + args, capsys)
+        assert code == 0
+        sources.append(json.loads(out)["calibration"])
+    assert all(s == sources[0] for s in sources)
+    assert sources[0]["overridden"] == ["c2"] and sources[0]["name"] == "lr-paper-gsm8k-qwen3"

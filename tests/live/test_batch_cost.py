@@ -32,7 +32,7 @@ def test_profile_batch_cost_writes_a_calibration(smollm_path, tmp_path, capsys) 
     assert cal.batch_cost is not None and [p.batch for p in cal.batch_cost.points] == [1, 4, 16]
     _plausible([p.model_dump() for p in cal.batch_cost.points])
     assert "T(1) = " in cal.provenance.description
-    assert cal.provenance.settings["phases"]["batch_cost"]["widths"] == [1, 4, 16]
+    assert cal.provenance.settings.phases.batch_cost.widths == [1, 4, 16]
     assert cal.provenance.source == "paper"  # step and token were copied from the preset
     assert "copied from" in cal.provenance.description
     capsys.readouterr()
@@ -47,4 +47,4 @@ def test_vllm_batch_cost(smollm_path) -> None:
 
     timings = measure_batch_cost(smollm_path, engine="vllm", widths=(1, 4, 16), tokens=8,
                                  repeats=2)
-    _plausible(batch_cost_section(timings)["points"])
+    _plausible([p.model_dump() for p in batch_cost_section(timings).points])

@@ -14,15 +14,16 @@ import json
 
 import pytest
 
-from profiler.decoder import DecoderConfig, LookaheadDecoder
+from profiler.decoder import LookaheadDecoder
 from profiler.engines import HFEngine
 from profiler.problems import load_problems
 from profiler.verifiers import ExactMatch
+from specmodel.config import SpecConfig
 from tests.conftest import require
 
 pytestmark = pytest.mark.live
 
-CAPS = {"max_steps": 4, "max_step_tokens": 16, "delimiter": "\n"}
+CAPS = {"max_steps": 4, "max_step_tokens": 16, "step_delimiter": "\n"}
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +38,7 @@ def hf_target(smollm_path):
 
 @pytest.fixture(scope="module")
 def reference(hf_target, problems):
-    dec = LookaheadDecoder(hf_target, None, None, DecoderConfig(**CAPS))
+    dec = LookaheadDecoder(hf_target, None, None, SpecConfig(**CAPS))
     return [dec.decode(p) for p in problems]
 
 
@@ -59,8 +60,8 @@ def test_token_level_draft_model_with_another_tokenizer_is_lossless(
 ) -> None:
     """A token-level draft model with its own tokenizer (Qwen's for a SmolLM2 target):
     transformers' universal assisted decoding, greedy output unchanged."""
-    config = DecoderConfig("sync", k1=1, k2=3, token_method="draft_model",
-                           token_draft_model=str(qwen05_path), **CAPS)
+    config = SpecConfig(k2=3, token={"method": "draft_model", "model": str(qwen05_path)},
+                        **CAPS)
     dec = LookaheadDecoder.for_config(hf_target, None, None, config)
     assert dec.target._assistant is not None and dec.target._assistant.tokenizer is not None
     run = dec.decode(problems[0])  # one problem: the assistant is the slower model here
@@ -72,11 +73,11 @@ def test_token_level_draft_model_with_another_tokenizer_is_lossless(
 @pytest.mark.parametrize(
     "config",
     [
-        DecoderConfig("sync", k1=3, **CAPS),
-        DecoderConfig("async", k1=3, **CAPS),
-        DecoderConfig("sync", k1=1, k2=3, **CAPS),
-        DecoderConfig("sync", k1=2, k2=3, **CAPS),
-        DecoderConfig("sync", k1=3, width=2, **CAPS),
+        SpecConfig(mode="sync", k1=3, **CAPS),
+        SpecConfig(mode="async", k1=3, **CAPS),
+        SpecConfig(mode="sync", k1=1, k2=3, **CAPS),
+        SpecConfig(mode="sync", k1=2, k2=3, **CAPS),
+        SpecConfig(mode="sync", k1=3, width=2, **CAPS),
     ],
     ids=lambda c: c.label,
 )
@@ -108,11 +109,11 @@ def test_vllm_sync_and_async_decoding_are_lossless(smollm_path, problems) -> Non
     from profiler.engines import VLLMEngine
 
     target = VLLMEngine(smollm_path, max_model_len=1024, delimiter="\n")
-    plain = LookaheadDecoder(target, None, None, DecoderConfig(**CAPS))
+    plain = LookaheadDecoder(target, None, None, SpecConfig(**CAPS))
     draft = HFEngine(smollm_path, threads=1, delimiter="\n")
     ref = plain.decode(problems[0])
     for mode in ("sync", "async"):
-        lr = LookaheadDecoder(target, draft, ExactMatch(), DecoderConfig(mode, k1=3, **CAPS))
+        lr = LookaheadDecoder(target, draft, ExactMatch(), SpecConfig(mode=mode, k1=3, **CAPS))
         run = lr.decode(problems[0])
         assert _steps(run) == _steps(ref), mode
         # Same model drafting (vLLM target, transformers draft): drafts are accepted.
@@ -139,7 +140,11 @@ def test_decode_and_validate_commands(smollm_path, tmp_path, capsys, monkeypatch
     record = json.loads(out.read_text())
     assert record["kind"] == "specmodel-run" and record["versions"]["torch"]
     assert record["machine"]["cores"] >= 1
-    assert record["configs"][1]["config"]["token_method"] == "draft_model"
+    assert record["schema_version"] == 2
+    ran = record["configs"][1]["config"]
+    assert ran["token"] == {"method": "draft_model", "model": str(smollm_path),
+                            "prompt_lookup_min": 1, "prompt_lookup_max": 3}
+    assert ran["verifier"]["kind"] == "exact" and record["models"]["verifier"] == "exact"
     problem = record["configs"][1]["problems"][0]
     assert {"output", "steps", "accepted_steps", "drafted_steps", "output_tokens", "seconds",
             "correct"} <= set(problem)

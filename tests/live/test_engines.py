@@ -6,7 +6,8 @@ import gc
 
 import pytest
 
-from profiler.engines import EngineError, HFEngine, TokenSpeculation, VLLMEngine
+from profiler.engines import EngineError, HFEngine, VLLMEngine, make_engine
+from specmodel.config import TokenDrafter, TokenSpeculation
 from tests.conftest import require
 
 pytestmark = pytest.mark.live
@@ -41,15 +42,39 @@ def test_hf_steps_are_well_formed(hf_steps) -> None:
 
 def test_hf_ngram_speculation_is_lossless(smollm_path, hf_steps) -> None:
     _, plain = hf_steps
-    spec = HFEngine(smollm_path, threads=2, speculation=TokenSpeculation("ngram", 3))
+    spec = HFEngine(smollm_path, threads=2, speculation=TokenSpeculation(num_speculative_tokens=3))
     out = spec.generate_steps(PROMPTS, 24)
     assert [o.text for o in out.outputs] == [o.text for o in plain.outputs]
+    assert spec.spec_decode_metrics() == {}  # transformers reports no counters
+
+
+def test_hf_with_speculation_shares_the_model(hf_steps) -> None:
+    engine, plain = hf_steps
+    assert engine.with_speculation(None) is engine
+    ngram = TokenSpeculation(num_speculative_tokens=2)
+    other = engine.with_speculation(ngram)
+    assert other.model is engine.model and other.speculation == ngram
+    assert engine.speculation is None
+    out = other.generate_steps(PROMPTS[:1], 24)
+    assert out.outputs[0].text == plain.outputs[0].text
+    eagle = TokenSpeculation(drafter=TokenDrafter(method="eagle", model="m"),
+                             num_speculative_tokens=2)
+    with pytest.raises(EngineError, match="'eagle'"):
+        engine.with_speculation(eagle)
+
+
+def test_make_engine_builds_by_kind(smollm_path) -> None:
+    engine = make_engine("transformers", smollm_path, threads=2, delimiter="\n")
+    assert isinstance(engine, HFEngine) and engine.delimiter == "\n"
+    with pytest.raises(ValueError, match="engine must be one of transformers, vllm"):
+        make_engine("onnx", smollm_path)
 
 
 def test_vllm_matches_hf_greedy_step(smollm_path, hf_steps) -> None:
     require("vllm")
     _, plain = hf_steps
     engine = VLLMEngine(smollm_path, max_model_len=1024)
+    assert engine.spec_decode_metrics() == {} and engine.with_speculation(None) is engine
     batch = engine.generate_steps(PROMPTS, 24)
     assert [o.text for o in batch.outputs] == [o.text for o in plain.outputs]
     assert [o.tokens for o in batch.outputs] == [o.tokens for o in plain.outputs]

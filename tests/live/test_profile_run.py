@@ -35,13 +35,18 @@ def test_profile_run_measures_everything_and_resumes(
     assert all(p.time > 0 and p.n == 2 for p in cal.batch_cost.points)
     prov = cal.provenance
     assert prov.source == "measured" and "copied from" not in prov.description
-    assert set(prov.settings["phases"]) == {"batch_cost", "steps", "tokens"}
-    assert prov.settings["versions"]["torch"].startswith("2.13")
+    phases = prov.settings.phases
+    assert set(phases.finished()) == {"batch_cost", "steps", "tokens"}
+    assert prov.settings.versions["torch"].startswith("2.13")
     assert prov.machine and prov.date and prov.engine.startswith("transformers")
-    assert prov.settings["machine_details"]["cores"] >= 1
+    assert prov.settings.machine_details.cores >= 1
+    assert phases.steps.pairs == 4 and phases.steps.alpha1_ci95 is not None
+    assert phases.tokens.measurement.engine == "transformers"
+    assert all(phases.tokens.measurement.outputs_identical)
+    assert phases.batch_cost.widths == [1, 2] and phases.batch_cost.repeats == 2
     assert "c1 = " in prov.description and "Wilson 95% CI" in prov.description
     assert prov.models["target"] == str(qwen05_path) and prov.models["draft"] == str(smollm_path)
-    assert prov.settings["phases"]["steps"]["delimiter"] == "\n"
+    assert phases.steps.delimiter == "\n"
     assert cal.name == f"measured-{qwen05_path.name}-{smollm_path.name}"
     # --resume: every phase is in the file, nothing is measured again.
     before = out.read_text()

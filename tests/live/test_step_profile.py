@@ -27,7 +27,7 @@ def test_profile_steps_and_resume(smollm_path, qwen05_path, tmp_path) -> None:
     assert len(pairs) == 2
     assert all(p.accepted == (p.target_text.split() == p.draft_text.split()) for p in pairs)
     assert cal.provenance.description.startswith("step: 2 target/draft step pairs")
-    assert cal.provenance.settings["phases"]["steps"]["pairs"] == 2
+    assert cal.provenance.settings.phases.steps.pairs == 2
     # resume: nothing is measured twice
     assert main([*args, "--resume"]) == 0
     assert len(read_pairs(out.with_suffix(".pairs.jsonl"))) == 2

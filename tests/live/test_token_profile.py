@@ -22,7 +22,7 @@ def test_profile_tokens_writes_a_calibration(smollm_path, tmp_path) -> None:
     tok = cal.token
     assert 0 < tok.alpha2 < 1 and tok.c2 >= 0
     assert tok.acceptance_by_position is not None and len(tok.acceptance_by_position) == 4
-    settings = cal.provenance.settings["phases"]["tokens"]["measurement"]
-    assert settings["engine"] == "vllm"
-    assert all(settings["outputs_identical"])  # speculation is lossless under greedy
-    assert settings["counters"]["num_drafts"] > 0
+    measurement = cal.provenance.settings.phases.tokens.measurement
+    assert measurement.engine == "vllm"
+    assert all(measurement.outputs_identical)  # speculation is lossless under greedy
+    assert measurement.counters.num_drafts > 0

@@ -12,7 +12,20 @@ from profiler.engines import StepBatch, StepOutput
 from profiler.problems import Problem
 from profiler.step_profile import profile_steps, read_pairs
 from profiler.verifiers import ExactMatch
-from specmodel.formats.calibration import load_calibration, load_preset
+from specmodel.formats.calibration import (
+    BatchCost,
+    BatchCostPoint,
+    BatchCostSettings,
+    MeasurementSettings,
+    SpecDecodeCounters,
+    StepLevel,
+    StepsSettings,
+    TokenLevel,
+    TokenMeasurement,
+    TokensSettings,
+    load_calibration,
+    load_preset,
+)
 
 
 class ScriptedEngine:
@@ -81,24 +94,43 @@ def test_check_settings_rejects_names_before_anything_loads() -> None:
         check_settings(threads=0)
 
 
-STEP = {"alpha1": 0.3, "c1": 0.25, "verifier_cost": 0.01, "verifier": "exact",
-        "step_tokens_mean": 12.0, "step_tokens_histogram": {12: 4}, "samples": 4}
-TOKEN = {"alpha2": 0.4, "c2": 0.2, "method": "ngram", "acceptance_by_position": [0.5, 0.4],
-         "num_speculative_tokens": 2, "prompt_lookup_min": 1, "prompt_lookup_max": 3}
-BATCH = {"points": [{"batch": 1, "time": 0.1, "stderr": 0.001, "n": 2},
-                    {"batch": 2, "time": 0.15, "stderr": 0.002, "n": 2}], "unit": "s/step"}
+STEP = StepLevel(alpha1=0.3, c1=0.25, verifier_cost=0.01, verifier="exact",
+                 step_tokens_mean=12.0, step_tokens_histogram={12: 4}, samples=4)
+TOKEN = TokenLevel(alpha2=0.4, c2=0.2, method="ngram", acceptance_by_position=[0.5, 0.4],
+                   num_speculative_tokens=2, prompt_lookup_min=1, prompt_lookup_max=3)
+BATCH = BatchCost(points=[BatchCostPoint(batch=1, time=0.1, stderr=0.001, n=2),
+                          BatchCostPoint(batch=2, time=0.15, stderr=0.002, n=2)], unit="s/step")
+MEASUREMENT = TokenMeasurement(
+    engine="transformers", plain_seconds=2.0, spec_seconds=1.5, outputs_identical=[True],
+    counters=SpecDecodeCounters(num_drafts=4, num_draft_tokens=8, num_accepted_tokens=3,
+                                num_accepted_tokens_per_pos=[2, 1]),
+    prompts=1, max_tokens=8)
 
 
-def _fake(phase: str, section: dict, models: dict, log: list[str]):
-    def measure(*, progress=None, **settings):
+def _settings(phase: str, options: dict):
+    """The typed settings a real phase would record for these options."""
+    common = {"description": f"{phase}: measured.", "date": calibrate.finished_at()}
+    if phase == "batch_cost":
+        keys = ("model", "engine", "widths", "tokens", "repeats", "threads")
+        return BatchCostSettings(**common, **{k: options[k] for k in keys})
+    if phase == "steps":
+        keys = ("target", "draft", "verifier", "problems", "seed", "steps_per_problem",
+                "max_step_tokens", "threads", "delimiter")
+        return StepsSettings(**common, **{k: options[k] for k in keys},
+                             record=str(options["record"]), accepted=3, pairs=4,
+                             alpha1_ci95=(0.3, 0.95), c1_stderr=0.01)
+    keys = ("model", "engine", "problems", "seed", "max_tokens", "threads")
+    return TokensSettings(**common, **{k: options[k] for k in keys}, measurement=MEASUREMENT)
+
+
+def _fake(phase: str, section, models: dict, log: list[str]):
+    def measure(*, progress=None, **options):
         log.append(phase)
         if progress is not None:
             progress(1, 1, f"{phase} done")
-        model = settings.get("model") or settings.get("target")
-        return PhaseResult(phase, section, f"{phase}: measured.",
-                           {**{k: v for k, v in settings.items() if k != "record"},
-                            "record": str(settings.get("record", ""))},
-                           {k: model if v == "model" else settings[v] for k, v in models.items()},
+        model = options.get("model") or options.get("target")
+        return PhaseResult(phase, section, _settings(phase, options),
+                           {k: model if v == "model" else options[v] for k, v in models.items()},
                            f"{phase} ok")
     return measure
 
@@ -135,10 +167,15 @@ def test_profile_run_writes_each_phase_and_resume_skips_them(fake_phases, tmp_pa
     prov = cal.provenance
     assert prov.source == "measured" and prov.date and prov.machine and prov.engine
     assert prov.models == {"target": "tgt", "draft": "drf", "token_target": "tgt"}
-    assert set(prov.settings["phases"]) == {"batch_cost", "steps", "tokens"}
-    assert prov.settings["phases"]["steps"]["delimiter"] == "\n"
-    assert prov.settings["versions"]["specmodel"]
-    assert {"cpu", "cores", "platform"} <= set(prov.settings["machine_details"])
+    settings = prov.settings
+    assert isinstance(settings, MeasurementSettings)
+    assert set(settings.phases.finished()) == {"batch_cost", "steps", "tokens"}
+    assert settings.phases.steps.delimiter == "\n" and settings.phases.batch_cost.widths == [1, 2]
+    assert settings.phases.tokens.measurement == MEASUREMENT
+    assert settings.versions["specmodel"]
+    assert settings.machine_details.cores >= 1 and settings.machine_details.platform
+    assert settings.base.name == "lr-paper-gsm8k-deepseek" and settings.base.source == "paper"
+    assert prov.description == "batch_cost: measured. steps: measured. tokens: measured."
     assert cal.name == "measured-tgt-drf"
     before = out.read_text()
     capsys.readouterr()
@@ -200,13 +237,45 @@ def test_profile_run_rejects_bad_options_before_measuring(fake_phases, tmp_path,
 
 def test_recorder_finished_checks_the_phase_name(tmp_path) -> None:
     rec = Recorder(tmp_path / "c.json", load_preset("lr-paper-gsm8k-deepseek"))
-    assert not rec.finished("steps")
+    assert not rec.finished("steps") and rec.done == set()
     with pytest.raises(ValueError, match="phase must be one of batch_cost, steps, tokens"):
         rec.finished("step")
 
 
+def test_phase_result_section_and_settings_must_match_the_phase() -> None:
+    options = {"model": "m", "engine": "transformers", "widths": [1, 2], "tokens": 4,
+               "repeats": 2, "threads": 1}
+    with pytest.raises(ValueError, match="section of the steps phase must be a StepLevel"):
+        PhaseResult("steps", BATCH, _settings("batch_cost", options))
+    with pytest.raises(ValueError, match="settings of the batch_cost phase must be a "
+                                         "BatchCostSettings"):
+        PhaseResult("batch_cost", BATCH, _settings("tokens", {**options, "problems": 1,
+                                                              "seed": 0, "max_tokens": 8}))
+
+
+def test_one_phase_into_a_paper_preset_copies_the_rest_and_names_the_base(tmp_path) -> None:
+    base = load_preset("lr-paper-gsm8k-deepseek")
+    rec = Recorder(tmp_path / "c.json", base)
+    options = {"model": "m", "engine": "transformers", "widths": [1, 2], "tokens": 4,
+               "repeats": 2, "threads": 1}
+    path = rec.add(PhaseResult("batch_cost", BATCH, _settings("batch_cost", options),
+                               {"target": "m"}))
+    cal = load_calibration(path)
+    assert cal == rec.calibration and rec.done == {"batch_cost"}
+    assert cal.step == base.step and cal.token == base.token and cal.batch_cost == BATCH
+    assert cal.provenance.source == "paper" and cal.name == "measured-m"
+    assert cal.provenance.description.endswith(
+        "step and token: copied from lr-paper-gsm8k-deepseek (paper), not measured here.")
+    assert rec.finished("batch_cost", model="m", widths=[1, 2])
+    with pytest.raises(ValueError, match="widths = \\[1, 2\\], not \\[1, 4\\]"):
+        rec.finished("batch_cost", widths=[1, 4])
+    # resuming into the file picks up what it holds
+    again = Recorder(path, base, resume=True)
+    assert again.calibration == cal and again.done == {"batch_cost"}
+
+
 def test_progress_bar_takes_the_library_callback(capsys) -> None:
-    from cli.common import ProgressBar
+    from cli.render import ProgressBar
 
     with ProgressBar(description="step pairs") as bar:
         for i in range(1, 4):

@@ -1,70 +1,177 @@
-"""DecoderConfig: validation, labels, and reading the file `specmodel export` writes."""
+"""SpecConfig → decoder: what the decoder accepts, and every field of an export file
+(the verifier included) reaching the decoder through ``specmodel decode --config``.
+
+The engines, the verifier and the problems are scripted (no models); the real
+``run_configurations`` runs and writes the run record, so the record's typed
+configuration is exactly what the decoder was built with.
+"""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
-from profiler.decoder import DecoderConfig
-from profiler.engines import TokenSpeculation
+from profiler.decoder import LookaheadDecoder
+from profiler.verifiers import ExactMatch, Verdict
+from specmodel.config import SpecConfig, TokenDrafter, VerifierSpec
+from specmodel.formats.export import ExportFile, Prediction, save_export
+from specmodel.formats.run_record import load_run_record
+from tests.profiler.test_decoder_logic import PROBLEM, Scripted
+
+FULL = SpecConfig(
+    mode="sync", k1=3, k2=4, width=2, branch_temperature=0.5,
+    token=TokenDrafter(method="draft_model", model="tiny-draft"),
+    verifier=VerifierSpec(kind="judge", threshold=0.8, model="tiny-judge"),
+    step_delimiter="\n", max_step_tokens=20, max_steps=5,
+)
+"""Every field away from its default."""
 
 
-def test_export_file_drives_the_decoder(tmp_path) -> None:
+class _Named:
+    """A verifier named after the spec it was built from; accepts identical steps."""
+
+    def __init__(self, spec: VerifierSpec) -> None:
+        self.spec = spec
+        self.name = spec.kind + (f":{spec.model}" if spec.model else "")
+
+    def verify(self, pairs):
+        return [Verdict(a == b, None, 0.0) for a, b in pairs]
+
+
+@pytest.fixture
+def scripted_run(monkeypatch):
+    """Run ``specmodel decode`` on scripted engines; return what was built."""
+    import profiler.engines
+    import profiler.packs
+    import profiler.problems
+    import profiler.verifiers
+
+    built: dict[str, list] = {"engines": [], "verifiers": []}
+
+    def make_engine(kind, model, *, threads, delimiter, speculation=None):
+        built["engines"].append((kind, str(model), delimiter))
+        return Scripted(frozenset(), delimiter=delimiter)
+
+    def make_verifier(spec, *, threads=1):
+        built["verifiers"].append(spec)
+        return _Named(spec)
+
+    monkeypatch.setattr(profiler.engines, "make_engine", make_engine)
+    monkeypatch.setattr(profiler.verifiers, "make_verifier", make_verifier)
+    monkeypatch.setattr(profiler.packs, "resolve_model", lambda name: Path("/packs") / name)
+    monkeypatch.setattr(profiler.problems, "load_problems", lambda n, seed: [PROBLEM])
+    return built
+
+
+def _export(tmp_path: Path, config: SpecConfig) -> Path:
+    pred = Prediction(speedup=1.5, model="flat-budget f·g", regime=config.regime, budget=16,
+                      k1=config.k1, k2=config.k2, alpha1=0.5, c1=0.2, alpha2=0.5, c2=0.1)
+    return save_export(ExportFile(config=config, prediction=pred), tmp_path / "export.json")
+
+
+def _decode(tmp_path: Path, *args: str) -> tuple[int, Path]:
     from cli.main import main
 
-    out = tmp_path / "export.json"
-    assert main(["export", "--budget", "16", "-o", str(out)]) == 0
-    data = json.loads(out.read_text())
-    cfg = DecoderConfig.from_export(data)
-    lr = data["lookahead_reasoning"]
-    assert (cfg.mode, cfg.k1, cfg.k2) == (lr["mode"], lr["k1"], lr["k2"])
-    assert cfg.delimiter == lr["step_delimiter"]
-    spec = cfg.token_speculation()
-    assert spec == TokenSpeculation(
-        "ngram", lr["k2"] - 1, prompt_lookup_max=data["speculative_config"]["prompt_lookup_max"]
-    )
-    assert DecoderConfig.from_export(data, k2=1).token_speculation() is None
-    assert DecoderConfig.from_export(data, mode="sync").mode == "sync"
+    out = tmp_path / "run.json"
+    return main(["decode", *args, "--problems", "1", "-o", str(out), "--json"]), out
 
 
-@pytest.mark.parametrize(
-    ("kwargs", "match"),
-    [
-        ({"mode": "batch"}, "mode"),
-        ({"k1": 0}, "k1"),
-        ({"k2": 1.5}, "k2"),
-        ({"max_steps": 0}, "max_steps"),
-        ({"max_step_tokens": True}, "max_step_tokens"),
-        ({"delimiter": ""}, "delimiter"),
-        ({"token_method": "eagle"}, "token_method"),
-        ({"token_method": "draft_model", "k2": 3}, "token_draft_model"),
-        ({"width": 0}, "width"),
-        ({"mode": "async", "k1": 3, "width": 2}, "width"),
-        ({"width": 2, "branch_temperature": 0.0}, "branch_temperature"),
-    ],
-)
-def test_bad_settings_name_the_parameter(kwargs: dict, match: str) -> None:
-    with pytest.raises(ValueError, match=match):
-        DecoderConfig(**kwargs)
+def test_every_field_of_an_export_file_reaches_the_decoder(tmp_path, scripted_run,
+                                                          capsys) -> None:
+    rc, out = _decode(tmp_path, "--config", str(_export(tmp_path, FULL)))
+    assert rc == 0, capsys.readouterr().err
+    record = load_run_record(out)
+    assert [c.label for c in record.configs] == ["target", FULL.label]
+    ran = record.configs[1].config
+    # Everything as exported; the token draft's pack name resolved to its folder.
+    assert ran == FULL.replace(token={"model": str(Path("/packs") / "tiny-draft")})
+    # The verifier built is the one the file names, not the command's default.
+    assert scripted_run["verifiers"] == [FULL.verifier]
+    assert record.models["verifier"] == "judge:tiny-judge"
+    # The baseline shares the step caps and the delimiter; every engine cuts at it.
+    base = record.configs[0].config
+    assert (base.k1, base.k2, base.max_steps, base.max_step_tokens, base.step_delimiter) == (
+        1, 1, 5, 20, "\n")
+    assert {d for _, _, d in scripted_run["engines"]} == {"\n"}
+    assert record.settings.config_file == str(tmp_path / "export.json")
+    # The decoder ran the configuration: with width 2 the sampled branches were drafted.
+    assert record.configs[1].problems[0].drafted_steps > 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["config"] for r in rows] == ["target", FULL.label]
 
 
-def test_export_files_the_decoder_cannot_run_are_rejected() -> None:
-    base = {"lookahead_reasoning": {"mode": "sync", "k1": 2, "k2": 3, "width": 1},
-            "speculative_config": {"method": "ngram", "num_speculative_tokens": 2}}
-    assert DecoderConfig.from_export(base).k2 == 3
-    wide = {**base, "lookahead_reasoning": {**base["lookahead_reasoning"], "width": 2}}
-    assert DecoderConfig.from_export(wide).width == 2
-    with pytest.raises(ValueError, match="width"):  # multi-branch is sync only
-        DecoderConfig.from_export(wide, mode="async")
-    with pytest.raises(ValueError, match="method"):
-        DecoderConfig.from_export({**base, "speculative_config": {"method": "eagle"}})
-    with pytest.raises(ValueError, match="export"):
-        DecoderConfig.from_export({"speculative_config": {}})
+def test_command_line_options_override_the_file_only_when_given(tmp_path, scripted_run,
+                                                                 capsys) -> None:
+    path = str(_export(tmp_path, FULL))
+    rc, out = _decode(tmp_path, "--config", path, "--verifier", "embedding", "--threshold",
+                      "0.7", "--k2", "1", "--max-steps", "3", "--delimiter", "\\n\\n",
+                      "--no-baseline")
+    assert rc == 0, capsys.readouterr().err
+    ran = load_run_record(out).configs[0].config
+    # The judge's model does not carry over to another verifier kind.
+    assert ran.verifier == VerifierSpec(kind="embedding", threshold=0.7)
+    assert (ran.k2, ran.max_steps, ran.step_delimiter) == (1, 3, "\n\n")
+    assert (ran.k1, ran.width, ran.branch_temperature, ran.max_step_tokens) == (3, 2, 0.5, 20)
+    assert scripted_run["verifiers"] == [ran.verifier]
+
+    rc, out = _decode(tmp_path, "--config", path, "--judge-model", "other-judge",
+                      "--token-draft", "other-draft", "--no-baseline")
+    assert rc == 0, capsys.readouterr().err
+    ran = load_run_record(out).configs[0].config
+    assert ran.verifier == VerifierSpec(kind="judge", threshold=0.8, model="other-judge")
+    assert ran.token == TokenDrafter(method="draft_model",
+                                     model=str(Path("/packs") / "other-draft"))
 
 
-def test_labels_name_the_regime() -> None:
-    assert DecoderConfig().label == "target"
-    assert DecoderConfig(k2=4).label == "token k2=4"
-    assert DecoderConfig("async", k1=3, k2=2).label == "async k1=3 k2=2"
-    assert DecoderConfig("sync", k1=3, width=2).label == "sync k1=3 k2=1 W=2"
+def test_without_a_file_the_defaults_run(tmp_path, scripted_run, capsys) -> None:
+    rc, out = _decode(tmp_path, "--k1", "2", "--verifier", "exact", "--no-baseline")
+    assert rc == 0, capsys.readouterr().err
+    ran = load_run_record(out).configs[0].config
+    assert ran == SpecConfig(k1=2, verifier=VerifierSpec(kind="exact"))
+    rc, _ = _decode(tmp_path, "--k1", "2", "--mode", "async", "--width", "2")
+    assert rc == 2 and "width" in capsys.readouterr().err
+
+
+def test_the_decoder_rejects_a_token_method_it_cannot_run() -> None:
+    eagle = SpecConfig(k2=3, token=TokenDrafter(method="eagle", model="m"), step_delimiter="\n",
+                       max_steps=20)
+    with pytest.raises(ValueError, match="eagle"):
+        LookaheadDecoder(Scripted(), None, None, eagle)
+    with pytest.raises(ValueError, match="eagle"):
+        LookaheadDecoder.for_config(Scripted(), None, None, eagle)
+    # Without token speculation the method is never used.
+    plain = LookaheadDecoder(Scripted(), None, None, eagle.replace(k2=1))
+    assert plain.decode(PROBLEM).correct
+
+
+def test_the_decoder_needs_a_draft_and_a_verifier_for_step_speculation() -> None:
+    with pytest.raises(ValueError, match="draft and verifier"):
+        LookaheadDecoder(Scripted(), None, ExactMatch(), SpecConfig(k1=2))
+    with pytest.raises(TypeError, match="SpecConfig"):
+        LookaheadDecoder(Scripted(), None, None, {"k1": 1})  # type: ignore[arg-type]
+
+
+def test_for_config_gives_the_target_its_token_speculation() -> None:
+    target = Scripted()
+    config = SpecConfig(k2=3, step_delimiter="\n", max_steps=20)
+    dec = LookaheadDecoder.for_config(target, None, None, config)
+    assert dec.target is not target
+    assert dec.target.speculation == config.token_speculation()
+    assert dec.target.speculation.num_speculative_tokens == 2
+    run = dec.decode(PROBLEM)
+    # The engine's counters are recorded as what grew during the problem.
+    assert run.spec_metrics == {"drafts": len(run.steps)}
+    same = LookaheadDecoder.for_config(target, None, None, config.replace(k2=1))
+    assert same.target is target  # no speculation asked, none given
+
+
+def test_the_transformers_engine_names_a_token_method_it_cannot_run() -> None:
+    from profiler.engines import EngineError, HFEngine
+    from specmodel.config import TokenSpeculation
+
+    eagle = TokenSpeculation(drafter=TokenDrafter(method="eagle", model="m"),
+                             num_speculative_tokens=2)
+    with pytest.raises(EngineError, match="token method 'eagle'"):
+        HFEngine("/nonexistent", speculation=eagle)  # rejected before any model loads

@@ -13,10 +13,11 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from profiler.decoder import DecoderConfig, LookaheadDecoder
+from profiler.decoder import LookaheadDecoder
 from profiler.engines import StepBatch, StepOutput
 from profiler.problems import Problem, format_prompt
 from profiler.verifiers import ExactMatch
+from specmodel.config import SpecConfig, TokenSpeculation
 
 PROBLEM = Problem(index=0, question="What is 6 times 7?", answer="42",
                   answer_cot="6 * 7 = 42\n#### 42")
@@ -34,6 +35,8 @@ class Scripted:
 
     wrong: frozenset[int] = frozenset()
     name: str = "scripted"
+    delimiter: str = "\n"
+    speculation: TokenSpeculation | None = None
     calls: list[tuple[int, float]] = field(default_factory=list)
 
     def step(self, n: int, temperature: float) -> str:
@@ -49,8 +52,19 @@ class Scripted:
     def count_tokens(self, text: str) -> int:
         return text.count("\n")
 
+    def with_speculation(self, speculation: TokenSpeculation | None) -> Scripted:
+        return self if speculation == self.speculation else Scripted(
+            self.wrong, self.name, self.delimiter, speculation)
 
-def _decode(config: DecoderConfig, wrong: set[int]) -> tuple:
+    def spec_decode_metrics(self) -> dict:
+        return {"drafts": len(self.calls)} if self.speculation else {}
+
+
+def _config(mode: str = "sync", **kw) -> SpecConfig:
+    return SpecConfig(mode=mode, step_delimiter="\n", **{"max_steps": 20, **kw})
+
+
+def _decode(config: SpecConfig, wrong: set[int]) -> tuple:
     target, draft = Scripted(), Scripted(frozenset(wrong))
     dec = LookaheadDecoder(target, draft if config.k1 > 1 else None,
                            ExactMatch() if config.k1 > 1 else None, config)
@@ -64,7 +78,7 @@ REFERENCE = "".join(f"t{n}\n" for n in range(LAST)) + "#### 42\n"
 @pytest.mark.parametrize("k1", [1, 2, 3, 5])
 @pytest.mark.parametrize("wrong", [set(), {0}, {1, 2}, {0, 1, 2, 3, 4, 5, 6}])
 def test_exact_match_output_is_the_target_s_whatever_the_draft(mode, k1, wrong) -> None:
-    run, _, _ = _decode(DecoderConfig(mode, k1=k1, max_steps=20, delimiter="\n"), wrong)
+    run, _, _ = _decode(_config(mode, k1=k1), wrong)
     assert run.output == REFERENCE and run.finished == "answer" and run.correct
     assert run.accepted_steps <= run.drafted_steps
     if k1 > 1:
@@ -73,8 +87,7 @@ def test_exact_match_output_is_the_target_s_whatever_the_draft(mode, k1, wrong) 
 
 
 def test_sync_chain_counts_positions_and_batches() -> None:
-    run, target, draft = _decode(DecoderConfig("sync", k1=3, max_steps=20, delimiter="\n"),
-                                 {1})
+    run, target, draft = _decode(_config(k1=3), {1})
     # Cycle 1: drafts t0, x1; target expands 3 prefixes; t0 accepted, x1 rejected -> t0 t1.
     # Then cycles from line 2: t2 t3 (+t4), t5 t6 (+#### at LAST, the bonus step).
     assert [s.source for s in run.steps[:2]] == ["draft", "target"]
@@ -85,9 +98,8 @@ def test_sync_chain_counts_positions_and_batches() -> None:
 
 
 def test_two_branches_repair_what_the_greedy_draft_gets_wrong() -> None:
-    caps = {"max_steps": 20, "delimiter": "\n"}
-    chain, _, _ = _decode(DecoderConfig("sync", k1=3, **caps), {0, 3})
-    tree, target, draft = _decode(DecoderConfig("sync", k1=3, width=2, **caps), {0, 3})
+    chain, _, _ = _decode(_config(k1=3), {0, 3})
+    tree, target, draft = _decode(_config(k1=3, width=2), {0, 3})
     assert tree.output == chain.output == REFERENCE
     # The sampled branch is right where the greedy one is wrong: every position accepted.
     assert tree.accepted_steps == tree.drafted_steps > 0
@@ -101,8 +113,7 @@ def test_two_branches_repair_what_the_greedy_draft_gets_wrong() -> None:
 
 
 def test_tree_depth_and_width_bound_the_target_batch() -> None:
-    run, target, _ = _decode(
-        DecoderConfig("sync", k1=3, width=3, max_steps=20, delimiter="\n"), set(range(LAST)))
+    run, target, _ = _decode(_config(k1=3, width=3), set(range(LAST)))
     assert run.output == REFERENCE
     # Greedy branches are always wrong, sampled ones always right and identical to each
     # other: two children per node; 1 + 2 + 4 nodes at most in a target batch.
@@ -110,5 +121,20 @@ def test_tree_depth_and_width_bound_the_target_batch() -> None:
 
 
 def test_max_steps_caps_the_output() -> None:
-    run, _, _ = _decode(DecoderConfig("sync", k1=4, width=2, max_steps=3, delimiter="\n"), set())
+    run, _, _ = _decode(_config(k1=4, width=2, max_steps=3), set())
     assert len(run.steps) == 3 and run.finished == "max_steps"
+
+
+def test_totals_are_the_run_record_s() -> None:
+    from profiler.decoder import totals
+    from specmodel.formats.run_record import Totals
+
+    runs = [_decode(_config(k1=3), {1})[0], _decode(_config(k1=3), set())[0]]
+    t = totals(runs)
+    assert isinstance(t, Totals) and t.problems == 2
+    assert t.drafted_steps == sum(r.drafted_steps for r in runs)
+    assert t.step_acceptance == pytest.approx(t.accepted_steps / t.drafted_steps)
+    assert t.accuracy == 1.0
+    assert t.tokens_per_second == pytest.approx(t.output_tokens / t.seconds)
+    with pytest.raises(ValueError, match="runs"):
+        totals([])

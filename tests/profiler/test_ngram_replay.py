@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from profiler.ngram_replay import prompt_lookup_proposal, replay_counters
-from profiler.token_profile import summarize_counters
+from specmodel.stats import summarize_counters
 
 tokens = st.lists(st.integers(0, 5), min_size=2, max_size=60)
 

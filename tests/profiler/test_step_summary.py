@@ -7,7 +7,9 @@ from dataclasses import asdict
 
 import pytest
 
-from profiler.step_profile import StepPair, read_pairs, summarize, wilson
+from profiler.step_profile import StepPair, read_pairs, summarize
+from specmodel.formats.calibration import StepLevel
+from specmodel.stats import wilson
 
 
 def _pair(i: int, accepted: bool, t: float = 1.0, d: float = 0.25) -> StepPair:
@@ -25,7 +27,8 @@ def test_summary_numbers() -> None:
     assert s.verifier_cost == pytest.approx(0.01)
     assert sum(s.step_tokens_histogram.values()) == 40
     sec = s.step_section("exact")
-    assert 0 < sec["alpha1"] < 1 and 0 < sec["c1"] < 1
+    assert isinstance(sec, StepLevel) and sec.samples == 40 and sec.verifier == "exact"
+    assert sec.alpha1 == s.alpha1 and sec.c1 == pytest.approx(0.25)
 
 
 def test_all_or_nothing_still_gives_a_rate_in_the_open_interval() -> None:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from profiler.token_profile import fit_iid_alpha, summarize_counters
+from profiler.token_profile import token_section
 from specmodel.closedform.token_level import expected_accepted_drafts, g_token
+from specmodel.formats.calibration import TokenLevel
+from specmodel.stats import fit_iid_alpha, summarize_counters
 
 
 def test_iid_fit_inverts_the_mean() -> None:
@@ -25,8 +27,20 @@ def test_counters_to_conditional_rates_and_c2() -> None:
     assert g_token(s.alpha2, s.c2, 5) == pytest.approx(1.3, rel=1e-9)
     lo, hi = s.first_position_ci95
     assert lo < 0.6 < hi
-    sec = s.token_section(1, 3)
-    assert sec["num_speculative_tokens"] == 4 and len(sec["acceptance_by_position"]) == 4
+    sec = token_section(s, 1, 3)
+    assert isinstance(sec, TokenLevel) and sec.method == "ngram"
+    assert sec.num_speculative_tokens == 4 and sec.samples == 400
+    assert sec.acceptance_by_position == pytest.approx([0.6, 0.6, 0.5, 1 / 3])
+    assert (sec.prompt_lookup_min, sec.prompt_lookup_max) == (1, 3) and sec.c2 == s.c2
+
+
+def test_rates_of_zero_or_one_are_clipped_into_the_open_interval() -> None:
+    counters = {"num_drafts": 10, "num_draft_tokens": 20, "num_accepted_tokens": 10,
+                "num_accepted_tokens_per_pos": [10, 0]}
+    s = summarize_counters(counters, 2)
+    assert s.conditional_acceptance == [1.0, 0.0] and s.c2 is None
+    sec = token_section(s, 1, 3)
+    assert all(0 < r < 1 for r in sec.acceptance_by_position) and sec.c2 == 0.0
 
 
 def test_slowdown_gives_a_large_effective_cost() -> None:

@@ -1,8 +1,11 @@
-"""Verifiers that need no model: exact match and the numbers check."""
+"""Verifiers that need no model: exact match, the numbers check, the registry."""
 
 from __future__ import annotations
 
+import pytest
+
 from profiler.verifiers import JUDGE_PROMPT, ExactMatch, numbers_agree, numbers_in
+from specmodel.config import VerifierSpec
 
 
 def test_exact_match_normalises_whitespace_only() -> None:
@@ -22,3 +25,34 @@ def test_judge_prompt_is_the_papers() -> None:
     text = JUDGE_PROMPT.format(s1="A", s2="B")
     assert "respond with [aligned]" in text and "<start_s1>\nA\n<end_s1>" in text
     assert text.endswith("<end_s2>")
+
+
+def test_the_registry_builds_every_verifier_kind() -> None:
+    from profiler.verifiers import VERIFIERS
+    from specmodel.config import VERIFIER_KINDS
+
+    assert tuple(VERIFIERS) == VERIFIER_KINDS
+
+
+@pytest.mark.parametrize(
+    ("spec", "built"),
+    [
+        (VerifierSpec(kind="exact"), ("exact",)),
+        (VerifierSpec(kind="embedding", threshold=0.8),
+         ("embedding", "/packs/minilm-l6-v2", 0.8, 2)),
+        (VerifierSpec(kind="embedding", model="other-emb"),
+         ("embedding", "/packs/other-emb", 0.9, 2)),
+        (VerifierSpec(kind="judge"), ("judge", "/packs/qwen2.5-coder-0.5b", 2)),
+        (VerifierSpec(kind="judge", model="big-judge"), ("judge", "/packs/big-judge", 2)),
+    ],
+)
+def test_make_verifier_builds_what_the_spec_names(monkeypatch, spec, built) -> None:
+    import profiler.packs
+    import profiler.verifiers as v
+
+    monkeypatch.setattr(profiler.packs, "resolve_model", lambda name: f"/packs/{name}")
+    monkeypatch.setattr(v, "EmbeddingVerifier", lambda model, *, threshold, threads: (
+        "embedding", model, threshold, threads))
+    monkeypatch.setattr(v, "JudgeVerifier", lambda model, *, threads: ("judge", model, threads))
+    out = v.make_verifier(spec, threads=2)
+    assert (("exact",) if isinstance(out, ExactMatch) else out) == built

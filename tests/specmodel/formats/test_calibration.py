@@ -7,9 +7,13 @@ from pathlib import Path
 
 import pytest
 
+from specmodel.closedform.step_level import f_async
+from specmodel.closedform.token_level import g_token
 from specmodel.formats.calibration import (
     DEFAULT_PRESET,
     Calibration,
+    MeasurementSettings,
+    PaperDerivation,
     list_presets,
     load_calibration,
     load_preset,
@@ -17,8 +21,6 @@ from specmodel.formats.calibration import (
     save_calibration,
 )
 from specmodel.formats.paper_presets import PAPER_ROWS, derive_paper_preset
-from specmodel.closedform.step_level import f_async
-from specmodel.closedform.token_level import g_token
 
 
 def _minimal() -> dict:
@@ -74,8 +76,9 @@ def test_presets_load_and_default_exists() -> None:
             prov = cal.provenance
             assert prov.source == "measured" and prov.machine and prov.date and prov.engine
             assert {"target", "draft", "verifier"} <= set(prov.models)
-            assert {"batch_cost", "steps", "tokens"} <= set(prov.settings["phases"])
-            assert prov.settings["versions"]["transformers"]
+            assert isinstance(prov.settings, MeasurementSettings)
+            assert set(prov.settings.phases.finished()) == {"batch_cost", "steps", "tokens"}
+            assert prov.settings.versions["transformers"]
             assert cal.batch_cost is not None and cal.token.acceptance_by_position
     assert resolve_calibration().name == DEFAULT_PRESET
     with pytest.raises(ValueError, match="exclusive"):
@@ -160,12 +163,13 @@ def test_paper_c1_is_the_draft_limited_closed_form(row) -> None:
     cal = load_preset(row.name)
     settings = cal.provenance.settings
     # The async fit lies where f_async = S1 (depth-independent), so c1 has a closed form.
-    assert async_knee(cal.step.c1) <= 6 == settings["c1_k1"]
+    assert isinstance(settings, PaperDerivation)
+    assert async_knee(cal.step.c1) <= 6 == settings.c1_k1
     closed = (1 / row.lr_speedup - (1 - row.alpha1)) / row.alpha1
     assert cal.step.c1 == pytest.approx(closed, abs=1e-6)
     assert f_async(cal.step.alpha1, cal.step.c1, 3) == pytest.approx(row.lr_speedup, rel=1e-5)
     # The recorded sync reading (Algorithm 1, 6 drafts, k1 = 7) reproduces LR alone too.
-    c1_sync = settings["c1_if_sync_k1_7"]
+    c1_sync = settings.c1_if_sync_k1_7
     assert f_sync(row.alpha1, c1_sync, 7) == pytest.approx(row.lr_speedup, rel=1e-5)
     assert c1_sync < cal.step.c1
     # With c2 = 0 and alpha2^9 negligible, alpha2 = 1 - 1/SD.
@@ -181,3 +185,117 @@ def test_preset_files_are_readable_package_data() -> None:
         mode = stat.S_IMODE(Path(str(f)).stat().st_mode)
         assert mode & 0o044 == 0o044, f"{name}.json is not readable by group/others"
         assert json.loads(f.read_text(encoding="utf-8"))["schema_version"] == 1
+
+
+MEASURED = "measured-qwen2.5-coder-0.5b-smollm2-135m"
+
+
+@pytest.mark.parametrize("name", list_presets())
+def test_presets_round_trip_byte_for_byte(tmp_path, name) -> None:
+    from importlib import resources
+
+    original = (resources.files("specmodel") / "presets" / f"{name}.json").read_text("utf-8")
+    path = save_calibration(load_preset(name), tmp_path / f"{name}.json")
+    assert path.read_text(encoding="utf-8") == original
+
+
+def test_measured_settings_are_typed() -> None:
+    settings = load_preset(MEASURED).provenance.settings
+    assert isinstance(settings, MeasurementSettings)
+    phases = settings.phases
+    assert phases.batch_cost.widths == [1, 2, 4, 8] and phases.batch_cost.engine == "transformers"
+    assert phases.steps.pairs == 40 and phases.steps.accepted == 4
+    assert phases.steps.alpha1_ci95 is None  # written before the interval was recorded
+    counters = phases.tokens.measurement.counters
+    assert counters.num_accepted_tokens == sum(counters.num_accepted_tokens_per_pos) == 198
+    assert settings.base.source == "paper" and settings.machine_details.cores == 2
+
+
+def test_typed_settings_round_trip(tmp_path) -> None:
+    data = json.loads(json.dumps(load_preset(MEASURED).model_dump(mode="json")))
+    data["provenance"]["settings"]["phases"]["steps"]["alpha1_ci95"] = [0.04, 0.23]
+    data["provenance"]["settings"]["phases"]["steps"]["c1_stderr"] = 0.038
+    cal = Calibration.model_validate(data)
+    again = load_calibration(save_calibration(cal, tmp_path / "c.json"))
+    assert again == cal and again.provenance.settings.phases.steps.alpha1_ci95 == (0.04, 0.23)
+    # a hand-written calibration has no settings: they stay empty on disk
+    minimal = load_calibration(save_calibration(Calibration.model_validate(_minimal()),
+                                                tmp_path / "m.json"))
+    assert minimal.provenance.settings == MeasurementSettings()
+    assert json.loads((tmp_path / "m.json").read_text())["provenance"]["settings"] == {}
+
+
+@pytest.mark.parametrize(
+    "where,key",
+    [
+        ((), "threads"),
+        (("phases",), "warmup"),
+        (("phases", "steps"), "temperature"),
+        (("phases", "tokens", "measurement"), "gpu"),
+        (("phases", "tokens", "measurement", "counters"), "num_rejected"),
+    ],
+)
+def test_an_unknown_settings_key_is_rejected_naming_it(tmp_path, where, key) -> None:
+    data = json.loads(json.dumps(load_preset(MEASURED).model_dump(mode="json")))
+    node = data["provenance"]["settings"]
+    for step in where:
+        node = node[step]
+    node[key] = 1
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(ValueError, match=rf"provenance\.settings\..*{key}: unknown field"):
+        load_calibration(path)
+
+
+def test_paper_derivation_is_checked_too(tmp_path) -> None:
+    data = json.loads(json.dumps(load_preset(DEFAULT_PRESET).model_dump(mode="json")))
+    data["provenance"]["settings"]["reported_speedups"]["EAGLE"] = 2.0
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(ValueError, match=r"provenance\.settings\.paper\.reported_speedups"):
+        load_calibration(path)
+    data["provenance"]["settings"]["reported_speedups"].pop("EAGLE")
+    data["provenance"]["settings"]["lr_mode_assumed"] = "guess"
+    path.write_text(json.dumps(data))
+    with pytest.raises(ValueError, match="lr_mode_assumed"):
+        load_calibration(path)
+
+
+@pytest.mark.parametrize(
+    "phase,field,value",
+    [
+        ("batch_cost", "widths", []),
+        ("batch_cost", "engine", "tensorrt"),
+        ("steps", "accepted", 41),
+        ("steps", "threads", 0),
+        ("steps", "date", "yesterday"),
+        ("tokens", "seed", -1),
+    ],
+)
+def test_phase_settings_are_constrained(tmp_path, phase, field, value) -> None:
+    data = json.loads(json.dumps(load_preset(MEASURED).model_dump(mode="json")))
+    data["provenance"]["settings"]["phases"][phase][field] = value
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(ValueError, match=rf"provenance\.settings\.measurement\.phases\.{phase}"):
+        load_calibration(path)
+
+
+def test_calibrations_of_the_first_profile_commands_still_load() -> None:
+    """The calibration inside the committed decoder run (2026-11-22) carries the first
+    single-phase profile commands' sections inside a paper derivation."""
+    import json
+    from pathlib import Path
+
+    from specmodel.formats.calibration import Calibration, LegacyPhaseSettings
+
+    run = Path(__file__).resolve().parents[3] / "benchmarks" / "results" / "decoder_run.json"
+    cal = Calibration.model_validate(json.loads(run.read_text())["calibration"])
+    settings = cal.provenance.settings
+    assert isinstance(settings, LegacyPhaseSettings)
+    assert settings.steps is not None and settings.steps.delimiter == "\n"
+    assert settings.tokens is not None and settings.tokens.counters["num_drafts"] == 251
+    bad = json.loads(run.read_text())["calibration"]
+    bad["provenance"]["settings"]["steps"]["sed"] = 1
+    with pytest.raises(ValueError, match="sed"):
+        Calibration.model_validate(bad)

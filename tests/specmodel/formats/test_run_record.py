@@ -1,17 +1,22 @@
-"""Run records and the predicted-against-measured comparison (no models)."""
+"""Run records (version 2 typed end to end, version 1 migrated on load) and the
+predicted-against-measured comparison (no models)."""
 
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from specmodel.formats.calibration import load_preset
 from specmodel.closedform.hybrid import h
-from specmodel.formats.run_record import compare, load_run_record, predict
 from specmodel.closedform.token_level import g_token
+from specmodel.config import SpecConfig, VerifierSpec
+from specmodel.errors import SpecmodelError
+from specmodel.formats.calibration import load_preset
+from specmodel.formats.run_record import RunRecord, load_run_record
+from specmodel.prediction import compare, predict
 
 PRESET = "lr-paper-gsm8k-deepseek"
 
@@ -28,6 +33,7 @@ def _config(label: str, mode: str, k1: int, k2: int, tps: float, acc: float | No
 
 
 def _record(configs, calibration=True):
+    """A version-1 record (what every committed run record is)."""
     return {
         "schema_version": 1,
         "kind": "specmodel-run",
@@ -37,6 +43,13 @@ def _record(configs, calibration=True):
         "baseline": "target",
         "configs": configs,
     }
+
+
+def _v2(data):
+    """A version-1 record migrated, as version-2 data."""
+    from specmodel.formats.run_record import migrate_version1
+
+    return migrate_version1(data)
 
 
 def _write(tmp_path, data) -> str:
@@ -71,10 +84,8 @@ def test_compare_measures_against_the_baseline_and_predicts_the_closed_form(tmp_
 
 @given(tps=st.floats(0.1, 100), base=st.floats(0.1, 100))
 def test_error_is_relative_to_the_measurement(tps: float, base: float) -> None:
-    from specmodel.formats.run_record import RunRecord
-
-    rec = RunRecord.model_validate(_record([_config("target", "sync", 1, 1, base),
-                                            _config("token k2=2", "sync", 1, 2, tps)]))
+    rec = RunRecord.model_validate(_v2(_record([_config("target", "sync", 1, 1, base),
+                                            _config("token k2=2", "sync", 1, 2, tps)])))
     row = compare(rec)[1]
     assert row.measured_speedup == pytest.approx(tps / base)
     assert row.error == pytest.approx(row.predicted_speedup * base / tps - 1)
@@ -88,19 +99,17 @@ def test_priced_prediction_uses_the_calibrations_batch_cost() -> None:
     from specmodel.formats.calibration import Calibration
 
     priced_cal = Calibration.model_validate(data)
-    closed, priced = predict(priced_cal, "sync", 2, 1)
+    closed, priced = predict(priced_cal, SpecConfig(k1=2))
     assert priced is not None and priced < closed  # a wider batch is not free
-    closed_w, priced_w = predict(priced_cal, "sync", 2, 1, width=2)
+    closed_w, priced_w = predict(priced_cal, SpecConfig(k1=2, width=2))
     assert priced_w is not None and priced_w < closed_w
 
 
 def test_missing_baseline_and_missing_calibration_are_clear_errors(tmp_path) -> None:
-    from specmodel.formats.run_record import RunRecord
-
-    rec = RunRecord.model_validate(_record([_config("token k2=2", "sync", 1, 2, 5.0)]))
+    rec = RunRecord.model_validate(_v2(_record([_config("token k2=2", "sync", 1, 2, 5.0)])))
     with pytest.raises(ValueError, match="baseline"):
         compare(rec)
-    rec = RunRecord.model_validate(_record([_config("target", "sync", 1, 1, 5.0)], False))
+    rec = RunRecord.model_validate(_v2(_record([_config("target", "sync", 1, 1, 5.0)], False)))
     with pytest.raises(ValueError, match="calibration"):
         compare(rec)
 
@@ -144,25 +153,25 @@ def test_multi_branch_configurations_are_predicted_by_the_multibranch_model(tmp_
 
     cal = load_preset(PRESET)
     a1, c1, a2, c2 = cal.step.alpha1, cal.step.c1, cal.token.alpha2, cal.token.c2
-    closed, priced = predict(cal, "sync", 3, 2, width=2)
+    closed, priced = predict(cal, SpecConfig(k1=3, k2=2, width=2))
     assert closed == pytest.approx(
         f_sync_multibranch(a1, c1, 3, 2).speedup * g_token(a2, c2, 2), rel=1e-12)
     assert priced is None  # the preset has no T(b)
     # Width 1 is the chain: the same number as without the argument.
-    assert predict(cal, "sync", 3, 2, width=1) == predict(cal, "sync", 3, 2)
+    assert predict(cal, SpecConfig(k1=3, k2=2, width=1)) == predict(cal, SpecConfig(k1=3, k2=2))
     rows = compare(load_run_record(_write(tmp_path, _record([
         _config("target", "sync", 1, 1, 5.0),
         _config("sync k1=3 k2=1 W=2", "sync", 3, 1, 6.0, 0.8, width=2),
     ]))))
     assert rows[1].width == 2
     assert rows[1].predicted_speedup == pytest.approx(f_sync_multibranch(a1, c1, 3, 2).speedup)
-    with pytest.raises(ValueError, match="width"):
-        predict(cal, "async", 3, 1, width=2)
+    with pytest.raises(ValueError, match="width"):  # multi-branch is sync only
+        SpecConfig(mode="async", k1=3, width=2)
 
 
 def test_a_calibration_from_other_models_is_named(tmp_path, capsys) -> None:
     from cli.main import main
-    from specmodel.formats.run_record import calibration_mismatches
+    from specmodel.prediction import calibration_mismatches
 
     data = _record([_config("target", "sync", 1, 1, 10.0)])
     data["calibration"]["provenance"]["models"] = {"target": "t", "draft": "d",
@@ -179,3 +188,102 @@ def test_a_calibration_from_other_models_is_named(tmp_path, capsys) -> None:
     data["calibration"]["provenance"]["models"] = {}
     data["models"]["draft"] = "other"
     assert calibration_mismatches(load_run_record(_write(tmp_path, data))) == []
+
+
+V1_CONFIG = {"mode": "async", "k1": 2, "k2": 3, "token_method": "draft_model",
+             "token_draft_model": "/models/d", "prompt_lookup_max": 4, "max_step_tokens": 64,
+             "max_steps": 24, "delimiter": "\n", "width": 1, "branch_temperature": 0.5}
+"""Every field the version-1 decoder settings had."""
+V1_PROBLEM = {"problem": 3, "output": "t0\n#### 7\n",
+              "steps": [{"text": "t0\n", "source": "draft", "tokens": 2},
+                        {"text": "#### 7\n", "source": "target", "tokens": 3}],
+              "drafted_steps": 1, "accepted_steps": 1, "wasted_draft_steps": 0,
+              "target_steps": 2, "target_batches": 1, "output_tokens": 5, "seconds": 1.5,
+              "draft_seconds": 0.5, "target_seconds": 1.0, "verify_seconds": 0.01,
+              "answer": None, "correct": False, "finished": "answer", "spec_metrics": {}}
+
+
+def _v1_file(tmp_path):
+    data = _record([_config("target", "sync", 1, 1, 10.0),
+                    {**_config("async k1=2 k2=3", "async", 2, 3, 12.0, 0.5),
+                     "config": V1_CONFIG, "problems": [V1_PROBLEM]}])
+    data["models"] = {"target": "t", "draft": "d", "verifier": "embedding:minilm-l6-v2@0.85"}
+    data["settings"] = {"dataset": "gsm_symbolic", "problems": 2, "seed": 0, "threads": 1,
+                        "engine": "transformers", "max_steps": 24, "note": "by hand"}
+    data["configs"][1]["totals"].update(drafted_steps=1, accepted_steps=1)
+    return _write(tmp_path, data)
+
+
+def test_a_version_1_record_loads_migrated(tmp_path) -> None:
+    rec = load_run_record(_v1_file(tmp_path))
+    assert rec.schema_version == 2
+    cfg = rec.configs[1].config
+    assert cfg == SpecConfig(
+        mode="async", k1=2, k2=3, token={"method": "draft_model", "model": "/models/d",
+                                         "prompt_lookup_max": 4},
+        max_step_tokens=64, max_steps=24, step_delimiter="\n", branch_temperature=0.5,
+        verifier={"kind": "embedding", "model": "minilm-l6-v2", "threshold": 0.85})
+    assert cfg.verifier == VerifierSpec.from_name(rec.models["verifier"])
+    assert rec.configs[0].config.label == "target"
+    # Settings the typed format names are typed; the rest is kept where version 1 had it.
+    assert (rec.settings.problems, rec.settings.max_steps) == (2, 24)
+    assert rec.settings.legacy == {"note": "by hand"}
+    run = rec.configs[1].problems[0]
+    assert run.steps[0].source == "draft" and run.acceptance == 1.0 and run.answer is None
+    assert rec.configs[1].totals.drafted_steps == 1
+
+
+def test_a_version_2_record_round_trips(tmp_path) -> None:
+    from specmodel.formats.jsonio import write_json_atomic
+
+    rec = load_run_record(_v1_file(tmp_path))
+    path = write_json_atomic(rec, tmp_path / "v2.json")
+    written = json.loads(path.read_text())
+    assert written["schema_version"] == 2
+    assert written["configs"][1]["config"]["token"]["method"] == "draft_model"
+    again = load_run_record(path)
+    assert again == rec
+    assert [r.model_dump() for r in compare(again)] == [r.model_dump() for r in compare(rec)]
+
+
+@pytest.mark.parametrize(
+    "where",
+    ["", "settings", "configs.1", "configs.1.config", "configs.1.config.verifier",
+     "configs.1.totals", "configs.1.problems.0", "configs.1.problems.0.steps.0"],
+)
+def test_an_unknown_key_is_rejected_naming_the_field(tmp_path, where: str) -> None:
+    from specmodel.formats.jsonio import write_json_atomic
+
+    data = json.loads(write_json_atomic(load_run_record(_v1_file(tmp_path)),
+                                        tmp_path / "v2.json").read_text())
+    node = data
+    for part in filter(None, where.split(".")):
+        node = node[int(part)] if part.isdigit() else node[part]
+    node["colour"] = 1
+    dotted = f"{where}.colour" if where else "colour"
+    with pytest.raises(SpecmodelError, match=rf"run.json: {re.escape(dotted)}: unknown field"):
+        load_run_record(_write(tmp_path, data))
+
+
+def test_a_version_1_config_with_an_unknown_key_names_it(tmp_path) -> None:
+    data = _record([{**_config("target", "sync", 1, 1, 10.0),
+                     "config": {"mode": "sync", "k1": 1, "k2": 1, "colour": "red"}}])
+    with pytest.raises(SpecmodelError, match=r"configs\.0\.config: unknown field 'colour'"):
+        load_run_record(_write(tmp_path, data))
+
+
+def test_the_committed_run_records_load(tmp_path) -> None:
+    from pathlib import Path
+
+    results = Path(__file__).resolve().parents[3] / "benchmarks" / "results"
+    records = [p for p in sorted(results.glob("*.json"))
+               if '"specmodel-run"' in p.read_text(encoding="utf-8")[:200000]]
+    assert records
+    for p in records:
+        data = json.loads(p.read_text(encoding="utf-8"))
+        data.pop("calibration", None)  # the calibration format is tested on its own
+        rec = load_run_record(_write(tmp_path, data))
+        assert [c.label for c in rec.configs] == [c["label"] for c in data["configs"]]
+        for c, raw in zip(rec.configs, data["configs"], strict=True):
+            assert c.config.label == c.label
+            assert c.totals.tokens_per_second == raw["totals"]["tokens_per_second"]

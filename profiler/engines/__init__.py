@@ -1,0 +1,82 @@
+"""Engines behind one small interface: generate one reasoning step for a batch of prefixes.
+
+* :mod:`profiler.engines.base` — the :class:`Engine` protocol, :class:`StepOutput`,
+  :class:`StepBatch`, :class:`EngineError` and helpers;
+* :mod:`profiler.engines.hf` — :class:`HFEngine` (Hugging Face transformers);
+* :mod:`profiler.engines.vllm_engine` — :class:`VLLMEngine` (vLLM);
+* here, the registry: :data:`ENGINES` (kind → builder) and :func:`make_engine`.
+
+Token-level speculation is :class:`specmodel.config.TokenSpeculation`.  Importing
+this package imports neither torch, transformers nor vllm.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from profiler.engines.base import (
+    STEP_DELIMITER,
+    Engine,
+    EngineError,
+    StepBatch,
+    StepOutput,
+    counter_delta,
+    cut_at_step,
+    init_worker_thread,
+)
+from profiler.engines.hf import HFEngine
+from profiler.engines.vllm_engine import VLLMEngine
+from specmodel.config import TokenSpeculation
+
+__all__ = [
+    "ENGINES",
+    "ENGINE_KINDS",
+    "STEP_DELIMITER",
+    "Engine",
+    "EngineBuilder",
+    "EngineError",
+    "HFEngine",
+    "StepBatch",
+    "StepOutput",
+    "VLLMEngine",
+    "counter_delta",
+    "cut_at_step",
+    "init_worker_thread",
+    "make_engine",
+]
+
+EngineBuilder = Callable[..., Engine]
+"""``builder(model, *, threads, delimiter, speculation) -> Engine``."""
+
+
+def _transformers(model: str | Path, *, threads: int, delimiter: str,
+                  speculation: TokenSpeculation | None) -> Engine:
+    return HFEngine(model, threads=threads, delimiter=delimiter, speculation=speculation)
+
+
+def _vllm(model: str | Path, *, threads: int, delimiter: str,
+          speculation: TokenSpeculation | None) -> Engine:
+    return VLLMEngine(model, threads=threads, delimiter=delimiter, speculation=speculation)
+
+
+ENGINES: dict[str, EngineBuilder] = {"transformers": _transformers, "vllm": _vllm}
+"""Engine kind → builder (what :func:`make_engine` and ``--engine`` accept)."""
+ENGINE_KINDS: tuple[str, ...] = tuple(ENGINES)
+"""The engine kinds, in order."""
+
+
+def make_engine(
+    kind: str,
+    model: str | Path,
+    *,
+    threads: int = 1,
+    delimiter: str = STEP_DELIMITER,
+    speculation: TokenSpeculation | None = None,
+) -> Engine:
+    """Build an engine by kind (:data:`ENGINES`): 'transformers' (:class:`HFEngine`) or
+    'vllm' (:class:`VLLMEngine`)."""
+    builder = ENGINES.get(kind)
+    if builder is None:
+        raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {kind!r}")
+    return builder(model, threads=threads, delimiter=delimiter, speculation=speculation)

@@ -1,0 +1,261 @@
+"""Hugging Face transformers as an engine (:class:`HFEngine`): CPU, fp32, batched.
+
+Token-level speculation inside a step: n-gram prompt lookup
+(``prompt_lookup_num_tokens``) or an assistant model, one prefix at a time
+(transformers' assisted generation takes batch size 1); the methods it runs are
+:data:`specmodel.config.DECODER_TOKEN_METHODS`.  torch / transformers are
+imported inside the class.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from profiler.engines.base import (
+    STEP_DELIMITER,
+    EngineError,
+    StepBatch,
+    StepOutput,
+    check_max_tokens,
+    check_temperature,
+    cut_at_step,
+)
+from specmodel.config import DECODER_TOKEN_METHODS, TokenSpeculation
+
+__all__ = ["HFEngine"]
+
+
+def _check_method(speculation: TokenSpeculation | None) -> None:
+    if speculation is not None and speculation.method not in DECODER_TOKEN_METHODS:
+        raise EngineError(
+            f"token method {speculation.method!r} does not run on the transformers engine "
+            f"(it runs {', '.join(DECODER_TOKEN_METHODS)}); use the vllm engine for it"
+        )
+
+
+class _DelimiterStop:
+    """transformers stopping criterion: a row stops once its new text contains the delimiter.
+
+    Cheaper than ``stop_strings``, which rebuilds a vocabulary-wide table on every
+    ``generate`` call (about 0.3 s here, the time of several decode steps of a small model).
+    """
+
+    def __init__(self, tokenizer: Any, delimiter: str, n_prompt: int, torch: Any) -> None:
+        self.tokenizer = tokenizer
+        self.delimiter = delimiter
+        self.n_prompt = n_prompt
+        self.torch = torch
+
+    def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+        new = input_ids[:, self.n_prompt :].tolist()
+        done = [self.delimiter in self.tokenizer.decode(row, skip_special_tokens=True)
+                for row in new]
+        return self.torch.tensor(done, dtype=self.torch.bool, device=input_ids.device)
+
+
+@dataclass(frozen=True)
+class _Assistant:
+    """A loaded token-level draft model for transformers' assisted generation."""
+
+    model: Any
+    """The draft model."""
+    tokenizer: Any
+    """Its tokenizer when its vocabulary differs from the target's, else None."""
+
+
+class HFEngine:
+    """Hugging Face transformers on CPU (fp32), greedy, batched with left padding."""
+
+    name = "transformers"
+
+    def __init__(
+        self,
+        model: str | Path,
+        *,
+        threads: int = 1,
+        speculation: TokenSpeculation | None = None,
+        max_context: int = 4096,
+        delimiter: str = STEP_DELIMITER,
+        prefix_cache: bool = True,
+    ) -> None:
+        _check_method(speculation)
+        try:
+            import torch
+            from transformers import AutoModelForCausalLM, AutoTokenizer
+        except ImportError as e:
+            raise EngineError(f"transformers engine not installed: {e}") from e
+        if threads < 1:
+            raise ValueError(f"threads must be >= 1, got {threads}")
+        if not delimiter:
+            raise ValueError("delimiter must be a non-empty string")
+        self.delimiter = delimiter
+        torch.set_num_threads(threads)
+        self._torch = torch
+        path = Path(model)
+        try:
+            self.tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=False)
+            self.model = AutoModelForCausalLM.from_pretrained(
+                path, dtype=torch.float32, trust_remote_code=False
+            )
+        except Exception as e:
+            raise EngineError(f"model {path} will not load: {type(e).__name__}: {e}") from e
+        self.model.eval()
+        self.tokenizer.padding_side = "left"
+        if self.tokenizer.pad_token is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+        self.speculation = speculation
+        self.max_context = max_context
+        self.prefix_cache = prefix_cache
+        """Reuse the KV cache of the previous single-prefix call for a shared prefix."""
+        self._prefix: tuple[list[int], Any] | None = None
+        self._assistant = self._assistant_for(speculation)
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens of ``text`` (no special tokens)."""
+        return len(self.tokenizer(text, add_special_tokens=False).input_ids)
+
+    def with_speculation(self, speculation: TokenSpeculation | None) -> HFEngine:
+        """The same loaded model with other token-level speculation (no reload; ``self``
+        when the speculation is the same)."""
+        if speculation == self.speculation:
+            return self
+        _check_method(speculation)
+        other = copy.copy(self)
+        other.speculation = speculation
+        other._prefix = None
+        other._assistant = self._assistant_for(speculation)
+        return other
+
+    def spec_decode_metrics(self) -> dict[str, Any]:
+        """transformers reports no speculation counters: always {}."""
+        return {}
+
+    def _assistant_for(self, speculation: TokenSpeculation | None) -> _Assistant | None:
+        """The draft model that ``speculation`` names, loaded; None without one.
+
+        A draft whose vocabulary differs from the target's runs as transformers'
+        universal assisted decoding (both tokenizers passed to ``generate``): its
+        tokens are re-encoded as text for the target, which still verifies every
+        position, so greedy output stays the target's own.
+        """
+        if speculation is None or speculation.method != "draft_model":
+            return None
+        path = speculation.drafter.model
+        assert path  # TokenDrafter requires a model for draft_model
+        from transformers import AutoTokenizer
+
+        try:
+            tok = AutoTokenizer.from_pretrained(path, trust_remote_code=False)
+            model = self._torch_load(path)
+        except Exception as e:
+            raise EngineError(f"draft model {path} will not load: "
+                              f"{type(e).__name__}: {e}") from e
+        shared = tok.get_vocab() == self.tokenizer.get_vocab()
+        return _Assistant(model, None if shared else tok)
+
+    def _torch_load(self, path: str | Path) -> Any:
+        from transformers import AutoModelForCausalLM
+
+        return AutoModelForCausalLM.from_pretrained(
+            path, dtype=self._torch.float32, trust_remote_code=False
+        )
+
+    def _generate(
+        self, prompts: list[str], max_tokens: int, temperature: float = 0.0,
+        seed: int | None = None,
+    ) -> list[list[int]]:
+        enc = self.tokenizer(prompts, return_tensors="pt", padding=True)
+        n_prompt = enc.input_ids.shape[1]
+        if n_prompt + max_tokens > self.max_context:
+            raise EngineError(
+                f"prompt of {n_prompt} tokens + {max_tokens} new exceeds the "
+                f"context of {self.max_context}"
+            )
+        kwargs: dict[str, Any] = {
+            "max_new_tokens": max_tokens,
+            "do_sample": temperature > 0,
+            "stopping_criteria": [_DelimiterStop(self.tokenizer, self.delimiter, n_prompt,
+                                                 self._torch)],
+            "pad_token_id": self.tokenizer.pad_token_id,
+        }
+        if temperature > 0:  # plain temperature sampling: no top-k / top-p truncation
+            kwargs.update(temperature=temperature, top_k=0, top_p=1.0)
+            if seed is not None:
+                self._torch.manual_seed(seed)
+        spec = self.speculation
+        if spec is not None and spec.method == "ngram":
+            kwargs["prompt_lookup_num_tokens"] = spec.num_speculative_tokens
+            kwargs["max_matching_ngram_size"] = spec.drafter.prompt_lookup_max
+        if self._assistant is not None:
+            kwargs["assistant_model"] = self._assistant.model
+            kwargs["num_assistant_tokens"] = spec.num_speculative_tokens if spec else 4
+            if self._assistant.tokenizer is not None:
+                kwargs["tokenizer"] = self.tokenizer
+                kwargs["assistant_tokenizer"] = self._assistant.tokenizer
+        # Not with speculation: transformers' assisted generation handed a reused cache
+        # produced different text (SmolLM2, prompt lookup, 2026-11-22).
+        reuse = self.prefix_cache and len(prompts) == 1 and spec is None
+        if reuse:
+            ids = enc.input_ids[0].tolist()
+            kwargs["past_key_values"] = self._cached_prefix(ids)
+            kwargs["return_dict_in_generate"] = True
+        with self._torch.inference_mode():
+            out = self.model.generate(**enc, **kwargs)
+        if reuse:
+            cache = out.past_key_values
+            self._prefix = (out.sequences[0, : cache.get_seq_length()].tolist(), cache)
+            out = out.sequences
+        return [row[n_prompt:].tolist() for row in out]
+
+    def _cached_prefix(self, ids: list[int]) -> Any:
+        """The last call's KV cache cut to what it shares with ``ids`` (None if nothing)."""
+        if self._prefix is None:
+            return None
+        cached, cache = self._prefix
+        self._prefix = None  # generate extends the cache in place: it is used up here
+        common = 0
+        for a, b in zip(ids, cached, strict=False):
+            if a != b:
+                break
+            common += 1
+        keep = min(common, len(ids) - 1)  # at least one token must go through the model
+        if keep < 1:
+            return None
+        drop = cache.get_seq_length() - keep
+        if drop > 0:
+            cache.crop(-drop)
+        return cache
+
+    def generate_steps(
+        self, prefixes: Sequence[str], max_tokens: int, *, temperature: float = 0.0,
+        seed: int | None = None,
+    ) -> StepBatch:
+        """One step per prefix, greedy or sampled (speculation: one prefix at a time)."""
+        cap = check_max_tokens(max_tokens)
+        temp = check_temperature(temperature)
+        prompts = list(prefixes)
+        if not prompts:
+            raise ValueError("prefixes must not be empty")
+        t0 = time.perf_counter()
+        if self.speculation is None:
+            rows = self._generate(prompts, cap, temp, seed)
+        else:
+            rows = [self._generate([p], cap, temp, None if seed is None else seed + i)[0]
+                    for i, p in enumerate(prompts)]
+        seconds = time.perf_counter() - t0
+        outputs = []
+        pad = self.tokenizer.pad_token_id
+        eos = self.tokenizer.eos_token_id
+        for row in rows:
+            ids = [t for t in row if t != pad or t == eos]
+            text = self.tokenizer.decode(ids, skip_special_tokens=True)
+            step, found = cut_at_step(text, self.delimiter)
+            tokens = self.count_tokens(step) if found else len(ids)
+            ended = found or (eos in ids) or len(ids) < cap
+            outputs.append(StepOutput(step, tokens, "stop" if ended else "length"))
+        return StepBatch(outputs, seconds)

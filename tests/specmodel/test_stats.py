@@ -1,0 +1,179 @@
+"""The profiler's estimators (specmodel.stats and the shared ratio estimator): properties."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
+
+from specmodel.closedform.token_level import expected_accepted_drafts, g_token
+from specmodel.montecarlo.estimate import ratio_estimate
+from specmodel.stats import (
+    conditional_acceptance,
+    fit_iid_alpha,
+    jeffreys_rate,
+    solve_effective_c2,
+    summarize_counters,
+    wilson,
+)
+
+counts = st.integers(1, 10_000).flatmap(lambda n: st.tuples(st.integers(0, n), st.just(n)))
+alphas = st.floats(0.02, 0.98)
+gammas = st.integers(1, 12)
+
+
+@given(counts)
+def test_wilson_contains_the_rate_and_lies_in_the_unit_interval(xn) -> None:
+    x, n = xn
+    lo, hi = wilson(x, n)
+    assert 0.0 <= lo <= x / n <= hi <= 1.0
+    assert lo < hi
+
+
+@given(st.floats(0.0, 1.0), st.integers(1, 2000))
+def test_wilson_narrows_with_n(p, n) -> None:
+    lo1, hi1 = wilson(round(p * n), n)
+    lo4, hi4 = wilson(round(p * 4 * n), 4 * n)
+    assert hi4 - lo4 < hi1 - lo1
+
+
+@given(counts, st.floats(0.5, 4.0))
+def test_wilson_widens_with_z(xn, z) -> None:
+    x, n = xn
+    lo, hi = wilson(x, n, z)
+    lo2, hi2 = wilson(x, n, z * 1.5)
+    assert lo2 <= lo and hi <= hi2
+
+
+def test_wilson_edges_and_bad_input() -> None:
+    assert wilson(0, 5)[0] == 0.0 and wilson(5, 5)[1] == 1.0
+    assert wilson(30, 40) == pytest.approx((0.5981, 0.8581), abs=1e-4)  # textbook value
+    for args, name in (((1, 0), "n"), ((-1, 5), "successes"), ((6, 5), "successes"),
+                       ((1.5, 5), "successes"), ((1, 5, 0.0), "z"), ((1, 5, math.nan), "z")):
+        with pytest.raises(ValueError, match=name):
+            wilson(*args)
+
+
+@given(counts)
+def test_jeffreys_rate_lies_strictly_inside_and_near_the_raw_rate(xn) -> None:
+    x, n = xn
+    r = jeffreys_rate(x, n)
+    assert 0.0 < r < 1.0
+    assert abs(r - x / n) <= 0.5 / (n + 1) + 1e-12
+
+
+@given(alphas, gammas)
+def test_fit_iid_alpha_recovers_alpha_from_exact_geometric_counts(alpha, gamma) -> None:
+    # Exact marginal counts of an i.i.d. acceptance: count[i] = drafts * alpha^(i + 1).
+    drafts = 10**9
+    per_pos = [round(drafts * alpha ** (i + 1)) for i in range(gamma)]
+    assume(per_pos[-1] >= 1)
+    mean = sum(per_pos) / drafts
+    assert fit_iid_alpha(mean, gamma) == pytest.approx(alpha, abs=1e-6)
+    assert fit_iid_alpha(expected_accepted_drafts(alpha, gamma), gamma) == pytest.approx(
+        alpha, abs=1e-9)
+    cond = conditional_acceptance(drafts, per_pos)
+    assert cond == pytest.approx([alpha] * gamma, abs=1.0 / per_pos[-1])  # rounding of counts
+
+
+def test_fit_iid_alpha_names_bad_input() -> None:
+    for args, name in (((5.0, 4), "mean_accepted"), ((0.0, 4), "mean_accepted"),
+                       ((math.nan, 4), "mean_accepted"), ((1.0, 0), "gamma"),
+                       ((1.0, 2.5), "gamma")):
+        with pytest.raises(ValueError, match=name):
+            fit_iid_alpha(*args)
+
+
+@given(st.integers(1, 10_000), st.lists(st.floats(0.0, 1.0), min_size=1, max_size=8))
+def test_conditional_acceptance_of_marginal_counts_lies_in_the_unit_interval(drafts,
+                                                                             fractions) -> None:
+    per_pos, prev = [], drafts
+    for f in fractions:
+        prev = math.floor(prev * f)
+        per_pos.append(prev)
+    cond = conditional_acceptance(drafts, per_pos)
+    assert len(cond) == len(per_pos) and all(0.0 <= c <= 1.0 for c in cond)
+    # The product of the conditionals is the marginal rate of the last position.
+    assert math.prod(cond) == pytest.approx(per_pos[-1] / drafts, abs=1e-12)
+
+
+def test_conditional_acceptance_names_bad_counts() -> None:
+    assert conditional_acceptance(10, [0, 0]) == [0.0, 0.0]
+    with pytest.raises(ValueError, match=r"accepted_per_position\[1\] must lie in \[0, 3\]"):
+        conditional_acceptance(10, [3, 4])
+    with pytest.raises(ValueError, match="drafts"):
+        conditional_acceptance(0, [])
+    with pytest.raises(ValueError, match=r"accepted_per_position\[0\]"):
+        conditional_acceptance(10, [-1])
+
+
+@given(alphas, gammas, st.floats(0.0, 5.0))
+def test_effective_c2_inverts_g_token(alpha, gamma, c2) -> None:
+    speedup = float(g_token(alpha, c2, gamma + 1))
+    fitted = solve_effective_c2(alpha, gamma, speedup)
+    assert g_token(alpha, fitted, gamma + 1) == pytest.approx(speedup, rel=1e-9)
+    assert fitted == pytest.approx(c2, rel=1e-6, abs=1e-9)
+
+
+@given(alphas, gammas)
+def test_a_speedup_beyond_free_drafting_gives_the_boundary(alpha, gamma) -> None:
+    free = float(g_token(alpha, 0.0, gamma + 1))
+    assert solve_effective_c2(alpha, gamma, free * 1.01) == 0.0
+
+
+def test_effective_c2_names_bad_input() -> None:
+    for args, name in (((1.0, 4, 1.2), "alpha2"), ((0.5, 0, 1.2), "gamma"),
+                       ((0.5, 4, 0.0), "speedup"), ((0.5, 4, math.inf), "speedup")):
+        with pytest.raises(ValueError, match=name):
+            solve_effective_c2(*args)
+
+
+@given(alphas, gammas, st.integers(50, 5000), st.floats(0.3, 3.0))
+def test_summarize_counters_is_consistent(alpha, gamma, drafts, speedup) -> None:
+    per_pos = [math.floor(drafts * alpha ** (i + 1)) for i in range(gamma)]
+    accepted = sum(per_pos)
+    assume(accepted > 0)
+    s = summarize_counters({"num_drafts": drafts, "num_draft_tokens": gamma * drafts,
+                            "num_accepted_tokens": accepted,
+                            "num_accepted_tokens_per_pos": per_pos}, gamma, speedup)
+    assert s.accepted_per_position == per_pos and s.gamma == gamma
+    assert expected_accepted_drafts(s.alpha2, gamma) == pytest.approx(accepted / drafts,
+                                                                       rel=1e-6)
+    lo, hi = s.first_position_ci95
+    assert lo <= per_pos[0] / drafts <= hi
+    assert s.c2 is not None and s.c2 >= 0.0
+
+
+@given(st.integers(0, 2**32 - 1), st.floats(0.05, 2.0), st.integers(20, 400))
+def test_ratio_estimator_agrees_with_a_seeded_simulation(seed, ratio, n) -> None:
+    # Pairs (draft time, target time) with E[draft] = ratio * E[target]: the ratio of sums
+    # lies within a few standard errors of the true ratio.
+    rng = np.random.default_rng(seed)
+    target = rng.gamma(4.0, 0.25, n)
+    draft = ratio * target * rng.lognormal(-0.02, 0.2, n)  # E[lognormal] = 1
+    est = ratio_estimate(draft, target)
+    assert est.n == n and est.stderr > 0
+    assert est.agrees_with(ratio, z=6.0)
+
+
+def test_ratio_estimator_coverage_over_many_runs() -> None:
+    # Calibration of the delta-method SE: about 95 % of 2-sigma intervals cover the truth.
+    rng = np.random.default_rng(7)
+    hits = 0
+    for _ in range(2000):
+        target = rng.exponential(1.0, 60) + 0.5
+        draft = 0.3 * target + rng.normal(0.0, 0.1, 60)
+        hits += ratio_estimate(draft, target).agrees_with(0.3, z=1.96)
+    assert 0.92 <= hits / 2000 <= 0.97
+
+
+def test_ratio_estimator_names_bad_input() -> None:
+    with pytest.raises(ValueError, match="same length"):
+        ratio_estimate([1.0, 2.0], [1.0])
+    with pytest.raises(ValueError, match="at least 2"):
+        ratio_estimate([1.0], [1.0])
+    with pytest.raises(ValueError, match="denominator"):
+        ratio_estimate([1.0, 2.0], [0.0, 0.0])
