@@ -8,8 +8,6 @@ never asserted.
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import statistics
 import time
 from collections.abc import Callable
@@ -71,11 +69,9 @@ def _fmt(v: Any) -> str:
 def write_json(name: str, payload: dict[str, Any], folder: Path = RESULTS) -> Path:
     """Write ``<folder>/<name>.json`` (default ``results/``) atomically, with the machine
     description."""
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{name}.json"
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps({"machine": machine(), **payload}, indent=2) + "\n")
-    os.replace(tmp, path)
+    from specmodel.formats.jsonio import write_json_atomic
+
+    path = write_json_atomic({"machine": machine(), **payload}, folder / f"{name}.json")
     print(f"\nwrote {path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path}")
     return path
 

@@ -189,7 +189,8 @@ def validate(
                "calibration's T(b); error = predicted/measured − 1; α1 run: accepted/judged "
                "draft steps in this run; acc: final-answer accuracy")
     m = record.machine
-    render.dim(f"measured {record.created} on {m.get('cpu', '?')} ({m.get('cores', '?')} "
+    cpu, cores = (m.cpu, m.cores) if m is not None else ("?", "?")
+    render.dim(f"measured {record.created} on {cpu} ({cores} "
                f"cores), engine {record.engine}, models {record.models}")
     for line in calibration_mismatches(record, cal):
         render.line(f"[yellow]note: {line}; the prediction uses the calibration's "

@@ -26,8 +26,7 @@ __all__ = [
     "EngineError",
     "StepBatch",
     "StepOutput",
-    "check_max_tokens",
-    "check_temperature",
+    "check_step_request",
     "counter_delta",
     "cut_at_step",
     "init_worker_thread",
@@ -139,16 +138,18 @@ def counter_delta(after: dict[str, Any], before: dict[str, Any]) -> dict[str, An
     return out
 
 
-def check_max_tokens(max_tokens: int) -> int:
-    """``max_tokens`` when it is an integer >= 1, else a ValueError naming it."""
+def check_step_request(
+    prefixes: Sequence[str], max_tokens: int, temperature: float
+) -> tuple[list[str], int, float]:
+    """The arguments of :meth:`Engine.generate_steps`, checked: (prefixes as a non-empty list,
+    ``max_tokens`` an integer >= 1, ``temperature`` a float in [0, 10], 0 = greedy); a
+    ValueError names the argument."""
     if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
         raise ValueError(f"max_tokens must be an integer >= 1, got {max_tokens!r}")
-    return max_tokens
-
-
-def check_temperature(temperature: float) -> float:
-    """``temperature`` as a float in [0, 10] (0 = greedy), else a ValueError naming it."""
     t = float(temperature)
     if not 0.0 <= t <= 10.0:
         raise ValueError(f"temperature must be in [0, 10] (0 = greedy), got {temperature!r}")
-    return t
+    prompts = list(prefixes)
+    if not prompts:
+        raise ValueError("prefixes must not be empty")
+    return prompts, max_tokens, t

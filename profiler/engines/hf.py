@@ -21,8 +21,7 @@ from profiler.engines.base import (
     EngineError,
     StepBatch,
     StepOutput,
-    check_max_tokens,
-    check_temperature,
+    check_step_request,
     cut_at_step,
 )
 from specmodel.config import DECODER_TOKEN_METHODS, TokenSpeculation
@@ -236,11 +235,7 @@ class HFEngine:
         seed: int | None = None,
     ) -> StepBatch:
         """One step per prefix, greedy or sampled (speculation: one prefix at a time)."""
-        cap = check_max_tokens(max_tokens)
-        temp = check_temperature(temperature)
-        prompts = list(prefixes)
-        if not prompts:
-            raise ValueError("prefixes must not be empty")
+        prompts, cap, temp = check_step_request(prefixes, max_tokens, temperature)
         t0 = time.perf_counter()
         if self.speculation is None:
             rows = self._generate(prompts, cap, temp, seed)

@@ -19,8 +19,7 @@ from profiler.engines.base import (
     EngineError,
     StepBatch,
     StepOutput,
-    check_max_tokens,
-    check_temperature,
+    check_step_request,
 )
 from specmodel.config import TokenSpeculation
 
@@ -107,11 +106,7 @@ class VLLMEngine:
         seed: int | None = None,
     ) -> StepBatch:
         """One step per prefix (greedy, or sampled at ``temperature``), as one vLLM batch."""
-        cap = check_max_tokens(max_tokens)
-        temp = check_temperature(temperature)
-        prompts = list(prefixes)
-        if not prompts:
-            raise ValueError("prefixes must not be empty")
+        prompts, cap, temp = check_step_request(prefixes, max_tokens, temperature)
         for p in prompts:
             n = self.count_tokens(p)
             if n + cap > self.max_model_len:

@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from specmodel.config import SpecConfig, build
 from specmodel.errors import SpecmodelError
-from specmodel.formats.calibration import Calibration
+from specmodel.formats.calibration import Calibration, MachineDetails
 from specmodel.formats.jsonio import read_json_file
 
 __all__ = [
@@ -163,6 +163,27 @@ class RunSettings(_Record):
     """Version-1 records only: settings that this format does not name, kept as written."""
 
 
+class ChosenConfig(_Record):
+    """One (mode, k1, k2) an optimizer chose."""
+
+    mode: Literal["sync", "async"]
+    """sync or async."""
+    k1: int = Field(ge=1)
+    """Target steps in parallel."""
+    k2: int = Field(ge=1)
+    """Target positions per token pass."""
+
+
+class OptimizerChoices(_Record):
+    """What the optimizers chose for the run's calibration, to compare with the measurement
+    (``benchmarks/bench_decoder.py``)."""
+
+    budget: int = Field(ge=1)
+    """The parallelism budget M."""
+    choices: dict[str, ChosenConfig]
+    """Optimizer (e.g. 'closed form, async', 'priced by T(b), sync') -> its choice."""
+
+
 class RunRecord(_Record):
     """A decoder run: configurations, measurements and the calibration that predicts them."""
 
@@ -172,8 +193,8 @@ class RunRecord(_Record):
     """Marks the file as a run record."""
     created: str
     """ISO date and time of the run."""
-    machine: dict[str, Any] = Field(default_factory=dict)
-    """Platform, CPU, cores, memory."""
+    machine: MachineDetails | None = None
+    """CPU, cores, memory, platform, Python (the same record as a calibration's)."""
     versions: dict[str, str] = Field(default_factory=dict)
     """Package versions (specmodel, torch, transformers, vllm, ...)."""
     models: dict[str, str] = Field(default_factory=dict)
@@ -189,8 +210,8 @@ class RunRecord(_Record):
     """Label of the target-only configuration that defines speedup 1."""
     configs: list[ConfigRun] = Field(min_length=1)
     """Every configuration run, in order."""
-    optimizer: dict[str, Any] | None = None
-    """What ``optimize_budget`` chose for this calibration and budget, when recorded."""
+    optimizer: OptimizerChoices | None = None
+    """What the optimizer chose for this calibration and budget, when recorded."""
 
 
 def migrate_version1(data: dict[str, Any]) -> dict[str, Any]:
