@@ -142,73 +142,23 @@ def simulate(
     json_out: JsonOut = False,
 ) -> None:
     """Monte-Carlo of a process, next to its closed form."""
-    from specmodel.closedform.hybrid import h
-    from specmodel.closedform.step_level import f_async, f_sync
-    from specmodel.closedform.token_level import g_token, g_token_step
+    from specmodel.montecarlo.check import simulate_process
 
-    p, mode = inputs.params, inputs.mode
-    proc = process.value
-    if proc == "token":
-        from specmodel.montecarlo.token import simulate_token_sd
-
-        est = simulate_token_sd(p.alpha2, p.c2, k2, samples, seed)
-        exact, label = g_token(p.alpha2, p.c2, k2), f"g(k2={k2})"
-    elif proc == "sync":
-        from specmodel.montecarlo.step import simulate_sync
-
-        est = simulate_sync(p.alpha1, p.c1, k1, samples, seed)
-        exact, label = f_sync(p.alpha1, p.c1, k1), f"f_sync(k1={k1})"
-    elif proc == "async":
-        from specmodel.montecarlo.step import simulate_async
-
-        est = simulate_async(p.alpha1, p.c1, k1, samples, seed)
-        exact, label = f_async(p.alpha1, p.c1, k1), f"f_async(k1={k1})"
-    else:
-        from specmodel.montecarlo.hybrid import simulate_hybrid
-
-        est = simulate_hybrid(mode, p.alpha1, p.c1, p.alpha2, p.c2, k1, k2,
-                              step_tokens=step_tokens, n_cycles=min(samples, 50_000), seed=seed)
-        exact = h(mode, p.alpha1, p.c1, p.alpha2, p.c2, k1, k2)
-        label = f"f_{mode}(k1={k1})·g(k2={k2}) (endless-step product)"
-    # The comparison this command makes: one simulation against one closed form.
-    out: dict[str, Any] = {
-        "process": proc,
-        "k1": k1,
-        "k2": k2,
-        "simulated": est.mean,
-        "stderr": est.stderr,
-        "samples": est.n,
-        "seed": seed,
-        "closed_form": float(exact),
-        "formula": label,
-        "z": est.z_score(float(exact)),
-        "calibration": inputs.source.to_dict(),
-        "parameters": p.to_dict(),
-    }
-    if proc == "hybrid":
-        out["step_tokens"] = step_tokens
-        if mode == "sync":
-            out["finite_step_model"] = float(f_sync(p.alpha1, p.c1, k1)) * g_token_step(
-                p.alpha2, p.c2, k2, step_tokens
-            )
-        out["note"] = (
-            f"the closed form is the endless-step product f·g; the simulation has steps of "
-            f"{step_tokens} tokens"
-            + (" and a sync batch that waits for its slowest step" if mode == "sync" else "")
-            + ", so z measures the product form's model error, not only noise."
-        )
+    check = simulate_process(inputs.params, process.value, k1, k2, mode=inputs.mode,
+                             step_tokens=step_tokens, samples=samples, seed=seed)
     if json_out:
-        render.emit_json(out)
+        render.emit_json({**check.to_dict(), "calibration": inputs.source.to_dict()})
         return
+    est = check.estimate
     inputs.print_source()
-    render.line(f"simulated {proc}: {est.mean:.4f} ± {est.stderr:.4f} (n = {est.n}, seed {seed})")
-    render.line(f"closed form {label}: {float(exact):.4f}   z = {out['z']:+.2f}")
-    if "finite_step_model" in out:
-        render.line(
-            f"finite-step model f_sync·g_L (L = {step_tokens}): {out['finite_step_model']:.4f}"
-        )
-    if "note" in out:
-        render.dim(f"Note: {out['note']}")
+    render.line(f"simulated {check.process}: {est.mean:.4f} ± {est.stderr:.4f} "
+                f"(n = {est.n}, seed {seed})")
+    render.line(f"closed form {check.formula}: {check.closed_form:.4f}   z = {check.z:+.2f}")
+    if check.finite_step_model is not None:
+        render.line(f"finite-step model f_sync·g_L (L = {step_tokens}): "
+                    f"{check.finite_step_model:.4f}")
+    if check.note is not None:
+        render.dim(f"Note: {check.note}")
 
 
 @app.command()
