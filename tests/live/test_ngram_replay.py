@@ -37,9 +37,9 @@ def test_measure_hf_token_speculation(smollm_path) -> None:
     prompts = [format_prompt(p) for p in load_problems(2, seed=1)]
     summary, record = measure_hf_token_speculation(engine, prompts, gamma=3,
                                                    prompt_lookup_max=2, max_tokens=32)
-    assert all(record["outputs_identical"])
+    assert all(record.outputs_identical)
     assert 0 < summary.alpha2 < 1
     assert summary.speedup is not None and summary.speedup > 0
     assert summary.c2 is not None and summary.c2 >= 0
     assert len(summary.conditional_acceptance) == 3
-    assert record["counters"]["num_drafts"] == summary.drafts
+    assert record.counters.num_drafts == summary.drafts
