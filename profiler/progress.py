@@ -10,11 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-__all__ = ["ProgressCallback", "no_progress"]
+__all__ = ["NoteCallback", "ProgressCallback", "no_progress"]
 
 ProgressCallback = Callable[[int, int, str], None]
 """``progress(done, total, message)``: ``done`` of ``total`` items are finished
 (0 <= done <= total); ``message`` says what just finished or what is running now."""
+
+
+NoteCallback = Callable[[str], None]
+"""``note(message)``: one line the user should read (e.g. that a torn last line of a
+record was dropped); the CLI prints it, a test collects it."""
 
 
 def no_progress(done: int, total: int, message: str) -> None:

@@ -5,6 +5,13 @@ Shared by ``specmodel decode`` and ``benchmarks/bench_decoder.py``.  The record
 rewritten atomically (:func:`specmodel.formats.jsonio.write_json_atomic`) after
 every configuration, so an interrupted run keeps what it measured and
 ``resume=True`` skips the configurations already in the file.
+
+Resume is keyed on everything that determines a measurement: the models (role ->
+name), the engine, the run settings (dataset, problems, seed, threads, caps,
+delimiter), the specmodel/torch/transformers versions, the problem indices, and, for
+every configuration kept, its whole :class:`SpecConfig`.  A record measured with
+anything else is refused with the differing settings named.  The record is written
+under a :class:`specmodel.formats.lock.WriteLock` held for the whole run.
 """
 
 from __future__ import annotations
@@ -14,6 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from profiler.calibrate import key_versions
 from profiler.decoder import LookaheadDecoder, totals
 from profiler.engines import Engine
 from profiler.environment import machine_description, package_versions
@@ -22,9 +30,14 @@ from profiler.verifiers import Verifier
 from specmodel.config import SpecConfig, VerifierSpec
 from specmodel.formats.calibration import Calibration
 from specmodel.formats.jsonio import write_json_atomic
+from specmodel.formats.lock import WriteLock, resume_mismatch
 from specmodel.formats.run_record import ConfigRun, RunRecord, RunSettings, load_run_record
 
-__all__ = ["BASELINE", "run_configurations"]
+__all__ = ["BASELINE", "RESUME_SETTINGS", "check_resume", "run_configurations"]
+
+RESUME_SETTINGS = ("dataset", "problems", "seed", "threads", "max_steps", "max_step_tokens",
+                   "delimiter")
+"""The :class:`RunSettings` fields a resumed record must share with the run."""
 
 BASELINE = SpecConfig(k1=1, k2=1)
 """Target-only step-by-step greedy decoding: speedup 1 by definition."""
@@ -49,6 +62,38 @@ def _check_verifier(config: SpecConfig, verifier: Verifier | None) -> None:
             f"verifier {verifier.name!r} does not match {config.label}'s verifier.kind "
             f"{config.verifier.kind!r}"
         )
+
+
+def _key(engine: str, models: dict[str, str], settings: RunSettings, versions: dict[str, str],
+         problems: list[int], configs: dict[str, SpecConfig]) -> dict[str, Any]:
+    """A run record's resume key, flat enough for :func:`resume_mismatch`."""
+    out: dict[str, Any] = {"engine": engine, "models": dict(models)}
+    out.update({name: getattr(settings, name) for name in RESUME_SETTINGS})
+    out["versions"] = versions
+    out["problem indices"] = problems
+    for label, cfg in configs.items():
+        out[f"[{label}]"] = cfg.model_dump(mode="json")
+    return out
+
+
+def check_resume(path: Path, old: RunRecord, *, engine: str, models: dict[str, str],
+                 settings: RunSettings, problems: list[int],
+                 configs: dict[str, SpecConfig]) -> None:
+    """Refuse to resume ``old`` (the record at ``path``) into a run of ``configs``
+    (label -> configuration) unless it was measured with the same key: a one-line
+    ValueError naming every difference.  Configurations of ``old`` that the run does
+    not name are not compared (they are dropped)."""
+    kept = [c for c in old.configs if c.label in configs]
+    if not kept:
+        return  # nothing of the old record is reused
+    recorded = _key(old.engine, old.models, old.settings, old.versions,
+                    sorted({p.problem for c in kept for p in c.problems}),
+                    {c.label: c.config for c in kept})
+    expected = _key(engine, models, settings, key_versions(settings.engine or engine),
+                    sorted(problems), {c.label: configs[c.label] for c in kept})
+    problem = resume_mismatch(path, recorded, expected)
+    if problem is not None:
+        raise ValueError(problem)
 
 
 def run_configurations(
@@ -84,41 +129,46 @@ def run_configurations(
     labels = [c.label for c in todo]
     if len(set(labels)) != len(labels):
         raise ValueError(f"configs must be distinct, got {labels}")
-    done: list[ConfigRun] = []
     path = Path(record_path)
-    if resume and path.is_file():
-        old = load_run_record(path)
-        done = [c for c in old.configs if c.label in labels]
-    finished = {c.label for c in done}
-    meta: dict[str, Any] = {
-        "created": datetime.now(UTC).isoformat(timespec="seconds"),
-        "machine": machine_description(),
-        "versions": package_versions(),
-        "models": models,
-        "engine": target.name,
-        "settings": RunSettings.model_validate(settings),
-        "calibration": calibration,
-        "baseline": BASELINE.label,
-        "optimizer": optimizer,
-    }
-    total = len(todo) * len(problems)
-    count = len(finished) * len(problems)
-    record: RunRecord | None = None
-    for cfg in todo:
-        if cfg.label in finished:
-            continue
-        dec = LookaheadDecoder.for_config(target, draft if cfg.k1 > 1 else None,
-                                          verifier if cfg.k1 > 1 else None, cfg)
-        runs = []
-        for p in problems:
-            runs.append(dec.decode(p))
-            count += 1
-            if progress is not None:
-                r = runs[-1]
-                progress(count, total, f"{cfg.label}: problem {p.index}, {r.output_tokens} "
-                         f"tokens in {r.seconds:.1f} s")
-        done.append(ConfigRun(label=cfg.label, config=cfg, totals=totals(runs), problems=runs))
-        done.sort(key=lambda c: labels.index(c.label))
-        record = RunRecord(**meta, configs=done)
-        write_json_atomic(record, path)
-    return record if record is not None else RunRecord(**meta, configs=done)
+    with WriteLock(path):
+        done: list[ConfigRun] = []
+        run_settings = RunSettings.model_validate(settings)
+        if resume and path.is_file():
+            old = load_run_record(path)
+            check_resume(path, old, engine=target.name, models=models, settings=run_settings,
+                         problems=[p.index for p in problems],
+                         configs={c.label: c for c in todo})
+            done = [c for c in old.configs if c.label in labels]
+        finished = {c.label for c in done}
+        meta: dict[str, Any] = {
+            "created": datetime.now(UTC).isoformat(timespec="seconds"),
+            "machine": machine_description(),
+            "versions": package_versions(),
+            "models": models,
+            "engine": target.name,
+            "settings": run_settings,
+            "calibration": calibration,
+            "baseline": BASELINE.label,
+            "optimizer": optimizer,
+        }
+        total = len(todo) * len(problems)
+        count = len(finished) * len(problems)
+        record: RunRecord | None = None
+        for cfg in todo:
+            if cfg.label in finished:
+                continue
+            dec = LookaheadDecoder.for_config(target, draft if cfg.k1 > 1 else None,
+                                              verifier if cfg.k1 > 1 else None, cfg)
+            runs = []
+            for p in problems:
+                runs.append(dec.decode(p))
+                count += 1
+                if progress is not None:
+                    r = runs[-1]
+                    progress(count, total, f"{cfg.label}: problem {p.index}, {r.output_tokens} "
+                             f"tokens in {r.seconds:.1f} s")
+            done.append(ConfigRun(label=cfg.label, config=cfg, totals=totals(runs), problems=runs))
+            done.sort(key=lambda c: labels.index(c.label))
+            record = RunRecord(**meta, configs=done)
+            write_json_atomic(record, path)
+        return record if record is not None else RunRecord(**meta, configs=done)

@@ -6,6 +6,16 @@ are timed (batch of one), and the verifier judges the pair.  Every pair is
 appended to a JSONL file as soon as it is measured, so an interrupted run keeps
 what it measured and ``resume=True`` continues where it stopped.
 
+The record's first line is a header, ``{"kind": "specmodel-step-pairs", "version": 1,
+"key": {...}}``, whose key holds every setting that determines the pairs (models and
+their pack SHA-256s, engine, verifier, seed, caps, delimiter, threads, versions: see
+:func:`profiler.calibrate.steps_key`).  A resume with another key is refused naming
+what differs; a record without a header (written before the key existed) is refused
+too, since nothing tells what its pairs were measured with.  A torn last line (a run
+killed mid-write) is dropped with a note and the file cut back to its last complete
+line before anything is appended; a damaged line elsewhere is an error.  The record is
+written under a :class:`specmodel.formats.lock.WriteLock` for the whole run.
+
 Estimates (``summarize``, with the estimators of :mod:`specmodel.stats`): α1 =
 accepted / pairs with a Wilson 95 % interval (the calibration stores the
 Jeffreys-smoothed (x + ½)/(n + 1) so that 0 or n acceptances still give a rate
@@ -22,18 +32,25 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from profiler.engines import Engine
 from profiler.problems import Problem, format_prompt
-from profiler.progress import ProgressCallback, no_progress
+from profiler.progress import NoteCallback, ProgressCallback, no_progress
 from profiler.verifiers import Verifier
+from specmodel.formats.lock import WriteLock, resume_mismatch
 from specmodel.stats import jeffreys_rate, wilson
 
 if TYPE_CHECKING:
     from specmodel.formats.calibration import StepLevel
 
-__all__ = ["StepPair", "StepSummary", "profile_steps", "read_pairs", "summarize"]
+__all__ = ["RECORD_KIND", "StepPair", "StepSummary", "check_record", "profile_steps",
+           "read_pairs", "read_record", "summarize"]
+
+RECORD_KIND = "specmodel-step-pairs"
+"""The ``kind`` of a pairs record's header line."""
+RECORD_VERSION = 1
+"""The header's format version."""
 
 
 @dataclass(frozen=True)
@@ -62,18 +79,88 @@ class StepPair:
     """The verifier's verdict."""
 
 
-def read_pairs(path: str | Path) -> list[StepPair]:
-    """Pairs recorded so far (a truncated last line from an interrupted run is skipped)."""
+@dataclass(frozen=True)
+class PairsRecord:
+    """A pairs record as read: its header key, its pairs, and where it is torn."""
+
+    key: dict[str, Any] | None
+    """The header's resume key (None: no header, a record from before the key)."""
+    pairs: list[StepPair]
+    """The complete pairs, in file order."""
+    complete_bytes: int
+    """Length of the file up to the end of its last complete line."""
+    torn: bool
+    """Whether the file ends with a torn line (dropped from ``pairs``)."""
+
+
+def _parse_line(raw: bytes) -> dict[str, Any] | StepPair:
+    data = json.loads(raw.decode("utf-8"))
+    if isinstance(data, dict) and data.get("kind") == RECORD_KIND:
+        if not isinstance(data.get("key"), dict):
+            raise ValueError("header without a key")
+        return data
+    return StepPair(**data)
+
+
+def read_record(path: str | Path) -> PairsRecord:
+    """Read a pairs record.  A torn last line (no newline, or not a whole record) is
+    reported in ``torn``; a damaged line before it is a ValueError naming the line."""
     p = Path(path)
     if not p.is_file():
-        return []
-    out = []
-    for line in p.read_text(encoding="utf-8").splitlines():
-        try:
-            out.append(StepPair(**json.loads(line)))
-        except (json.JSONDecodeError, TypeError):
-            continue
-    return out
+        return PairsRecord(None, [], 0, False)
+    data = p.read_bytes()
+    lines = data.split(b"\n")  # the last item: what follows the last newline
+    key: dict[str, Any] | None = None
+    pairs: list[StepPair] = []
+    offset = complete = 0
+    torn = False
+    for number, raw in enumerate(lines, 1):
+        last = number == len(lines)
+        end = offset + len(raw) + (0 if last else 1)
+        if raw.strip():
+            try:
+                item = _parse_line(raw)
+            except (ValueError, TypeError, UnicodeDecodeError) as e:
+                if last or (number == len(lines) - 1 and not lines[-1]):
+                    torn = True
+                    break
+                raise ValueError(f"pairs record {p} is damaged at line {number} ({e}); "
+                                 "start over without --resume") from None
+            if last:  # a whole record without its newline: torn all the same
+                torn = True
+                break
+            if isinstance(item, StepPair):
+                pairs.append(item)
+            elif number == 1:
+                key = item["key"]
+            else:
+                raise ValueError(f"pairs record {p} has a second header at line {number}")
+        offset = end
+        if not last:
+            complete = end
+    return PairsRecord(key, pairs, complete, torn)
+
+
+def read_pairs(path: str | Path) -> list[StepPair]:
+    """Pairs recorded so far (the header and a torn last line are left out)."""
+    return read_record(path).pairs
+
+
+def check_record(path: str | Path, key: dict[str, Any]) -> PairsRecord:
+    """The record at ``path`` if ``--resume`` may continue it with settings ``key``; a
+    one-line ValueError naming every setting that differs, or saying that the record
+    predates the resume key, otherwise."""
+    rec = read_record(path)
+    if rec.key is None and rec.pairs:
+        raise ValueError(
+            f"--resume: {path} predates the resume key (its pairs record no settings), so "
+            "what they were measured with cannot be checked; start over without --resume "
+            "or with another --record")
+    if rec.key is not None:
+        problem = resume_mismatch(path, rec.key, key)
+        if problem is not None:
+            raise ValueError(problem)
+    return rec
 
 
 def profile_steps(
@@ -87,8 +174,16 @@ def profile_steps(
     max_step_tokens: int = 48,
     resume: bool = False,
     progress: ProgressCallback | None = None,
+    key: dict[str, Any] | None = None,
+    note: NoteCallback | None = None,
 ) -> list[StepPair]:
     """Run the protocol, appending each pair to ``record`` (JSONL) as it is measured.
+
+    ``key`` (the settings that determine the pairs, :func:`profiler.calibrate.steps_key`;
+    this function adds ``steps_per_problem``, ``max_step_tokens`` and ``problems``) goes
+    into the record's header; ``resume=True`` refuses a record with another key, and
+    cuts a torn last line off (telling ``note``).  The record is locked for the whole
+    run (:class:`specmodel.formats.lock.WriteLock`): a second writer is refused.
 
     ``progress(done, total, message)`` is called after every pair, with
     ``total = len(problems) * steps_per_problem``; the steps a problem does not
@@ -103,11 +198,44 @@ def profile_steps(
             raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
     path = Path(record)
     path.parent.mkdir(parents=True, exist_ok=True)
-    done = read_pairs(path) if resume else []
-    if not resume and path.exists():
-        path.unlink()
+    full_key = {**(key or {}), "steps_per_problem": steps_per_problem,
+                "max_step_tokens": max_step_tokens, "problems": len(problems)}
+    with WriteLock(path):
+        return _profile_locked(target, draft, verifier, problems, path, full_key,
+                               steps_per_problem, max_step_tokens, resume,
+                               progress or no_progress, note)
+
+
+def _start_record(path: Path, key: dict[str, Any], resume: bool,
+                  note: NoteCallback | None) -> list[StepPair]:
+    """Prepare ``path`` for appending (the lock is held): the pairs to keep."""
+    if resume:
+        rec = check_record(path, key)
+        if rec.torn:
+            with open(path, "r+b") as fh:
+                fh.truncate(rec.complete_bytes)
+                fh.flush()
+                os.fsync(fh.fileno())
+            if note is not None:
+                note(f"{path}: dropped a torn last line (a run killed mid-write); that pair "
+                     "is measured again")
+        if rec.key is not None:
+            return rec.pairs
+    header = {"kind": RECORD_KIND, "version": RECORD_VERSION, "key": key}
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(json.dumps(header) + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+    return []
+
+
+def _profile_locked(
+    target: Engine, draft: Engine, verifier: Verifier, problems: Sequence[Problem],
+    path: Path, key: dict[str, Any], steps_per_problem: int, max_step_tokens: int,
+    resume: bool, say: ProgressCallback, note: NoteCallback | None,
+) -> list[StepPair]:
+    done = _start_record(path, key, resume, note)
     recorded = {(p.problem, p.step): p for p in done}
-    say = progress or no_progress
     total = len(problems) * steps_per_problem
     count = 0
     pairs = list(done)

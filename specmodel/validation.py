@@ -14,6 +14,8 @@ from numbers import Integral, Real
 import numpy as np
 
 __all__ = [
+    "MAX_SAMPLES",
+    "MAX_SEARCH_BUDGET",
     "check_budget",
     "check_cost",
     "check_nonnegative_int",
@@ -115,16 +117,37 @@ def check_nonnegative_int_array(name: str, value: object) -> np.ndarray:
     return _as_int_array(name, value, 0)
 
 
-def check_budget(name: str, value: object) -> int:
-    """Return a parallelism budget ``M`` as an int >= 1."""
-    return check_positive_int(name, value)
+MAX_SEARCH_BUDGET = 100_000
+"""The largest budget M the optimizers search (:mod:`specmodel.optimize`): the landscape
+holds O(M log M) points (1.2 million at this M, about 0.1 GB), priced once per serving
+batch size; budgets beyond it would exhaust memory and time, and no device verifies
+100,000 positions per request in parallel."""
+
+MAX_SAMPLES = 10_000_000
+"""The largest Monte-Carlo sample count (stages, cycles, iterations, draws): the
+simulators hold a few arrays of this length (about 0.5 GB and one second at this
+count); beyond it memory and time grow without bound."""
+
+
+def check_budget(name: str, value: object, *, maximum: int | None = None) -> int:
+    """Return a parallelism budget ``M`` as an int >= 1 (and <= ``maximum`` when given:
+    the optimizers pass :data:`MAX_SEARCH_BUDGET`)."""
+    m = check_positive_int(name, value)
+    if maximum is not None and m > maximum:
+        raise ValueError(f"{name} must be an integer in [1, {maximum:,}] (memory bound of "
+                         f"the search), got {m}")
+    return m
 
 
 def check_samples(name: str, value: object) -> int:
-    """Return a Monte-Carlo sample count as an int >= 2 (a standard error needs two)."""
+    """Return a Monte-Carlo sample count as an int in [2, :data:`MAX_SAMPLES`] (a
+    standard error needs two; more would exhaust memory)."""
     n = _as_int(name, value)
     if n < 2:
         raise ValueError(f"{name} must be an integer >= 2, got {n}")
+    if n > MAX_SAMPLES:
+        raise ValueError(f"{name} must be an integer in [2, {MAX_SAMPLES:,}] (memory bound), "
+                         f"got {n}")
     return n
 
 

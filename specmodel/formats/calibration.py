@@ -9,10 +9,11 @@ file in the same folder, then ``os.replace``).  See docs/calibration.md.
 from __future__ import annotations
 
 import contextlib
+import json
 from datetime import datetime
 from importlib import resources
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import (
     AfterValidator,
@@ -27,7 +28,7 @@ from pydantic import (
 )
 
 from specmodel.config import SpecConfig, TokenMethod, VerifierSpec, build
-from specmodel.errors import describe_validation_error
+from specmodel.errors import SpecmodelError, describe_validation_error
 from specmodel.formats.jsonio import parse_json, read_json_file, write_json_atomic
 from specmodel.parameters import Parameters
 
@@ -59,7 +60,11 @@ __all__ = [
     "list_presets",
     "load_preset",
     "resolve_calibration",
+    "check_file_data",
+    "validate_file_data",
 ]
+
+_M = TypeVar("_M", bound=BaseModel)
 
 SCHEMA_VERSION = 1
 """The calibration schema this version of specmodel reads and writes."""
@@ -78,7 +83,12 @@ def _open_unit_interval(cls: type, v: list[float] | None) -> list[float] | None:
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    """Base of every calibration section: unknown fields rejected, frozen, every number
+    finite (NaN and ±inf are rejected with 'finite number').  Files are validated in
+    pydantic's strict JSON mode (:func:`_validated`): no string → number coercion."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False,
+                              use_attribute_docstrings=True)
 
 
 class Measurement(_Strict):
@@ -222,6 +232,12 @@ class BatchCostSettings(_Strict):
     """CPU threads."""
     date: IsoDateTime
     """When the phase finished (ISO date-time, UTC)."""
+    model_sha256: str | None = None
+    """The pinned SHA-256 of the model's pack (None: a local folder, or a file from before
+    the resume key was recorded)."""
+    versions: dict[str, str] | None = None
+    """specmodel, torch and transformers versions the phase ran with (part of the resume
+    key; None in files from before it was recorded)."""
 
 
 class StepsSettings(_Strict):
@@ -260,6 +276,23 @@ class StepsSettings(_Strict):
     """Delta-method standard error of c1 (absent in files from before it was recorded)."""
     date: IsoDateTime
     """When the phase finished (ISO date-time, UTC)."""
+    target_sha256: str | None = None
+    """The pinned SHA-256 of the target's pack (None: a local folder, or a file from
+    before the resume key was recorded)."""
+    draft_sha256: str | None = None
+    """The pinned SHA-256 of the draft's pack (None: as for ``target_sha256``)."""
+    engine: str | None = None
+    """The engine that decoded ('transformers'; None in files from before it was
+    recorded)."""
+    verifier_kind: str | None = None
+    """The verifier kind as asked for (exact, embedding, judge; part of the resume key)."""
+    threshold: float | None = None
+    """embedding: the cosine threshold asked for (None for other kinds)."""
+    judge_model: str | None = None
+    """judge: the judge model asked for (None for other kinds)."""
+    versions: dict[str, str] | None = None
+    """specmodel, torch and transformers versions the phase ran with (part of the resume
+    key; None in files from before it was recorded)."""
 
     @model_validator(mode="after")
     def _counts(self) -> StepsSettings:
@@ -332,6 +365,18 @@ class TokensSettings(_Strict):
     """Times, counters and output identity."""
     date: IsoDateTime
     """When the phase finished (ISO date-time, UTC)."""
+    model_sha256: str | None = None
+    """The pinned SHA-256 of the model's pack (None: a local folder, or a file from before
+    the resume key was recorded)."""
+    num_speculative_tokens: PositiveInt | None = None
+    """γ, draft tokens per pass (None in files from before it was recorded)."""
+    prompt_lookup_min: PositiveInt | None = None
+    """n-gram: shortest match (None in files from before it was recorded)."""
+    prompt_lookup_max: PositiveInt | None = None
+    """n-gram: longest match (None in files from before it was recorded)."""
+    versions: dict[str, str] | None = None
+    """specmodel, torch, transformers (and vLLM) versions the phase ran with (part of the
+    resume key; None in files from before it was recorded)."""
 
 
 PhaseName = Literal["batch_cost", "steps", "tokens"]
@@ -539,7 +584,7 @@ class Calibration(_Strict):
     """A calibration: what the model needs to predict a speedup."""
 
     schema_version: int = SCHEMA_VERSION
-    """The file format version (currently 1)."""
+    """The file format version (currently 1; required in a file)."""
     name: str = Field(min_length=1)
     """Short identifier."""
     step: StepLevel
@@ -595,11 +640,35 @@ def _parse(text: str, origin: str) -> Calibration:
     return _validated(parse_json(text, f"calibration {origin}"), origin)
 
 
-def _validated(data: Any, origin: str) -> Calibration:
+def check_file_data(data: Any, origin: str) -> None:
+    """What a calibration file must hold before validation: a JSON object with its
+    ``schema_version`` (a missing version is an error naming it, not version 1)."""
+    if not isinstance(data, dict):
+        raise SpecmodelError(f"{origin}: must be a JSON object, got {type(data).__name__}")
+    if "schema_version" not in data:
+        raise SpecmodelError(f"{origin}: schema_version: field required (this specmodel "
+                             f"reads {SCHEMA_VERSION})")
+
+
+def validate_file_data(cls: type[_M], data: Any, origin: str) -> _M:
+    """Validate parsed JSON ``data`` as ``cls`` in pydantic's strict JSON mode (numbers
+    must be JSON numbers, never strings; every number finite); a failure is one
+    :class:`SpecmodelError` line naming ``origin`` and the field."""
     try:
-        return Calibration.model_validate(data)
+        text = json.dumps(data, allow_nan=False)
+    except (ValueError, TypeError, RecursionError) as e:
+        raise SpecmodelError(f"{origin}: not JSON data ({e})") from e
+    try:
+        return cls.model_validate_json(text, strict=True)
     except ValidationError as e:
-        raise ValueError(describe_validation_error(e, f"calibration {origin} is invalid")) from e
+        line = describe_validation_error(e, origin)
+        raise SpecmodelError(line.replace("\r", "\\r").replace("\n", "\\n")) from e
+
+
+def _validated(data: Any, origin: str) -> Calibration:
+    what = f"calibration {origin} is invalid"
+    check_file_data(data, what)
+    return validate_file_data(Calibration, data, what)
 
 
 def load_calibration(path: str | Path) -> Calibration:

@@ -15,14 +15,20 @@ settings, the old decoder dataclass as ``config``) still load:
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from specmodel.config import SpecConfig, build
+from specmodel.config import SpecConfig
 from specmodel.errors import SpecmodelError
-from specmodel.formats.calibration import Calibration, MachineDetails
+from specmodel.formats.calibration import (
+    Calibration,
+    MachineDetails,
+    check_file_data,
+    validate_file_data,
+)
 from specmodel.formats.jsonio import read_json_file
 
 __all__ = [
@@ -33,6 +39,7 @@ __all__ = [
     "RunSettings",
     "StepRecord",
     "Totals",
+    "check_consistency",
     "load_run_record",
     "migrate_version1",
 ]
@@ -42,8 +49,17 @@ RUN_SCHEMA_VERSION = 2
 dataclass as each configuration; still read)."""
 
 
+TOKENS_PER_SECOND_RTOL = 1e-6
+"""How far a stored ``tokens_per_second`` may differ from output_tokens ÷ seconds
+(relative): rounding only."""
+
+
 class _Record(BaseModel):
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    """Base of every run-record section: unknown fields rejected, every number finite.
+    Files are validated in pydantic's strict JSON mode (no string → number coercion)."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False,
+                              use_attribute_docstrings=True)
 
 
 class StepRecord(_Record):
@@ -225,7 +241,10 @@ def migrate_version1(data: dict[str, Any]) -> dict[str, Any]:
     """
     out = dict(data)
     out["schema_version"] = RUN_SCHEMA_VERSION
-    verifier = (data.get("models") or {}).get("verifier") or None
+    models = data.get("models")
+    verifier = models.get("verifier") if isinstance(models, dict) else None
+    if not isinstance(verifier, str) or not verifier:
+        verifier = None
     configs = []
     for i, c in enumerate(data.get("configs") or []):
         if isinstance(c, dict) and isinstance(c.get("config"), dict):
@@ -233,7 +252,10 @@ def migrate_version1(data: dict[str, Any]) -> dict[str, Any]:
                 cfg = SpecConfig.from_legacy_decoder(c["config"], verifier)
             except SpecmodelError as e:
                 raise SpecmodelError(f"configs.{i}.{e}") from e
-            c = {**c, "config": cfg.model_dump()}
+            except (ValueError, TypeError, KeyError, AttributeError) as e:
+                raise SpecmodelError(f"configs.{i}.config: not a version-1 decoder "
+                                     f"configuration ({type(e).__name__}: {e})") from e
+            c = {**c, "config": cfg.model_dump(mode="json")}
         configs.append(c)
     out["configs"] = configs
     settings = data.get("settings")
@@ -246,20 +268,68 @@ def migrate_version1(data: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def load_run_record(path: str | Path) -> RunRecord:
-    """Read and validate a run record (version 1 is migrated); anything else is one
-    :class:`SpecmodelError` line naming the file and the field."""
+def check_consistency(record: RunRecord, origin: str, *, require_baseline: bool = False
+                      ) -> None:
+    """Refuse a record whose numbers contradict each other; each failure is one
+    :class:`SpecmodelError` line naming ``origin`` (the file) and the field.
+
+    Checked: every ``totals.tokens_per_second`` equals output_tokens ÷ seconds (within
+    :data:`TOKENS_PER_SECOND_RTOL`), seconds finite and > 0, configuration labels
+    unique, each label its configuration's :attr:`SpecConfig.label`, and, with
+    ``require_baseline``, the ``baseline`` label among them (a record decoded without
+    the baseline — ``decode --no-baseline``, or one being resumed — legitimately lacks
+    it; :func:`specmodel.prediction.compare` refuses such a record itself).
+    """
+    seen: set[str] = set()
+    for i, run in enumerate(record.configs):
+        where = f"{origin}: configs.{i}"
+        t = run.totals
+        if not (math.isfinite(t.seconds) and t.seconds > 0):
+            raise SpecmodelError(f"{where}.totals.seconds must be finite and > 0, "
+                                 f"got {t.seconds!r}")
+        rate = t.output_tokens / t.seconds
+        if not math.isclose(t.tokens_per_second, rate, rel_tol=TOKENS_PER_SECOND_RTOL,
+                            abs_tol=0.0):
+            raise SpecmodelError(
+                f"{where}.totals.tokens_per_second: {t.tokens_per_second!r} disagrees with "
+                f"output_tokens / seconds = {t.output_tokens} / {t.seconds!r} = {rate!r} "
+                f"(allowed: {TOKENS_PER_SECOND_RTOL:g} relative)")
+        if run.label in seen:
+            raise SpecmodelError(f"{where}.label: {run.label!r} is duplicated (configuration "
+                                 f"labels must be unique)")
+        seen.add(run.label)
+        if run.label != run.config.label:
+            raise SpecmodelError(f"{where}.label: {run.label!r} contradicts its config, whose "
+                                 f"label is {run.config.label!r}")
+    if require_baseline and record.baseline not in seen:
+        raise SpecmodelError(f"{origin}: baseline: {record.baseline!r} is not the label of "
+                             f"any configuration (labels: {', '.join(sorted(seen))})")
+
+
+def load_run_record(path: str | Path, *, require_baseline: bool = False) -> RunRecord:
+    """Read and validate a run record (version 1 is migrated); anything else — a wrong
+    type, a string for a number, a non-finite number, a missing ``schema_version``, an
+    inconsistent record (:func:`check_consistency`; ``require_baseline``: the baseline
+    configuration must be in it) — is one :class:`SpecmodelError` line naming the file
+    and the field."""
     p = Path(path)
     data = read_json_file(p, "run record")
     if not isinstance(data, dict) or data.get("kind") != "specmodel-run":
         raise SpecmodelError(
             f"{p} is not a specmodel run record (kind must be 'specmodel-run')")
+    if "schema_version" not in data:
+        raise SpecmodelError(f"{p}: schema_version: field required (this specmodel reads "
+                             f"1 and {RUN_SCHEMA_VERSION})")
     version = data.get("schema_version")
-    if version == 1:
-        data = migrate_version1(data)
-    elif version != RUN_SCHEMA_VERSION:
+    if type(version) is not int or version not in (1, RUN_SCHEMA_VERSION):
         raise SpecmodelError(
             f"{p}: schema_version {version!r} is not supported "
             f"(this specmodel reads 1 and {RUN_SCHEMA_VERSION})"
         )
-    return build(RunRecord, data, str(p))
+    if data.get("calibration") is not None:
+        check_file_data(data["calibration"], f"{p}: calibration")
+    if version == 1:
+        data = migrate_version1(data)
+    record = validate_file_data(RunRecord, data, str(p))
+    check_consistency(record, str(p), require_baseline=require_baseline)
+    return record

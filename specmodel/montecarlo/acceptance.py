@@ -15,6 +15,10 @@ from specmodel.validation import check_nonnegative_int, check_probability
 
 __all__ = ["acceptance_profile", "leading_accepts", "sample_accepted_prefix", "sample_run_length"]
 
+_CHUNK_ELEMENTS = 1 << 24
+"""Uniform draws held at once by :func:`sample_accepted_prefix` (16 Mi doubles, 128 MiB):
+a window of n verifications × w positions is drawn in blocks of rows beyond it."""
+
 
 def acceptance_profile(name: str, alpha: float | np.ndarray | list[float]) -> np.ndarray:
     """Validate a scalar rate or a per-position vector; return a 1-D float array."""
@@ -41,7 +45,15 @@ def sample_accepted_prefix(
         x = rng.geometric(1.0 - float(alpha[0]), size=n) - 1
         return np.minimum(x, w)
     rates = alpha[np.minimum(np.arange(w), alpha.size - 1)]
-    return leading_accepts(rng.random((n, w)) < rates)
+    rows = max(1, _CHUNK_ELEMENTS // w)
+    if n <= rows:
+        return leading_accepts(rng.random((n, w)) < rates)
+    # In row blocks (bounded memory): the same stream, hence the same draws, as one block.
+    out = np.empty(n, dtype=np.int64)
+    for start in range(0, n, rows):
+        stop = min(n, start + rows)
+        out[start:stop] = leading_accepts(rng.random((stop - start, w)) < rates)
+    return out
 
 
 def leading_accepts(accept: np.ndarray) -> np.ndarray:

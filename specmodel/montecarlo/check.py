@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from specmodel.montecarlo.estimate import Estimate
 from specmodel.parameters import Parameters
+from specmodel.validation import check_samples
 
 __all__ = ["PROCESSES", "Process", "ProcessCheck", "simulate_process"]
 
@@ -92,6 +93,7 @@ def simulate_process(
     from specmodel.closedform.step_level import check_mode, f_async, f_sync
     from specmodel.closedform.token_level import g_token, g_token_step
 
+    check_samples("samples", samples)  # the memory bound, named as the caller's option
     p = Parameters.coerce(params)
     if process not in PROCESSES:
         raise ValueError(f"process must be one of {', '.join(PROCESSES)}, got {process!r}")

@@ -4,7 +4,9 @@ Solved exactly over the integers.  For each k1 the best k2 is the unconstrained
 integer optimum of g clipped to ``M // ParallelDim_f(k1)`` (g is unimodal in k2,
 Lemma 3), so the search costs O(M) evaluations; for async, k1 beyond ⌈1/c1⌉
 changes neither f nor the parallel dimension and is not searched.  The whole
-landscape (every feasible (k1, k2)) is returned on request.
+landscape (every feasible (k1, k2)) is returned on request.  Budgets are bounded by
+:data:`~specmodel.validation.MAX_SEARCH_BUDGET` (100,000): the landscape holds
+O(M log M) points, and a larger M is refused with a message naming the bound.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from specmodel.closedform.step_level import (
 from specmodel.closedform.token_level import g_token, optimal_k
 from specmodel.config import SpecConfig
 from specmodel.parameters import Parameters
-from specmodel.validation import check_budget, check_cost
+from specmodel.validation import MAX_SEARCH_BUDGET, check_budget, check_cost
 
 __all__ = ["BudgetPoint", "Landscape", "OptimizeResult", "budget_landscape", "optimize_budget"]
 
@@ -163,12 +165,13 @@ class OptimizeResult:
 
 
 def check_parameters(params: Parameters, M: int, mode: str) -> tuple[Parameters, int, str]:
-    """Validated (params, M, mode); async needs 0 < c1 < 1 (``check_async_c1``)."""
+    """Validated (params, M, mode); async needs 0 < c1 < 1 (``check_async_c1``); M is at
+    most :data:`~specmodel.validation.MAX_SEARCH_BUDGET` (the search's memory bound)."""
     p = Parameters.coerce(params)
     m = check_mode(mode)
     if m == "async":
         check_async_c1(p.c1)
-    return p, check_budget("M", M), m
+    return p, check_budget("M", M, maximum=MAX_SEARCH_BUDGET), m
 
 
 def _k1_range(mode: str, c1: float, M: int) -> np.ndarray:

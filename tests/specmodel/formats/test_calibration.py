@@ -9,6 +9,7 @@ import pytest
 
 from specmodel.closedform.step_level import f_async
 from specmodel.closedform.token_level import g_token
+from specmodel.errors import SpecmodelError
 from specmodel.formats.calibration import (
     DEFAULT_PRESET,
     Calibration,
@@ -25,6 +26,7 @@ from specmodel.formats.paper_presets import PAPER_ROWS, derive_paper_preset
 
 def _minimal() -> dict:
     return {
+        "schema_version": 1,
         "name": "t",
         "step": {"alpha1": 0.6, "c1": 0.2},
         "token": {"alpha2": 0.7, "c2": 0.05},
@@ -109,7 +111,7 @@ def test_save_is_atomic_when_the_rename_fails(tmp_path, monkeypatch) -> None:
 
     monkeypatch.setattr(os, "replace", broken_replace)
     second = Calibration.model_validate({**_minimal(), "name": "other"})
-    with pytest.raises(OSError, match="disk gone"):
+    with pytest.raises(SpecmodelError, match=r"cannot write .*cal\.json: disk gone"):
         save_calibration(second, path)
     assert path.read_text() == before  # the old file is intact
     assert [p.name for p in tmp_path.iterdir()] == ["cal.json"]  # and no temp file remains
@@ -299,3 +301,54 @@ def test_calibrations_of_the_first_profile_commands_still_load() -> None:
     bad["provenance"]["settings"]["steps"]["sed"] = 1
     with pytest.raises(ValueError, match="sed"):
         Calibration.model_validate(bad)
+
+
+@pytest.mark.parametrize(
+    ("patch", "match"),
+    [
+        ({"step": {"alpha1": "0.6", "c1": 0.2}},
+         r"step\.alpha1: Input should be a valid number"),
+        ({"token": {"alpha2": 0.7, "c2": 0.05, "samples": "12"}},
+         r"token\.samples: Input should be a valid integer"),
+        ({"token": {"alpha2": 0.7, "c2": 0.05, "samples": 12.0}},
+         r"token\.samples: Input should be a valid integer"),
+        ({"step": {"alpha1": 0.6, "c1": 0.2, "verifier_cost": 1e308 * 10}},
+         r"not valid JSON: Infinity is not a JSON number"),
+        ({"schema_version": "1"}, r"schema_version: Input should be a valid integer"),
+    ],
+)
+def test_files_are_strict_and_finite(tmp_path, patch, match) -> None:
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps({**_minimal(), **patch}))
+    with pytest.raises(SpecmodelError, match=match) as err:
+        load_calibration(path)
+    assert str(path) in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_missing_schema_version_is_an_error_naming_it(tmp_path) -> None:
+    data = _minimal()
+    del data["schema_version"]
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(SpecmodelError, match=r"old\.json is invalid: schema_version: field "
+                                             r"required"):
+        load_calibration(path)
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -float("inf")])
+def test_non_finite_numbers_say_finite(value) -> None:
+    for section, field in (("step", "alpha1"), ("step", "verifier_cost"), ("token", "c2")):
+        data = _minimal()
+        data[section] = {**data[section], field: value}
+        with pytest.raises(ValueError, match="finite number") as err:
+            Calibration.model_validate(data)
+        assert "less than" not in str(err.value)
+
+
+def test_every_preset_carries_its_schema_version() -> None:
+    from importlib import resources
+
+    for name in list_presets():
+        text = (resources.files("specmodel") / "presets" / f"{name}.json").read_text()
+        assert json.loads(text)["schema_version"] == 1
+        assert load_preset(name).schema_version == 1

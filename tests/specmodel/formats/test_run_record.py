@@ -287,3 +287,79 @@ def test_the_committed_run_records_load(tmp_path) -> None:
         for c, raw in zip(rec.configs, data["configs"], strict=True):
             assert c.config.label == c.label
             assert c.totals.tokens_per_second == raw["totals"]["tokens_per_second"]
+
+
+# --- consistency on load ------------------------------------------------------------
+
+
+def _good_configs():
+    return [_config("target", "sync", 1, 1, 10.0), _config("token k2=2", "sync", 1, 2, 12.0)]
+
+
+@pytest.mark.parametrize(
+    ("patch", "match"),
+    [
+        # a stored rate that output_tokens / seconds contradicts (the 183021× speedup)
+        (lambda c: c[1]["totals"].update(tokens_per_second=1830210.0),
+         r"configs\.1\.totals\.tokens_per_second: 1830210\.0 disagrees with output_tokens"),
+        (lambda c: c[1]["totals"].update(tokens_per_second=12.0 * (1 + 1e-5)),
+         r"configs\.1\.totals\.tokens_per_second"),
+        (lambda c: c[1].update(label="target"), r"configs\.1\.label: 'target' is duplicated"),
+        (lambda c: c[1]["config"].update(k1=10**9),
+         r"configs\.1\.label: 'token k2=2' contradicts its config, whose label is "
+         r"'sync k1=1000000000 k2=2'"),
+        (lambda c: c[0].update(label="token k2=1"),
+         r"configs\.0\.label: 'token k2=1' contradicts its config"),
+        (lambda c: c[1]["totals"].update(seconds=0.0), r"configs\.1\.totals\.seconds"),
+    ],
+)
+def test_inconsistent_records_name_the_file_and_field(tmp_path, patch, match) -> None:
+    configs = _good_configs()
+    patch(configs)
+    with pytest.raises(SpecmodelError, match=r"run\.json: " + match) as err:
+        load_run_record(_write(tmp_path, _record(configs)))
+    assert "\n" not in str(err.value)
+
+
+def test_rounding_of_the_rate_is_accepted(tmp_path) -> None:
+    configs = _good_configs()
+    configs[1]["totals"]["tokens_per_second"] = 12.0 * (1 + 1e-9)
+    assert len(load_run_record(_write(tmp_path, _record(configs))).configs) == 2
+
+
+@pytest.mark.parametrize(
+    ("patch", "match"),
+    [
+        (lambda d: d["configs"][1]["totals"].update(seconds="10.0"),
+         r"configs\.1\.totals\.seconds: Input should be a valid number"),
+        (lambda d: d["configs"][1]["totals"].update(output_tokens="120"),
+         r"configs\.1\.totals\.output_tokens: Input should be a valid integer"),
+        (lambda d: d["configs"][1]["totals"].update(output_tokens=120.0),
+         r"configs\.1\.totals\.output_tokens: Input should be a valid integer"),
+        (lambda d: d.pop("schema_version"), r"schema_version: field required"),
+        (lambda d: d["calibration"].pop("schema_version"),
+         r"calibration: schema_version: field required"),
+        (lambda d: d["calibration"]["step"].update(verifier_cost=float("inf")),
+         r"not valid JSON: Infinity is not a JSON number"),
+        (lambda d: d["calibration"]["step"].update(alpha1="0.5"),
+         r"calibration\.step\.alpha1: Input should be a valid number"),
+    ],
+)
+def test_strict_types_and_required_version(tmp_path, patch, match) -> None:
+    data = _record(_good_configs())
+    patch(data)
+    p = tmp_path / "run.json"
+    p.write_text(json.dumps(data))
+    with pytest.raises(SpecmodelError, match=match) as err:
+        load_run_record(p)
+    assert str(p) in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_missing_baseline_is_refused_only_when_required(tmp_path) -> None:
+    """``decode --no-baseline`` writes records without the baseline: they load; a reader
+    that needs the baseline asks for it."""
+    path = _write(tmp_path, _record(_good_configs()[1:]))
+    assert [c.label for c in load_run_record(path).configs] == ["token k2=2"]
+    with pytest.raises(SpecmodelError, match=r"run\.json: baseline: 'target' is not the "
+                                             r"label of any configuration"):
+        load_run_record(path, require_baseline=True)
