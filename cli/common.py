@@ -36,6 +36,7 @@ __all__ = [
     "Budget",
     "CalibrationOpt",
     "CalibrationSource",
+    "Concurrency",
     "JsonOut",
     "MethodChoice",
     "ModeChoice",
@@ -83,6 +84,9 @@ Alpha2 = Annotated[float | None, typer.Option("--alpha2", help="Token acceptance
 C2 = Annotated[float | None, typer.Option("--c2", help="Draft-token cost ratio c2.")]
 Mode = Annotated[ModeChoice, typer.Option("--mode", help="sync (Algorithm 1) or async.")]
 JsonOut = Annotated[bool, typer.Option("--json", help="Print JSON for machines.")]
+Concurrency = Annotated[int, typer.Option(
+    "--concurrency", "-N", min=1,
+    help="Requests served together (needs a calibration with a measured T(b)).")]
 
 _NUMBERS = ("alpha1", "c1", "alpha2", "c2")
 _NUMBER_OPTIONS = {"alpha1": "--alpha1", "c1": "--c1", "alpha2": "--alpha2", "c2": "--c2"}
@@ -147,8 +151,28 @@ class ModelInputs:
     """Library parameter name → the option the user typed (for error messages)."""
 
     def batch_cost_curve(self) -> Any:
-        """The calibration's measured T(b), or None."""
-        return None if self.calibration is None else self.calibration.batch_cost_curve()
+        """The calibration's measured T(b), or None; marked ``seconds_per_step`` when the
+        calibration's times are seconds per decode step (unit 's/step')."""
+        if self.calibration is None:
+            return None
+        curve = self.calibration.batch_cost_curve()
+        if curve is None:
+            return None
+        import dataclasses
+
+        cost = self.calibration.batch_cost
+        absolute = cost is not None and cost.unit == "s/step"
+        return dataclasses.replace(curve, seconds_per_step=absolute)
+
+    def priced_curve(self, concurrency: int) -> Any:
+        """The measured T(b) for a command that takes ``--concurrency``; None when the
+        calibration has none, which only concurrency 1 accepts."""
+        curve = self.batch_cost_curve()
+        if curve is None and concurrency != 1:
+            raise SpecmodelError(
+                f"--concurrency {concurrency} needs a calibration with a measured T(b) "
+                "(batch_cost): the flat-budget f·g model has no notion of concurrency")
+        return curve
 
     def print_source(self, *, stderr: bool = False) -> None:
         """The dim 'Using calibration …' line."""

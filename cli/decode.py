@@ -213,8 +213,27 @@ def validate(
             "the run record carries no calibration: pass --calibration or --preset"
         )
     rows = compare(record, cal)
+    # Absolute times: a request's ms per generated token, measured (seconds / tokens of
+    # each configuration's run) and predicted (the baseline's measured ms/token ÷ the
+    # predicted speedup).
+    runs = {c.label: c.totals for c in record.configs}
+    base = runs.get(record.baseline)
+    base_ms = (1e3 * base.seconds / base.output_tokens
+               if base is not None and base.output_tokens > 0 else None)
+
+    def ms(label: str, speedup: float | None = None) -> float | None:
+        if speedup is not None:
+            return None if base_ms is None or speedup <= 0 else base_ms / speedup
+        t = runs.get(label)
+        return None if t is None or t.output_tokens == 0 else 1e3 * t.seconds / t.output_tokens
+
+    times = [{"measured_ms_per_token": ms(r.config),
+              "predicted_ms_per_token": None if r.predicted_speedup is None
+              else ms(r.config, r.predicted_speedup),
+              "priced_ms_per_token": None if r.predicted_priced is None
+              else ms(r.config, r.predicted_priced)} for r in rows]
     if json_out:
-        render.emit_json([r.model_dump() for r in rows])
+        render.emit_json([{**r.model_dump(), **t} for r, t in zip(rows, times, strict=True)])
         return
 
     def fmt(v: float | None, pct: bool = False) -> str:
@@ -230,6 +249,17 @@ def validate(
           fmt(r.predicted_priced), fmt(r.priced_error, True), fmt(r.step_acceptance),
           f"{r.accuracy:.2f}") for r in rows],
         justify=("left",) + ("right",) * 7, no_wrap=True))
+    if base_ms is not None:
+        render.show(render.table(
+            "ms per generated token (one request at a time)",
+            ("config", "measured", "predicted", "priced"),
+            [(r.config, *("-" if t[k] is None else f"{t[k]:.1f}" for k in
+                          ("measured_ms_per_token", "predicted_ms_per_token",
+                           "priced_ms_per_token"))) for r, t in zip(rows, times, strict=True)],
+            justify=("left", "right", "right", "right"), no_wrap=True))
+    render.dim("speedup = the target alone's time per generated token ÷ the configuration's, "
+               "one request at a time; predicted ms/token = the target's measured ms/token "
+               "÷ the predicted speedup")
     render.dim("predicted: the papers' f(k1)·g(k2); priced: the same priced by the "
                "calibration's T(b); error = predicted/measured − 1; α1 run: accepted/judged "
                "draft steps in this run; acc: final-answer accuracy")

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from cli import render
-from cli.common import ModelInputs, model_inputs
+from cli.common import Concurrency, ModelInputs, model_inputs
 from specmodel.errors import SpecmodelError
 
 if TYPE_CHECKING:
@@ -28,6 +28,7 @@ def export(
         str | None, typer.Option(help="exact, embedding or judge (default: the calibration's).")
     ] = None,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write JSON here.")] = None,
+    concurrency: Concurrency = 1,
 ) -> None:
     """Write vLLM's speculative_config and the Lookahead Reasoning decoder settings."""
     from specmodel.formats.export import export_vllm, save_export
@@ -38,15 +39,17 @@ def export(
     params, budget, mode = inputs.params, inputs.budget, inputs.mode
     base = _base_config(inputs, token_method, draft_model, prompt_lookup_min, prompt_lookup_max,
                         verifier)
+    curve = inputs.priced_curve(concurrency)
     res = optimize_budget(params, budget, mode, base=base)
-    decisions = None
-    curve = inputs.batch_cost_curve()
-    if curve is not None:
+    decisions = best = None
+    if curve is not None:  # the same answer as optimize: priced at the concurrency
         from specmodel.optimize.pricing import price_budget
 
-        decisions = price_budget(params, budget, mode, curve).by_batch_size
+        priced = price_budget(params, budget, mode, curve, concurrency)
+        decisions, best = priced.by_batch_size, priced.best
     bundle = export_vllm(res, calibration_name=inputs.source.name,
-                         calibration_source=inputs.source.source, decisions=decisions)
+                         calibration_source=inputs.source.source, decisions=decisions,
+                         priced=best, concurrency=concurrency)
     if output is None:
         inputs.print_source(stderr=True)
         render.emit_json(bundle.to_dict())
@@ -89,4 +92,6 @@ def _base_config(
 
 def register(app: typer.Typer) -> None:
     """Add ``export`` to the app."""
-    app.command("export")(model_inputs(budget=True, mode=True)(export))
+    app.command("export")(model_inputs(
+        budget=True, mode=True,
+        options={"serving_batch": "--concurrency", "concurrency": "--concurrency"})(export))

@@ -14,6 +14,7 @@ import typer
 
 from cli import render
 from cli.common import (
+    Concurrency,
     JsonOut,
     MethodChoice,
     ModelInputs,
@@ -30,8 +31,28 @@ app = typer.Typer(
 )
 
 
+def _print_version(value: bool) -> None:
+    """``--version``: ``specmodel X.Y.Z``, then exit."""
+    if value:
+        from specmodel import __version__
+
+        sys.stdout.write(f"specmodel {__version__}\n")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _app(
+    version: Annotated[bool, typer.Option(
+        "--version", callback=_print_version, is_eager=True,
+        help="Print specmodel's version and exit.")] = False,
+) -> None:
+    """Predict, optimize and realize the speedup of speculative decoding."""
+
+
 @app.command()
-@model_inputs(budget=True, mode=True, options={"n_samples": "--samples", "samples": "--samples"})
+@model_inputs(budget=True, mode=True, options={"n_samples": "--samples", "samples": "--samples",
+                                               "serving_batch": "--concurrency",
+                                               "concurrency": "--concurrency"})
 def optimize(
     inputs: ModelInputs,
     method: Annotated[
@@ -39,13 +60,19 @@ def optimize(
     ] = MethodChoice.closed_form,
     samples: Annotated[int, typer.Option(help="Monte-Carlo samples per level.")] = 200_000,
     seed: Annotated[int, typer.Option(help="Monte-Carlo seed.")] = 0,
+    concurrency: Concurrency = 1,
     landscape: Annotated[bool, typer.Option(help="Include every feasible point.")] = False,
     json_out: JsonOut = False,
 ) -> None:
-    """Split a parallelism budget between steps in flight (k1) and tokens per step (k2)."""
+    """Split a parallelism budget between steps in flight (k1) and tokens per step (k2).
+
+    With a measured T(b) in the calibration the answer is priced by it at --concurrency
+    requests; the papers' flat-budget f·g optimum is shown beside it as a comparison.
+    """
     from specmodel.optimize.budget import optimize_budget, optimize_budget_mc
 
     params, budget, mode = inputs.params, inputs.budget, inputs.mode
+    curve = inputs.priced_curve(concurrency)
     base = inputs.calibration.base_config(mode) if inputs.calibration is not None else None
     mc = None
     if method == MethodChoice.mc:
@@ -53,33 +80,63 @@ def optimize(
         res = mc.closed_form
     else:
         res = optimize_budget(params, budget, mode, base=base, landscape=landscape)
-    curve = inputs.batch_cost_curve()
     priced = None
     if curve is not None:
         from specmodel.optimize.pricing import price_budget
 
-        priced = price_budget(params, budget, mode, curve)
+        priced = price_budget(params, budget, mode, curve, concurrency,
+                              compare=(res.k1, res.k2))
     if json_out:
-        out: dict[str, Any] = {}
-        for key, value in res.to_dict(landscape=landscape).items():
+        render.emit_json(_optimize_json(inputs, res, priced, mc, method.value, landscape))
+        return
+    _print_optimize(inputs, res, priced, mc)
+
+
+def _optimize_json(
+    inputs: ModelInputs, res: Any, priced: Any, mc: Any, method: str, landscape: bool
+) -> dict[str, Any]:
+    """optimize's JSON: the headline (k1, k2, speedup, …) is the priced optimum when the
+    calibration has a T(b) (``model`` says which), the flat-budget result otherwise."""
+    flat = res.to_dict(landscape=landscape)
+    out: dict[str, Any] = {}
+    if priced is None:
+        out["model"] = "flat-budget f·g"
+        for key, value in flat.items():
             out[key] = value
             if key == "parameters":  # where the numbers came from, next to them
                 out["calibration"] = inputs.source.to_dict()
-                out["method"] = method.value
-        if mc is not None:
-            out["monte_carlo"] = mc.to_dict()
-        if priced is not None:
-            out["cost_aware"] = priced.to_dict()
-        if "landscape" in out:  # the long part last
-            out["landscape"] = out.pop("landscape")
-        render.emit_json(out)
-        return
-    _print_optimize(inputs, res, priced, mc)
+                out["method"] = method
+    else:
+        from specmodel.closedform.hybrid import regime_of
+        from specmodel.optimize.pricing import SPEEDUP_DEFINITION
+
+        b = priced.best
+        out.update({
+            "model": "priced by the measured T(b)", "mode": res.mode, "budget": res.budget,
+            "concurrency": priced.serving_batch, "k1": b.k1, "k2": b.k2, "speedup": b.speedup,
+            "regime": regime_of(b.k1, b.k2), "width": b.width,
+            "serving": None if priced.serving is None else priced.serving.to_dict(),
+            "definition": SPEEDUP_DEFINITION, "parameters": flat["parameters"],
+            "calibration": inputs.source.to_dict(), "method": method,
+            "config": res.config.replace(k1=b.k1, k2=b.k2).model_dump(),
+            "flat_budget": {k: v for k, v in flat.items() if k != "landscape"},
+            "cost_aware": priced.to_dict(),
+        })
+        if "landscape" in flat:
+            out["landscape"] = flat["landscape"]
+    if mc is not None:
+        out["monte_carlo"] = mc.to_dict()
+    if "landscape" in out:  # the long part last
+        out["landscape"] = out.pop("landscape")
+    return out
 
 
 def _print_optimize(inputs: ModelInputs, res: Any, priced: Any, mc: Any) -> None:
     con = render.console()
     inputs.print_source()
+    if priced is not None:
+        _print_priced(inputs, res, priced, mc)
+        return
     render.dim(f"{res.params.describe()}; mode {res.mode}, budget M = {res.budget}.")
     rows = [(f"[bold]optimum ({res.regime})[/bold]", str(res.k1), str(res.k2),
              str(res.best.parallel_dim), f"[bold]{res.speedup:.3f}x[/bold]")]
@@ -93,6 +150,12 @@ def _print_optimize(inputs: ModelInputs, res: Any, priced: Any, mc: Any) -> None
         ("", "k1 (steps)", "k2 (positions/step)", "budget used", "speedup"), rows,
         justify=("left", "right", "right", "right", "right")))
     con.print(res.message)
+    _print_theorem(res)
+    _print_mc(mc)
+
+
+def _print_theorem(res: Any) -> None:
+    con = render.console()
     if res.theorem3 is not None:
         th = res.theorem3
         scope = "inside" if th.in_scope else "outside"
@@ -103,25 +166,69 @@ def _print_optimize(inputs: ModelInputs, res: Any, priced: Any, mc: Any) -> None
     else:
         scope = "inside" if res.theorem4_in_scope else "outside"
         con.print(f"Theorem 4 (async, hybrid optimal): parameters are {scope} its conditions.")
-    if priced is not None:
-        b = priced.best
-        con.print(f"Priced by the measured T(b): best (k1={b.k1}, k2={b.k2}) "
-                  f"{b.speedup:.3f}x (the flat-budget model says {b.flat_speedup:.3f}x).")
-        con.print(render.table(
-            "By serving batch size (concurrent requests)", ("batch", "k1", "k2", "speedup", "pays"),
-            [(str(d.serving_batch), str(d.best.k1), str(d.best.k2), f"{d.best.speedup:.3f}x",
-              "yes" if d.pays else "no") for d in priced.by_batch_size],
-            justify="right"))
-        stop = priced.stops_paying_at
-        con.print("Speculation pays at every measured batch size." if stop is None else
-                  f"Speculation stops paying at a batch of {stop} requests.")
+
+
+def _print_mc(mc: Any) -> None:
     if mc is not None:
         b = mc.best
-        con.print(
+        render.console().print(
             f"Monte-Carlo ({mc.samples} samples, seed {mc.seed}): best "
             f"(k1={b.k1}, k2={b.k2}) {b.simulated:.3f} ± {b.stderr:.3f}; "
-            f"{'agrees with' if mc.agrees else 'DISAGREES with'} the closed form."
+            f"{'agrees with' if mc.agrees else 'DISAGREES with'} the closed form "
+            "(flat-budget model)."
         )
+
+
+def _print_priced(inputs: ModelInputs, res: Any, priced: Any, mc: Any) -> None:
+    """optimize's answer when the calibration has a measured T(b): the priced optimum at
+    the concurrency first, the flat-budget f·g optimum as a comparison."""
+    from specmodel.closedform.hybrid import regime_of
+    from specmodel.optimize.pricing import SPEEDUP_DEFINITION
+
+    con = render.console()
+    n = priced.serving_batch
+    req = "request" if n == 1 else "concurrent requests"
+    render.dim(f"{res.params.describe()}; mode {res.mode}, budget M = {res.budget}, "
+               f"concurrency {n}.")
+    render.dim(f"Priced by the measured T(b); {SPEEDUP_DEFINITION}.")
+    b, flat = priced.best, priced.compared
+    regime = regime_of(b.k1, b.k2)
+    label = "no speculation" if regime == "none" else regime
+    rows = [(f"[bold]optimum ({label})[/bold]", str(b.k1), str(b.k2), str(b.width),
+             f"[bold]{b.speedup:.3f}x[/bold]", f"{b.flat_speedup:.3f}x")]
+    tok = next(d.token_only for d in priced.by_batch_size if d.serving_batch == n)
+    rows.append(("token-only", str(tok.k1), str(tok.k2), str(tok.width),
+                 f"{tok.speedup:.3f}x", f"{tok.flat_speedup:.3f}x"))
+    if flat is not None:
+        rows.append(("flat-budget f·g optimum", str(flat.k1), str(flat.k2),
+                     str(flat.width), f"{flat.speedup:.3f}x", f"{flat.flat_speedup:.3f}x"))
+    con.print(render.table(
+        f"Best configurations under ParallelDim_f(k1)·k2 ≤ {res.budget} at {n} {req}",
+        ("", "k1", "k2", "width", "speedup (T(b))", "flat f·g says"), rows,
+        justify=("left", "right", "right", "right", "right", "right")))
+    sp = priced.serving
+    if sp is not None:
+        con.print(f"At {n} {req}: {sp.ms_per_token:.1f} ms/token per request and "
+                  f"{sp.tokens_per_second:.1f} tokens/s in all (target alone: "
+                  f"{sp.baseline_ms_per_token:.1f} ms/token, "
+                  f"{sp.baseline_tokens_per_second:.1f} tokens/s).")
+    render.dim(f"Flat-budget model (the papers', no T(b)), for comparison: {res.message}")
+    _print_theorem(res)
+    batch_cols = ("batch", "k1", "k2", "speedup", "pays")
+    if priced.serving_by_batch_size:
+        batch_cols += ("ms/token", "tokens/s")
+    rows = []
+    for i, d in enumerate(priced.by_batch_size):
+        row: tuple[str, ...] = (str(d.serving_batch), str(d.best.k1), str(d.best.k2),
+                                f"{d.best.speedup:.3f}x", "yes" if d.pays else "no")
+        if priced.serving_by_batch_size:
+            at = priced.serving_by_batch_size[i]
+            row += (f"{at.ms_per_token:.1f}", f"{at.tokens_per_second:.1f}")
+        rows.append(row)
+    con.print(render.table("By serving batch size (concurrent requests)", batch_cols, rows,
+                           justify="right"))
+    con.print(priced.pays_summary())
+    _print_mc(mc)
 
 
 @app.command()
@@ -208,7 +315,7 @@ def _register_optional() -> None:
     import importlib
 
     for name in ("cli.export", "cli.plot", "cli.compare", "cli.models", "cli.profile",
-                 "cli.decode"):
+                 "cli.decode", "cli.report", "cli.errata"):
         try:
             mod = importlib.import_module(name)
         except ImportError:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -17,18 +17,38 @@ def plot(
     which: Annotated[
         list[str] | None, typer.Option("--which", help="Figure name (repeatable); default all.")
     ] = None,
+    png: Annotated[
+        bool, typer.Option("--png/--no-png", help="Also write PNG (needs kaleido + Chromium).")
+    ] = True,
+    shared_js: Annotated[
+        bool,
+        typer.Option(
+            "--shared-js",
+            help="Write one plotly.min.js beside the figures instead of embedding it in each.",
+        ),
+    ] = False,
 ) -> None:
-    """Write figures (HTML; PNG too where a static renderer is installed)."""
-    from specmodel.figures import make_all
+    """Write figures: self-contained HTML (plotly.js embedded), and PNG where kaleido and a
+    Chrome/Chromium are installed. The calibrated figures use the chosen calibration
+    (--calibration/--preset, else the embedded default), and say which."""
+    from specmodel.figures import PNG_HINT, make_all
 
-    params: dict[str, Any] = {"budget": inputs.budget, "mode": inputs.mode}
-    if inputs.given:  # else the figures' own defaults
-        params.update(inputs.params.to_dict())
-    written = make_all(out, which, **params)
+    inputs.print_source()
+    written = make_all(
+        out,
+        which,
+        inputs.params,
+        budget=inputs.budget,
+        mode=inputs.mode,
+        label=inputs.source.name,
+        png=png,
+        plotlyjs="directory" if shared_js else "embed",
+    )
+    render.dim(f"{inputs.params.describe()}; mode {inputs.mode}, budget M = {inputs.budget}.")
     for path in written:
         render.line(f"wrote {path}")
-    if not any(p.suffix == ".png" for p in written):
-        render.dim("PNG skipped: no static renderer (kaleido + a browser) installed.")
+    if written.png_skipped is not None:
+        render.dim(f"PNG skipped: {written.png_skipped}; {PNG_HINT}.")
 
 
 def register(app: typer.Typer) -> None:

@@ -274,6 +274,40 @@ def _run_saved(rec: Recorder, output: Path, pairs: Path) -> str:
     return f"{held}{extra}; run the same command with --resume to continue"
 
 
+@profile_app.command("vllm-metrics")
+def vllm_metrics(
+    source: Annotated[str, typer.Argument(
+        metavar="URL|FILE",
+        help="A running vLLM server (http://HOST:PORT, /metrics implied) or a saved scrape.")],
+    output: Output,
+    before: Annotated[Path | None, typer.Option(
+        help="A scrape saved before the traffic: profile the counters' growth since.")] = None,
+    interval: Annotated[float | None, typer.Option(
+        help="Scrape URL twice, this many seconds apart (send traffic meanwhile).")] = None,
+    export: Annotated[Path | None, typer.Option(
+        help="The export file the server runs (its drafter settings).")] = None,
+    c2: Annotated[float | None, typer.Option(
+        help="Draft-token cost ratio c2 (counters cannot measure it; default: the base's).")
+    ] = None,
+    model_name: Annotated[str | None, typer.Option(
+        help="The model_name label to read, when the server reports several.")] = None,
+    save_scrape: Annotated[Path | None, typer.Option(
+        help="Write the (last) scrape here, e.g. for the next --before.")] = None,
+    timeout: Annotated[float, typer.Option(help="Seconds to wait for /metrics.")] = 10.0,
+    calibration: CalibrationOpt = None, preset: PresetOpt = None,
+) -> None:
+    """Token-level calibration (α2, acceptance by position) from a vLLM server's /metrics."""
+    from profiler.vllm_metrics import profile_vllm_metrics
+    from specmodel.formats.calibration import resolve_calibration, save_calibration
+
+    base = resolve_calibration(calibration, preset)
+    result = profile_vllm_metrics(
+        source, base, before=before, interval=interval, c2=c2, export=export,
+        model_name=model_name, timeout=timeout, save=save_scrape, note=_note)
+    save_calibration(result.calibration, output)
+    console().print(f"vllm-metrics: {result.line}; wrote {output}", soft_wrap=True)
+
+
 def register(app: typer.Typer) -> None:
     """Add ``profile`` to the app."""
     app.add_typer(profile_app, name="profile")

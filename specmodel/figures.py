@@ -2,40 +2,44 @@
 
 plotly is imported inside the functions only, so ``import specmodel`` stays
 fast.  Every figure function returns a ``plotly.graph_objects.Figure``;
-:func:`write_figure` writes HTML always and PNG when a static renderer
-(kaleido with a browser) works; :func:`make_all` writes every figure.
+:func:`write_figure` writes self-contained HTML always (plotly.js embedded, so a
+figure opens on an offline machine) and PNG when a static renderer (kaleido with
+a Chrome/Chromium) works; :func:`make_all` writes every figure, the calibrated
+ones from the parameters it is given (by default the embedded default calibration's).
 """
 
 from __future__ import annotations
 
+import importlib.util
+import os
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
 from specmodel.closedform.step_level import async_knee, async_s1, async_s2, f_async, f_sync
 from specmodel.closedform.token_level import g_token, token_speedup_bound
+from specmodel.parameters import Parameters
 
 __all__ = [
+    "CALIBRATED_FIGURES",
     "FIGURES",
+    "PNG_HINT",
+    "FigureFiles",
     "async_knee_figure",
     "budget_landscape_figure",
     "cascade_ewif_figure",
+    "default_parameters",
+    "find_browser",
     "lookahead_scaling_figure",
     "make_all",
+    "png_unavailable",
     "speedup_vs_draft_length_figure",
     "write_figure",
 ]
-
-DEFAULTS: dict[str, Any] = {
-    "alpha1": 0.63,
-    "c1": 0.2,
-    "alpha2": 0.7,
-    "c2": 0.05,
-    "budget": 16,
-    "mode": "async",
-}
-
 
 def _go() -> Any:
     import plotly.graph_objects as go
@@ -248,43 +252,152 @@ FIGURES = {
 }
 """Name -> figure function."""
 
+CALIBRATED_FIGURES = ("speedup_vs_draft_length", "budget_landscape", "async_knee")
+"""The figures drawn from α1, c1, α2, c2 (the others illustrate a paper's own numbers)."""
 
-def write_figure(fig: Any, path_stem: str | Path) -> list[Path]:
-    """Write ``<stem>.html`` (always) and ``<stem>.png`` (when a renderer works)."""
+PlotlyJs = Literal["embed", "directory"]
+"""How an HTML figure gets plotly.js: ``embed`` puts the library inside the file (one
+self-contained file, about 4.8 MB, that opens offline anywhere); ``directory`` writes one
+shared ``plotly.min.js`` beside the figures and references it relatively (small files,
+offline as long as the folder stays together)."""
+
+PNG_HINT = (
+    "to enable PNG: pip install kaleido, and install Chromium "
+    "(apt-get install chromium, or set BROWSER_PATH to a Chrome/Chromium binary)"
+)
+"""One line saying how to enable PNG output."""
+
+_BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
+
+
+def find_browser() -> str | None:
+    """The Chrome/Chromium binary kaleido will use: ``BROWSER_PATH`` if set, else the
+    first of chromium, chromium-browser, google-chrome… on ``PATH``; None when none."""
+    env = os.environ.get("BROWSER_PATH")
+    if env:
+        return env if Path(env).is_file() else None
+    for name in _BROWSERS:
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+def png_unavailable() -> str | None:
+    """Why PNG cannot be written here (kaleido or a browser missing), or None."""
+    if importlib.util.find_spec("kaleido") is None:
+        return "kaleido is not installed"
+    if find_browser() is None:
+        return "no Chrome/Chromium found"
+    return None
+
+
+def write_figure(
+    fig: Any,
+    path_stem: str | Path,
+    *,
+    png: bool = True,
+    plotlyjs: PlotlyJs = "embed",
+    problems: list[str] | None = None,
+) -> list[Path]:
+    """Write ``<stem>.html`` (always) and ``<stem>.png`` (when ``png`` and a renderer works).
+
+    The HTML embeds plotly.js (``plotlyjs="embed"``, the default: the file opens offline,
+    alone) or references a ``plotly.min.js`` written beside it (``"directory"``). PNG needs
+    kaleido and a Chrome/Chromium (:func:`png_unavailable`); when it cannot be written the
+    reason is appended to ``problems`` (when given) and nothing is raised.
+    """
     stem = Path(path_stem)
     stem.parent.mkdir(parents=True, exist_ok=True)
     html = stem.with_suffix(".html")
-    fig.write_html(html, include_plotlyjs="cdn")
+    fig.write_html(html, include_plotlyjs=True if plotlyjs == "embed" else "directory",
+                   full_html=True)
     written = [html]
-    try:
-        png = stem.with_suffix(".png")
-        fig.write_image(png, width=1000, height=600)
-        written.append(png)
-    except Exception:
-        pass
+    if not png:
+        return written
+    reason = png_unavailable()
+    if reason is None:
+        browser = find_browser()
+        if browser and not os.environ.get("BROWSER_PATH"):
+            os.environ["BROWSER_PATH"] = browser  # where kaleido (choreographer) looks
+        try:
+            out = stem.with_suffix(".png")
+            fig.write_image(out, width=1000, height=600)
+            written.append(out)
+        except Exception as e:  # a renderer failure never fails the figures
+            first = str(e).splitlines()[0] if str(e) else ""
+            reason = f"rendering failed ({type(e).__name__}: {first})"
+    if reason is not None and problems is not None:
+        problems.append(reason)
     return written
 
 
+@dataclass
+class FigureFiles:
+    """What :func:`make_all` wrote."""
+
+    files: list[Path] = field(default_factory=list)
+    """Every file written, HTML and PNG, in order."""
+    png_skipped: str | None = None
+    """Why PNG was not written (None when it was, or was not asked for)."""
+    parameters: Parameters | None = None
+    """The α1, c1, α2, c2 the calibrated figures were drawn from."""
+
+    def __iter__(self) -> Iterator[Path]:
+        """Iterate over the files written."""
+        return iter(self.files)
+
+    def __len__(self) -> int:
+        """The number of files written."""
+        return len(self.files)
+
+
+def default_parameters() -> Parameters:
+    """α1, c1, α2, c2 of the embedded default calibration (what every command uses
+    when no calibration is given)."""
+    from specmodel.formats.calibration import DEFAULT_PRESET, load_preset
+
+    return load_preset(DEFAULT_PRESET).parameters()
+
+
 def make_all(
-    out_dir: str | Path = "figures", which: list[str] | None = None, **params: Any
-) -> list[Path]:
-    """Write the chosen figures (all by default); ``params`` feed the α/c/budget figures."""
+    out_dir: str | Path = "figures",
+    which: list[str] | None = None,
+    params: Parameters | None = None,
+    *,
+    budget: int = 16,
+    mode: str = "async",
+    label: str | None = None,
+    png: bool = True,
+    plotlyjs: PlotlyJs = "embed",
+) -> FigureFiles:
+    """Write the chosen figures (all by default).
+
+    ``params`` (default: the embedded default calibration's) feed the figures of
+    :data:`CALIBRATED_FIGURES`, with ``budget`` and ``mode`` for the landscape; ``label``
+    (e.g. the calibration's name) is added to their titles.
+    """
     names = which or list(FIGURES)
     unknown = [n for n in names if n not in FIGURES]
     if unknown:
         raise ValueError(f"which must name figures among {', '.join(FIGURES)}, got {unknown}")
-    p = {**DEFAULTS, **{k: v for k, v in params.items() if v is not None}}
-    written: list[Path] = []
+    p = params if params is not None else default_parameters()
+    result = FigureFiles(parameters=p)
+    problems: list[str] = []
     for name in names:
         if name == "speedup_vs_draft_length":
-            fig = speedup_vs_draft_length_figure(p["alpha1"], p["c1"], p["alpha2"], p["c2"])
+            fig = speedup_vs_draft_length_figure(p.alpha1, p.c1, p.alpha2, p.c2)
         elif name == "budget_landscape":
-            fig = budget_landscape_figure(
-                p["alpha1"], p["c1"], p["alpha2"], p["c2"], p["budget"], p["mode"]
-            )
+            fig = budget_landscape_figure(p.alpha1, p.c1, p.alpha2, p.c2, budget, mode)
         elif name == "async_knee":
-            fig = async_knee_figure(p["alpha1"])
+            fig = async_knee_figure(p.alpha1, (p.c1,) if p.c1 == 0.15 else (p.c1, 0.15))
         else:
             fig = FIGURES[name]()
-        written += write_figure(fig, Path(out_dir) / name)
-    return written
+        if label and name in CALIBRATED_FIGURES:
+            fig.update_layout(title=f"{fig.layout.title.text}<br><sup>calibration: {label}</sup>")
+        result.files += write_figure(fig, Path(out_dir) / name, png=png, plotlyjs=plotlyjs,
+                                     problems=problems)
+        if problems and png:  # the renderer is missing or broken: do not retry per figure
+            png = False
+    result.png_skipped = problems[0] if problems else None
+    return result

@@ -34,10 +34,11 @@ from specmodel.config import SpecConfig, TokenDrafter, VerifierSpec, build
 from specmodel.errors import SpecmodelError
 from specmodel.formats.jsonio import read_json_file, write_json_atomic
 from specmodel.optimize.budget import OptimizeResult
-from specmodel.optimize.pricing import BatchSizeDecision
+from specmodel.optimize.pricing import BatchSizeDecision, CostAwarePoint
 
 __all__ = [
     "EXPORT_SCHEMA_VERSION",
+    "MAX_SPECULATIVE_TOKENS",
     "ExportFile",
     "Prediction",
     "batch_size_schedule",
@@ -49,6 +50,16 @@ __all__ = [
 EXPORT_SCHEMA_VERSION = 2
 """The export file format version (1: the sections ``lookahead_reasoning`` and
 ``speculative_config`` without a ``kind``)."""
+
+
+MAX_SPECULATIVE_TOKENS = 32
+"""The most draft tokens per pass (vLLM's ``num_speculative_tokens``, the library's k2 − 1)
+an export writes: beyond it acceptance α2^k is negligible for any measured α2 < 0.9
+(0.9^32 ≈ 3 %), and vLLM allocates per-token verification buffers for every draft
+position.  A larger optimum is capped and the export says so in ``notes``."""
+MAX_DRAFT_STEPS = 32
+"""The most draft steps ahead (k1 − 1) an export writes for the Lookahead Reasoning
+decoder (each is a concurrent branch the target expands); larger values are capped."""
 
 
 ScheduleRange = Annotated[list[Annotated[int, Field(ge=0)]], Field(min_length=3, max_length=3)]
@@ -159,7 +170,8 @@ def batch_size_schedule(decisions: Sequence[BatchSizeDecision]) -> list[list[int
 
     Each measured batch size B_i covers [B_i, B_{i+1} − 1]; the last covers only
     itself (vLLM carries the last K forward).  Adjacent ranges with the same K
-    are merged.  K is the token-only optimum's draft length (k2 − 1).
+    are merged.  K is the token-only optimum's draft length (k2 − 1), capped at
+    :data:`MAX_SPECULATIVE_TOKENS`.
     """
     if not decisions:
         raise ValueError("decisions must not be empty")
@@ -169,7 +181,7 @@ def batch_size_schedule(decisions: Sequence[BatchSizeDecision]) -> list[list[int
     ranges: list[list[int]] = []
     for i, d in enumerate(ordered):
         hi = ordered[i + 1].serving_batch - 1 if i + 1 < len(ordered) else d.serving_batch
-        k = d.token_only.k2 - 1
+        k = min(d.token_only.k2 - 1, MAX_SPECULATIVE_TOKENS)
         if ranges and ranges[-1][2] == k:
             ranges[-1][1] = hi
         else:
@@ -183,25 +195,58 @@ def export_vllm(
     calibration_name: str = "",
     calibration_source: str = "",
     decisions: Sequence[BatchSizeDecision] | None = None,
+    priced: CostAwarePoint | None = None,
+    concurrency: int = 1,
 ) -> ExportFile:
-    """The export file for ``result``'s configuration (``result.config``).
+    """The export file for the point ``specmodel optimize`` leads with.
 
-    With ``decisions`` (the budget priced by a measured T(b) per serving batch size)
-    the decoder runs the priced optimum at one request and vLLM's K follows the
-    per-batch-size schedule.
+    With ``priced`` (the optimum priced by a measured T(b) at ``concurrency`` requests)
+    the decoder runs that point; else with ``decisions`` the priced optimum at the
+    smallest batch size; else the leanest point within the optimizer's tolerance
+    (``result.economical``, else ``result.best``).  ``decisions`` (per serving batch
+    size) give vLLM's per-batch-size K.  k2 − 1 and k1 − 1 beyond
+    :data:`MAX_SPECULATIVE_TOKENS` / :data:`MAX_DRAFT_STEPS` are capped, saying so in
+    ``notes``.
     """
     config = result.config
     notes: list[str] = []
-    speedup = result.speedup
     schedule = batch_size_schedule(decisions) if decisions else None
-    if decisions:
-        first = min(decisions, key=lambda d: d.serving_batch).best
-        config = config.replace(k1=first.k1, k2=first.k2)
-        speedup = first.speedup
+    if priced is None and decisions:
+        priced = min(decisions, key=lambda d: d.serving_batch).best
+        concurrency = min(d.serving_batch for d in decisions)
+    if priced is not None:
+        config = config.replace(k1=priced.k1, k2=priced.k2)
+        speedup = priced.speedup
         notes.append(
-            f"priced by the measured T(b): (k1, k2) = ({first.k1}, {first.k2}) at one request; "
-            f"the flat-budget optimum was ({result.k1}, {result.k2})."
+            f"priced by the measured T(b): (k1, k2) = ({priced.k1}, {priced.k2}) at "
+            f"{concurrency} concurrent request{'s' if concurrency != 1 else ''}; the "
+            f"flat-budget optimum was ({result.k1}, {result.k2})."
         )
+    else:
+        chosen = result.economical if result.economical is not None else result.best
+        config = config.replace(k1=chosen.k1, k2=chosen.k2)
+        speedup = chosen.speedup
+        if result.economical is not None:
+            notes.append(
+                f"the leanest point within 0.1% of the optimum: (k1, k2) = ({chosen.k1}, "
+                f"{chosen.k2}), budget {chosen.parallel_dim}, {chosen.speedup:.4g}x; the "
+                f"optimum ({result.k1}, {result.k2}) gives {result.speedup:.4g}x."
+            )
+    if config.k2 - 1 > MAX_SPECULATIVE_TOKENS:
+        notes.append(
+            f"num_speculative_tokens capped at {MAX_SPECULATIVE_TOKENS} (the model's choice "
+            f"was {config.k2 - 1}); the predicted speedup is the uncapped point's."
+        )
+        config = config.replace(k2=MAX_SPECULATIVE_TOKENS + 1)
+    if config.k1 - 1 > MAX_DRAFT_STEPS:
+        notes.append(
+            f"draft steps capped at {MAX_DRAFT_STEPS} (the model's choice was "
+            f"{config.k1 - 1}); the predicted speedup is the uncapped point's."
+        )
+        config = config.replace(k1=MAX_DRAFT_STEPS + 1)
+    if decisions and any(d.token_only.k2 - 1 > MAX_SPECULATIVE_TOKENS for d in decisions):
+        notes.append(f"num_speculative_tokens_per_batch_size capped at "
+                     f"{MAX_SPECULATIVE_TOKENS}.")
     top_k = max(r[2] for r in schedule) if schedule else config.k2 - 1
     if top_k < 1:
         notes.append("token-level speculation does not pay here: no speculative_config.")
@@ -213,7 +258,7 @@ def export_vllm(
     p = result.params
     prediction = Prediction(
         speedup=speedup,
-        model="priced by the measured T(b)" if decisions else "flat-budget f·g",
+        model="priced by the measured T(b)" if priced is not None else "flat-budget f·g",
         regime=config.regime,  # type: ignore[arg-type]
         budget=result.budget, k1=config.k1, k2=config.k2,
         alpha1=p.alpha1, c1=p.c1, alpha2=p.alpha2, c2=p.c2,

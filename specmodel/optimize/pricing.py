@@ -44,16 +44,25 @@ from specmodel.validation import (
 )
 
 __all__ = [
+    "SPEEDUP_DEFINITION",
     "BatchCostCurve",
     "BatchSizeDecision",
     "CostAwarePoint",
     "cost_aware_multibranch_speedup",
     "cost_aware_speedup",
     "PricedBudget",
+    "ServingPoint",
     "optimize_cost_aware",
     "price_budget",
+    "serving_point",
     "speculation_by_batch_size",
 ]
+
+SPEEDUP_DEFINITION = (
+    "speedup = a request's time per generated token, target alone ÷ with speculation, "
+    "at N concurrent requests (= the ratio of tokens/s at N)"
+)
+"""What every speedup of this module (and of ``specmodel optimize``) means."""
 
 
 @dataclass(frozen=True)
@@ -64,9 +73,15 @@ class BatchCostCurve:
     """Batch widths b at which T was measured, strictly increasing, starting anywhere >= 1."""
     times: tuple[float, ...]
     """T(b) for each width (any time unit), non-decreasing within measurement noise."""
+    seconds_per_step: bool = False
+    """True when ``times`` are absolute seconds per decode step (a calibration's
+    ``batch_cost`` in unit 's/step'): then :func:`serving_point` gives ms/token and
+    tokens/s; False for relative or unknown units."""
 
     @classmethod
-    def from_points(cls, points: Sequence[tuple[int, float]]) -> BatchCostCurve:
+    def from_points(
+        cls, points: Sequence[tuple[int, float]], *, seconds_per_step: bool = False
+    ) -> BatchCostCurve:
         """Build from (b, T(b)) pairs; validates widths and times."""
         if len(points) < 1:
             raise ValueError("points must hold at least one (width, time) pair")
@@ -75,7 +90,7 @@ class BatchCostCurve:
         widths = tuple(p[0] for p in pts)
         if len(set(widths)) != len(widths):
             raise ValueError(f"points must have distinct widths, got {widths}")
-        return cls(widths, tuple(p[1] for p in pts))
+        return cls(widths, tuple(p[1] for p in pts), seconds_per_step)
 
     @classmethod
     def flat(cls) -> BatchCostCurve:
@@ -333,31 +348,150 @@ def _best_token_only(
 
 
 @dataclass(frozen=True)
+class ServingPoint:
+    """A speedup in serving units, from a curve measured in seconds per decode step.
+
+    At concurrency N the target alone emits one token per request every T(N) seconds;
+    speculation with speedup s (at that N) emits s times as many in the same time.
+    """
+
+    concurrency: int
+    """Requests served together, N (the serving batch)."""
+    speedup: float
+    """Priced speedup at this concurrency (see :data:`SPEEDUP_DEFINITION`)."""
+    step_seconds: float
+    """T(N): seconds per decode step of the target alone at N requests (measured)."""
+    ms_per_token: float
+    """Milliseconds per generated token for one request with speculation: 1000·T(N)/s."""
+    baseline_ms_per_token: float
+    """Milliseconds per generated token for one request, target alone: 1000·T(N)."""
+    tokens_per_second: float
+    """Generated tokens per second over all N requests with speculation: N·s/T(N)."""
+    baseline_tokens_per_second: float
+    """Generated tokens per second over all N requests, target alone: N/T(N)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every field by name."""
+        return asdict(self)
+
+
+def serving_point(curve: BatchCostCurve, speedup: float, concurrency: int = 1) -> ServingPoint:
+    """``speedup`` at ``concurrency`` requests in ms/token and tokens/s.
+
+    Needs ``curve.seconds_per_step`` (absolute times); raises ``ValueError`` otherwise.
+    """
+    if not curve.seconds_per_step:
+        raise ValueError("the batch cost curve has no absolute times (seconds per decode step)")
+    n = check_positive_int("concurrency", concurrency)
+    s = check_cost("speedup", speedup, positive=True)
+    step = float(curve.time(n))
+    return ServingPoint(n, s, step, 1e3 * step / s, 1e3 * step, n * s / step, n / step)
+
+
+def _sizes(sizes: Sequence[int]) -> str:
+    return ", ".join(str(b) for b in sizes)
+
+
+@dataclass(frozen=True)
 class PricedBudget:
-    """The budget problem priced by a measured T(b): the best point at one request and the
-    decision at every serving batch size (what ``optimize`` shows and ``export`` writes)."""
+    """The budget problem priced by a measured T(b): the best point at the serving
+    concurrency and the decision at every serving batch size (what ``optimize`` shows and
+    ``export`` writes)."""
 
     best: CostAwarePoint
-    """The priced optimum at one request."""
+    """The priced optimum at ``serving_batch`` concurrent requests."""
     by_batch_size: tuple[BatchSizeDecision, ...]
-    """The priced optimum at each serving batch size."""
+    """The priced optimum at each serving batch size (increasing)."""
+    serving_batch: int = 1
+    """The concurrency ``best`` was optimized for."""
+    serving: ServingPoint | None = None
+    """``best`` in ms/token and tokens/s (None when the curve's times are not absolute)."""
+    compared: CostAwarePoint | None = None
+    """A point to compare against (the flat-budget optimum), priced at ``serving_batch``."""
+    serving_by_batch_size: tuple[ServingPoint, ...] = ()
+    """Each decision of ``by_batch_size`` in ms/token and tokens/s (empty when the curve's
+    times are not absolute)."""
+
+    @property
+    def pays_at(self) -> tuple[int, ...]:
+        """The serving batch sizes at which some speculation pays."""
+        return tuple(d.serving_batch for d in self.by_batch_size if d.pays)
+
+    @property
+    def does_not_pay_at(self) -> tuple[int, ...]:
+        """The serving batch sizes at which nothing beats target-only decoding."""
+        return tuple(d.serving_batch for d in self.by_batch_size if not d.pays)
 
     @property
     def stops_paying_at(self) -> int | None:
-        """The smallest serving batch size where no speculation pays (None: it pays at all)."""
-        off = [d.serving_batch for d in self.by_batch_size if not d.pays]
-        return off[0] if off else None
+        """The smallest serving batch size from which speculation pays at no larger batch
+        size of the table (None: it pays at the largest)."""
+        out = None
+        for d in reversed(self.by_batch_size):
+            if d.pays:
+                break
+            out = d.serving_batch
+        return out
+
+    def pays_summary(self) -> str:
+        """One sentence that agrees with the per-batch-size table."""
+        on, off = self.pays_at, self.does_not_pay_at
+        if not off:
+            return f"Speculation pays at every batch size of the table ({_sizes(on)})."
+        if not on:
+            return f"Speculation pays at no batch size of the table ({_sizes(off)})."
+        text = f"Speculation pays at batch sizes {_sizes(on)}, not at {_sizes(off)}"
+        stop = self.stops_paying_at
+        if stop is not None:
+            text += f"; from a batch of {stop} requests on it no longer pays"
+        return text + "."
 
     def to_dict(self) -> dict[str, Any]:
-        """``{best, by_batch_size, stops_paying_at}``."""
+        """``{best, serving_batch, serving, compared, by_batch_size, pays_at,
+        does_not_pay_at, stops_paying_at}``."""
         return {"best": self.best.to_dict(),
-                "by_batch_size": [d.to_dict() for d in self.by_batch_size],
+                "serving_batch": self.serving_batch,
+                "serving": None if self.serving is None else self.serving.to_dict(),
+                "compared": None if self.compared is None else self.compared.to_dict(),
+                "by_batch_size": [
+                    {**d.to_dict(), **({} if not self.serving_by_batch_size else {
+                        "ms_per_token": sv.ms_per_token,
+                        "tokens_per_second": sv.tokens_per_second})}
+                    for d, sv in zip(self.by_batch_size,
+                                     self.serving_by_batch_size or self.by_batch_size,
+                                     strict=True)],
+                "pays_at": list(self.pays_at),
+                "does_not_pay_at": list(self.does_not_pay_at),
                 "stops_paying_at": self.stops_paying_at}
 
 
 def price_budget(
-    params: Parameters, M: int, mode: str, curve: BatchCostCurve
+    params: Parameters,
+    M: int,
+    mode: str,
+    curve: BatchCostCurve,
+    serving_batch: int = 1,
+    *,
+    compare: tuple[int, int] | None = None,
 ) -> PricedBudget:
-    """:func:`optimize_cost_aware` at one request and :func:`speculation_by_batch_size`."""
-    return PricedBudget(optimize_cost_aware(params, M, mode, curve),
-                        tuple(speculation_by_batch_size(params, M, mode, curve)))
+    """:func:`optimize_cost_aware` at ``serving_batch`` requests, the decision at every
+    batch size (powers of two up to the widest measured batch, plus ``serving_batch``),
+    the optimum in serving units when the curve has absolute times, and ``compare``
+    (a (k1, k2), e.g. the flat-budget optimum) priced at ``serving_batch``."""
+    bb = check_positive_int("serving_batch", serving_batch)
+    top = max(1, curve.max_width)
+    sizes = sorted({2**i for i in range(int(math.log2(top)) + 1)} | {bb})
+    decisions = tuple(speculation_by_batch_size(params, M, mode, curve, sizes))
+    best = next(d.best for d in decisions if d.serving_batch == bb)
+    serving = serving_point(curve, best.speedup, bb) if curve.seconds_per_step else None
+    table = tuple(serving_point(curve, d.best.speedup, d.serving_batch) for d in decisions
+                  ) if curve.seconds_per_step else ()
+    compared = None
+    if compare is not None:
+        from specmodel.closedform.hybrid import h
+
+        p = Parameters.coerce(params)
+        speed, width = cost_aware_speedup(p, mode, compare[0], compare[1], curve, bb)
+        compared = CostAwarePoint(compare[0], compare[1], speed, width,
+                                  float(h(mode, p.alpha1, p.c1, p.alpha2, p.c2, *compare)))
+    return PricedBudget(best, decisions, bb, serving, compared, table)

@@ -131,9 +131,11 @@ def test_export_file_loads_back_to_the_optimized_config(tmp_path, capsys) -> Non
     base = cal.base_config("sync").replace(
         token={"prompt_lookup_max": 4}, verifier={"kind": "embedding", "model": None,
                                                   "threshold": 0.9})
-    ref = optimize_budget(cal.parameters(), 16, "sync", base=base)
+    res = optimize_budget(cal.parameters(), 16, "sync", base=base)
+    # export writes what optimize shows as the leanest point within its tolerance.
+    ref = res.economical if res.economical is not None else res.best
     loaded = load_export(target)
-    assert loaded.config == ref.config
+    assert loaded.config == res.config.replace(k1=ref.k1, k2=ref.k2)
     assert (loaded.config.k1, loaded.config.k2, loaded.config.mode) == (ref.k1, ref.k2, "sync")
     assert loaded.config.verifier.kind == "embedding" and loaded.config.verifier.model is None
     assert loaded.speculative_config == {"method": "ngram",
@@ -163,7 +165,10 @@ def test_optimize_json_contains_the_configuration(capsys) -> None:
     data = json.loads(out)
     cal = load_preset("measured-qwen2.5-coder-0.5b-smollm2-135m")
     ref = optimize_budget(cal.parameters(), 12, "sync", base=cal.base_config("sync"))
-    assert code == 0 and data["config"] == ref.config.model_dump()
+    # The preset has a T(b): the headline (and its configuration) is the priced optimum.
+    assert code == 0 and data["model"] == "priced by the measured T(b)"
+    assert data["config"] == ref.config.replace(k1=data["k1"], k2=data["k2"]).model_dump()
+    assert data["flat_budget"]["config"] == ref.config.model_dump()
     cfg = data["config"]
     assert (cfg["mode"], cfg["k1"], cfg["k2"]) == ("sync", data["k1"], data["k2"])
     assert cfg["verifier"]["kind"] == "embedding" and cfg["token"]["method"] == "ngram"
@@ -342,3 +347,90 @@ def test_shared_options_are_declared_once_and_resolved_alike(capsys) -> None:
         sources.append(json.loads(out)["calibration"])
     assert all(s == sources[0] for s in sources)
     assert sources[0]["overridden"] == ["c2"] and sources[0]["name"] == "lr-paper-gsm8k-qwen3"
+
+
+# --- serving units, one consistent answer, CLI polish (issue 15) ---------------------------
+
+
+def _steep(tmp_path):
+    from specmodel.formats.calibration import Calibration, save_calibration
+
+    data = load_preset(DEFAULT_PRESET).model_dump(exclude_none=True)
+    data["name"] = "steep"
+    data["provenance"] = {"source": "user", "description": "a CPU-like T(b)"}
+    data["batch_cost"] = {"points": [{"batch": b, "time": t} for b, t in
+                                     [(1, 0.1), (2, 0.13), (4, 0.2), (8, 0.36), (16, 0.68)]]}
+    return save_calibration(Calibration.model_validate(data), tmp_path / "steep.json")
+
+
+def test_optimize_leads_with_the_priced_answer_at_a_concurrency(tmp_path, capsys) -> None:
+    from specmodel.optimize.pricing import BatchCostCurve, optimize_cost_aware
+
+    path = _steep(tmp_path)
+    code, out, _ = run(["optimize", "-c", str(path), "--concurrency", "2", "--json"], capsys)
+    data = json.loads(out)
+    curve = BatchCostCurve.from_points([(1, 0.1), (2, 0.13), (4, 0.2), (8, 0.36), (16, 0.68)])
+    params = load_preset(DEFAULT_PRESET).parameters()
+    best = optimize_cost_aware(params, 16, "async", curve, 2)
+    assert code == 0 and data["model"] == "priced by the measured T(b)"
+    assert (data["concurrency"], data["k1"], data["k2"]) == (2, best.k1, best.k2)
+    assert data["speedup"] == pytest.approx(best.speedup)
+    # T(2) = 0.13 s/step: ms/token = 130 / speedup, tokens/s = 2 · speedup / 0.13.
+    assert data["serving"]["ms_per_token"] == pytest.approx(130 / best.speedup)
+    assert data["serving"]["tokens_per_second"] == pytest.approx(2 * best.speedup / 0.13)
+    flat = optimize_budget(params, 16, "async")
+    assert (data["flat_budget"]["k1"], data["flat_budget"]["k2"]) == (flat.k1, flat.k2)
+    # The text: one optimum line, the flat model labelled as a comparison, and a
+    # paying sentence that agrees with the table.
+    code, out, _ = run(["optimize", "-c", str(path), "-N", "2"], capsys)
+    assert code == 0 and out.count("optimum (") == 1 and "flat-budget f·g optimum" in out
+    assert "ms/token" in out and "speedup = " in out
+    pays = [d["serving_batch"] for d in data["cost_aware"]["by_batch_size"] if d["pays"]]
+    assert data["cost_aware"]["pays_at"] == pays
+    assert ("Speculation pays at batch sizes" in out) == bool(pays and len(pays) < 5)
+
+
+def test_export_writes_what_optimize_leads_with(tmp_path, capsys) -> None:
+    path = _steep(tmp_path)
+    _, out, _ = run(["optimize", "-c", str(path), "-N", "2", "--json"], capsys)
+    opt = json.loads(out)
+    code, out, _ = run(["export", "-c", str(path), "-N", "2"], capsys)
+    exp = json.loads(out)
+    assert code == 0 and (exp["config"]["k1"], exp["config"]["k2"]) == (opt["k1"], opt["k2"])
+    assert exp["prediction"]["model"] == opt["model"]
+    assert exp["prediction"]["speedup"] == pytest.approx(opt["speedup"])
+
+
+def test_concurrency_without_batch_cost_is_refused_naming_the_option(capsys) -> None:
+    for cmd in ("optimize", "export"):
+        code, _, err = run([cmd, "--concurrency", "4"], capsys)
+        assert code == 2 and "--concurrency" in err and "flat-budget" in err
+    code, _, err = run(["optimize", "--concurrency", "0"], capsys)
+    assert code == 2 and "--concurrency" in err
+    code, _, err = run(["simulate", "--samples", "1"], capsys)
+    assert code == 2 and "--samples" in err and "n_" not in err
+
+
+def test_optimize_json_says_which_model_without_batch_cost(capsys) -> None:
+    code, out, _ = run(["optimize", "--budget", "16", "--json"], capsys)
+    data = json.loads(out)
+    assert code == 0 and data["model"] == "flat-budget f·g" and (data["k1"], data["k2"]) == (3, 5)
+
+
+def test_version(capsys) -> None:
+    from specmodel import __version__
+
+    code, out, _ = run(["--version"], capsys)
+    assert code == 0 and out.strip() == f"specmodel {__version__}"
+
+
+def test_python_m_specmodel_runs_the_cli() -> None:
+    from specmodel import __version__
+
+    done = subprocess.run([sys.executable, "-m", "specmodel", "--version"],
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 0 and done.stdout.strip() == f"specmodel {__version__}"
+    done = subprocess.run([sys.executable, "-c", "import sys, specmodel; "
+                           "print('typer' in sys.modules)"],
+                          capture_output=True, text=True, check=False)
+    assert done.stdout.strip() == "False"

@@ -124,12 +124,13 @@ def test_vllm_sync_and_async_decoding_are_lossless(smollm_path, problems) -> Non
     gc.collect()
 
 
-def test_decode_and_validate_commands(smollm_path, tmp_path, capsys, monkeypatch) -> None:
+def test_decode_and_validate_commands(smollm_path, qwen05_path, tmp_path, capsys,
+                                      monkeypatch) -> None:
     from cli.main import main
 
     monkeypatch.setenv("SPECMODEL_CACHE", str(smollm_path.parent))
     out = tmp_path / "run.json"
-    args = ["decode", "--target", str(smollm_path), "--draft", str(smollm_path),
+    args = ["decode", "--target", str(smollm_path), "--draft", str(qwen05_path),
             "--verifier", "exact", "--mode", "sync", "--k1", "2", "--k2", "2",
             "--token-draft", str(smollm_path), "--problems", "1",
             "--max-steps", "2", "--max-step-tokens", "8", "--delimiter", "\\n",

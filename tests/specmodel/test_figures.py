@@ -49,9 +49,33 @@ def test_lookahead_curve_values() -> None:
 
 
 def test_write_and_make_all(tmp_path) -> None:
-    paths = write_figure(lookahead_scaling_figure(), tmp_path / "x")
-    assert paths[0].suffix == ".html" and paths[0].stat().st_size > 1000
-    written = make_all(tmp_path, ["async_knee", "cascade_ewif"])
+    paths = write_figure(lookahead_scaling_figure(), tmp_path / "x", png=False)
+    html = paths[0].read_text(encoding="utf-8")
+    assert paths == [tmp_path / "x.html"]
+    assert "cdn.plot.ly/plotly" not in html[:5000] and len(html) > 3_000_000  # embedded
+    written = make_all(tmp_path, ["async_knee", "cascade_ewif"], png=False)
     assert {p.stem for p in written} == {"async_knee", "cascade_ewif"}
     with pytest.raises(ValueError, match="which"):
         make_all(tmp_path, ["nope"])
+
+
+def test_shared_js_writes_one_library_beside(tmp_path) -> None:
+    make_all(tmp_path, ["async_knee", "cascade_ewif"], png=False, plotlyjs="directory")
+    assert (tmp_path / "plotly.min.js").stat().st_size > 3_000_000
+    assert (tmp_path / "async_knee.html").stat().st_size < 100_000
+
+
+def test_default_parameters_are_the_default_calibrations(tmp_path) -> None:
+    from specmodel.figures import default_parameters
+    from specmodel.formats.calibration import DEFAULT_PRESET, load_preset
+
+    out = make_all(tmp_path, ["budget_landscape"], png=False, label="x")
+    assert out.parameters == load_preset(DEFAULT_PRESET).parameters() == default_parameters()
+
+
+def test_png_written_or_skipped_with_a_reason(tmp_path, monkeypatch) -> None:
+    from specmodel import figures
+
+    monkeypatch.setattr(figures, "png_unavailable", lambda: "kaleido is not installed")
+    out = make_all(tmp_path, ["cascade_ewif"])
+    assert [p.suffix for p in out] == [".html"] and out.png_skipped == "kaleido is not installed"

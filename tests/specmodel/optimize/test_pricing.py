@@ -194,3 +194,95 @@ def test_search_scales_to_thousands() -> None:
     assert best.k1 * best.k2 <= 3000
     none = cost_aware_speedup(Parameters(0.7, 0.05, 0.8, 0.05), "sync", 1, 1, CPU_LIKE, 2)[0]
     assert best.speedup >= none
+
+
+# --- serving units, the pays/does-not-pay table, export caps (issue 15) -------------------
+
+SMALL = BatchCostCurve.from_points([(1, 0.1), (2, 0.15), (4, 0.3)], seconds_per_step=True)
+
+
+def test_serving_point_by_hand() -> None:
+    from specmodel.optimize.pricing import serving_point
+
+    sp = serving_point(SMALL, 1.5, 2)
+    # T(2) = 0.15 s/step: target alone 150 ms/token, 2/0.15 tokens/s; speculation 1.5x.
+    assert sp.step_seconds == pytest.approx(0.15)
+    assert sp.baseline_ms_per_token == pytest.approx(150.0)
+    assert sp.ms_per_token == pytest.approx(100.0)
+    assert sp.baseline_tokens_per_second == pytest.approx(2 / 0.15)
+    assert sp.tokens_per_second == pytest.approx(20.0)
+    # Between measured widths T is interpolated: T(3) = 0.225.
+    assert serving_point(SMALL, 1.0, 3).ms_per_token == pytest.approx(225.0)
+
+
+def test_serving_point_needs_absolute_times() -> None:
+    from specmodel.optimize.pricing import serving_point
+
+    with pytest.raises(ValueError, match="absolute"):
+        serving_point(CPU_LIKE, 1.5, 1)
+    with pytest.raises(ValueError, match="concurrency"):
+        serving_point(SMALL, 1.5, 0)
+
+
+def test_price_budget_at_a_concurrency_is_the_priced_optimum_there() -> None:
+    from specmodel.optimize.pricing import price_budget, serving_point
+
+    p = Parameters(0.6, 0.2, 0.7, 0.05)
+    priced = price_budget(p, 16, "async", SMALL, 3, compare=(3, 5))
+    assert priced.serving_batch == 3
+    assert priced.best == optimize_cost_aware(p, 16, "async", SMALL, 3)
+    assert [d.serving_batch for d in priced.by_batch_size] == [1, 2, 3, 4]
+    assert priced.serving == serving_point(SMALL, priced.best.speedup, 3)
+    assert len(priced.serving_by_batch_size) == 4
+    s, w = cost_aware_speedup(p, "async", 3, 5, SMALL, 3)
+    assert priced.compared is not None
+    assert (priced.compared.speedup, priced.compared.width) == (pytest.approx(s), w)
+    assert priced.compared.flat_speedup == pytest.approx(h("async", 0.6, 0.2, 0.7, 0.05, 3, 5))
+    # Relative times give no serving units.
+    assert price_budget(p, 16, "async", CPU_LIKE).serving is None
+
+
+def _table(pays: list[bool]):
+    from specmodel.optimize.pricing import BatchSizeDecision, CostAwarePoint, PricedBudget
+
+    none = CostAwarePoint(1, 1, 1.0, 1, 1.0)
+    tok = CostAwarePoint(1, 2, 1.16, 2, 1.16)
+    ds = tuple(BatchSizeDecision(2**i, tok if y else none, tok if y else none)
+               for i, y in enumerate(pays))
+    return PricedBudget(ds[0].best, ds)
+
+
+def test_stops_paying_agrees_with_the_table() -> None:
+    # The measured preset's shape: no at 1, yes at 2, no at 4 and 8.
+    t = _table([False, True, False, False])
+    assert (t.pays_at, t.does_not_pay_at, t.stops_paying_at) == ((2,), (1, 4, 8), 4)
+    assert t.pays_summary() == ("Speculation pays at batch sizes 2, not at 1, 4, 8; from a "
+                                "batch of 4 requests on it no longer pays.")
+    assert _table([True, True]).stops_paying_at is None
+    assert "every batch size" in _table([True, True]).pays_summary()
+    assert _table([False, False]).stops_paying_at == 1
+    assert "no batch size" in _table([False, False]).pays_summary()
+    assert _table([False, True]).stops_paying_at is None  # the largest pays again
+
+
+def test_export_caps_what_vllm_cannot_run() -> None:
+    from specmodel.formats.export import MAX_SPECULATIVE_TOKENS, export_vllm
+
+    res = optimize_budget(Parameters(0.5, 0.3, 0.99, 0.0), 2000, "async")
+    chosen = res.economical if res.economical is not None else res.best
+    assert chosen.k2 - 1 > MAX_SPECULATIVE_TOKENS
+    out = export_vllm(res)
+    assert out.config.k2 - 1 == MAX_SPECULATIVE_TOKENS == 32
+    assert out.speculative_config["num_speculative_tokens"] == 32
+    assert any("capped at 32" in n for n in out.notes)
+
+
+def test_export_without_t_b_writes_the_leanest_near_optimal_point() -> None:
+    from specmodel.formats.export import export_vllm
+
+    res = optimize_budget(Parameters(0.63, 0.3409, 0.2806, 0.0), 4096, "async")
+    assert res.economical is not None
+    out = export_vllm(res)
+    assert (out.config.k1, out.config.k2) == (res.economical.k1, res.economical.k2)
+    assert out.prediction.speedup == pytest.approx(res.economical.speedup)
+    assert out.prediction.model == "flat-budget f·g"
