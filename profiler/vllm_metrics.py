@@ -27,7 +27,6 @@ the pure parts (:func:`parse_scrape`, :func:`counter_delta`, :func:`metrics_cali
 
 from __future__ import annotations
 
-import contextlib
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -381,25 +380,9 @@ def metrics_calibration(
 
 def save_scrape(text: str, path: str | Path) -> Path:
     """Write a scrape's exposition ``text`` to ``path`` atomically (a later ``--before``)."""
-    import os
-    import tempfile
+    from specmodel.formats.jsonio import write_text_atomic
 
-    p = Path(path)
-    tmp: str | None = None
-    try:
-        p.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, p)
-        tmp = None
-    except OSError as e:
-        raise SpecmodelError(f"cannot write {p}: {e.strerror or e}") from e
-    finally:
-        if tmp is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-    return p
+    return write_text_atomic(text, path)
 
 
 def profile_vllm_metrics(

@@ -17,22 +17,17 @@ plotly is imported inside the functions only (``import specmodel`` stays light).
 
 from __future__ import annotations
 
-import contextlib
 import html
-import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-
-from specmodel.errors import SpecmodelError
 
 if TYPE_CHECKING:
     from specmodel.formats.calibration import Calibration
     from specmodel.formats.run_record import RunRecord
     from specmodel.prediction import ValidationRow
 
-__all__ = ["Report", "build_report", "write_report", "write_text_atomic"]
+__all__ = ["Report", "build_report", "write_report"]
 
 
 @dataclass
@@ -249,36 +244,11 @@ baseline '{html.escape(record.baseline)}'. Predictions from {html.escape(note)}:
     return Report(html=page, figures=[f[0] for f in figs], rows=rows, calibration_name=cal.name)
 
 
-def write_text_atomic(text: str, path: str | Path) -> Path:
-    """Write ``text`` (UTF-8) to ``path`` atomically: a temporary file beside it, fsync,
-    rename. An ``OSError`` becomes one :class:`SpecmodelError` naming the file; no
-    temporary file is left behind."""
-    p = Path(path)
-    if p.is_dir():
-        raise SpecmodelError(f"cannot write {p}: it is a directory")
-    tmp: str | None = None
-    try:
-        p.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, p)
-        tmp = None
-    except OSError as e:
-        raise SpecmodelError(f"cannot write {p}: {e.strerror or e}") from e
-    finally:
-        if tmp is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-    return p
-
-
 def write_report(record: RunRecord, path: str | Path, calibration: Calibration | None = None,
                  **kwargs: Any) -> Report:
     """Build the page (:func:`build_report`, ``kwargs`` passed on) and write it atomically."""
     report = build_report(record, calibration, **kwargs)
+    from specmodel.formats.jsonio import write_text_atomic
+
     write_text_atomic(report.html, path)
     return report

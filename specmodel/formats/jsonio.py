@@ -42,6 +42,7 @@ __all__ = [
     "parse_json",
     "read_json_file",
     "write_json_atomic",
+    "write_text_atomic",
 ]
 
 MAX_JSON_BYTES = 64 * 1024 * 1024
@@ -226,6 +227,16 @@ def write_json_atomic(
         text = data.model_dump_json(indent=indent, exclude_none=True)
     else:
         text = json.dumps(data, indent=indent)
+    return write_text_atomic(text + "\n", path)
+
+
+def write_text_atomic(text: str, path: str | Path) -> Path:
+    """Write ``text`` (UTF-8) to ``path`` atomically — the one writer behind every file
+    the project writes (JSON, HTML reports, saved scrapes): a temporary file in the
+    target's folder, flushed and fsynced, then renamed over the target, keeping a
+    replaced file's mode (a new one gets the umask's).  Any ``OSError`` becomes one
+    :class:`SpecmodelError` line naming the file and the cause; no temporary file is
+    left behind on any failure (an interrupt included)."""
     p = Path(path)
     _check_target(p)
     tmp: str | None = None
@@ -237,7 +248,7 @@ def write_json_atomic(
             mode = 0o666 & ~_umask()
         fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text + "\n")
+            fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
         os.chmod(tmp, mode)

@@ -41,6 +41,7 @@ def test_profile_batch_cost_writes_a_calibration(smollm_path, tmp_path, capsys) 
     assert code == 0 and data["cost_aware"]["best"]["speedup"] <= data["speedup"] + 1e-9
 
 
+@pytest.mark.slow  # a vLLM engine start; vLLM's own path is covered by the engine tests
 def test_vllm_batch_cost(smollm_path) -> None:
     require("vllm")
     from profiler.batch_cost import batch_cost_section, measure_batch_cost

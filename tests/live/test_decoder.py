@@ -55,6 +55,7 @@ def test_target_only_decoding_is_well_formed(reference) -> None:
         assert run.finished in ("answer", "end", "max_steps")
 
 
+@pytest.mark.slow  # about 1 minute: the 0.5B assistant is slower than the 135M target here
 def test_token_level_draft_model_with_another_tokenizer_is_lossless(
     hf_target, qwen05_path, problems, reference
 ) -> None:
@@ -77,7 +78,7 @@ def test_token_level_draft_model_with_another_tokenizer_is_lossless(
         SpecConfig(mode="async", k1=3, **CAPS),
         SpecConfig(mode="sync", k1=1, k2=3, **CAPS),
         SpecConfig(mode="sync", k1=2, k2=3, **CAPS),
-        SpecConfig(mode="sync", k1=3, width=2, **CAPS),
+        SpecConfig(mode="sync", k1=2, width=2, **CAPS),
     ],
     ids=lambda c: c.label,
 )

@@ -102,6 +102,7 @@ def _greedy(folder, prompt: str = "The capital of France is") -> str:
     return tok.decode(out[0, ids.shape[1] :], skip_special_tokens=True)
 
 
+@pytest.mark.slow  # downloads SmolLM2 again; the offline tests damage real caches too
 def test_damaged_weights_are_refused_and_force_repairs(smollm) -> None:
     cache, folder, _ = smollm
     before = _greedy(folder)
