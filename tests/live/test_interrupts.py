@@ -92,3 +92,69 @@ def test_interrupted_profile_steps_resumes_to_the_uninterrupted_result(
 ) -> None:
     require("reasoning_gym")
     check_interrupt_and_resume(qwen05_path, smollm_path, tmp_path)
+
+
+def _decode_args(target: Path, draft: Path, out: Path) -> list[str]:
+    return ["decode", "--target", str(target), "--draft", str(draft), "--verifier", "exact",
+            "--mode", "sync", "--k1", "2", "--problems", "2", "--max-steps", "3",
+            "--max-step-tokens", "8", "--delimiter", "\\n", "-o", str(out)]
+
+
+def _decoded(path: Path) -> list[tuple]:
+    """What a run record decoded, without its times: per configuration and problem, the
+    output, the committed steps and the verifier's counts."""
+    from specmodel.formats.run_record import load_run_record
+
+    return [(c.label, c.config, [(p.problem, p.output, [(s.text, s.source) for s in p.steps],
+                                  p.drafted_steps, p.accepted_steps) for p in c.problems])
+            for c in load_run_record(path).configs]
+
+
+def _stop_after_first_configuration(args: list[str], out: Path,
+                                    sig: int) -> subprocess.CompletedProcess:
+    """Run decode in a real process; once the record holds its first configuration (the
+    target-only baseline), send ``sig`` while the next one runs."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, "-m", "cli", *args], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and proc.poll() is None and not out.is_file():
+        time.sleep(0.05)
+    assert proc.poll() is None, f"finished before it could be interrupted: {proc.stderr.read()}"
+    proc.send_signal(sig)
+    stdout, stderr = proc.communicate(timeout=120)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
+
+
+@pytest.mark.slow  # three decodes of two problems on real models: a few minutes here
+def test_interrupted_decode_resumes_to_the_uninterrupted_record(
+    smollm_path, qwen05_path, tmp_path
+) -> None:
+    """SIGINT and SIGKILL a real ``specmodel decode`` after its first configuration is
+    saved; ``--resume`` runs only what is missing, and the record equals an uninterrupted
+    run's (greedy decoding with the exact verifier: the same steps; times differ)."""
+    require("reasoning_gym")
+    from cli.main import main
+    from specmodel.formats.lock import lock_path
+    from specmodel.formats.run_record import load_run_record
+
+    ref = tmp_path / "ref.json"
+    assert main(_decode_args(smollm_path, qwen05_path, ref)) == 0
+    reference = _decoded(ref)
+    assert [c[0] for c in reference] == ["target", "sync k1=2 k2=1"]
+    for name, sig in (("int", signal.SIGINT), ("kill", signal.SIGKILL)):
+        out = tmp_path / f"{name}.json"
+        done = _stop_after_first_configuration(_decode_args(smollm_path, qwen05_path, out), out,
+                                               sig)
+        if sig == signal.SIGINT:
+            assert done.returncode == 130, done.stderr
+            last = done.stderr.splitlines()[-1]
+            assert last.startswith("interrupted:") and str(out) in last and "--resume" in last
+            assert not lock_path(out).exists()
+        else:
+            assert done.returncode == -signal.SIGKILL
+        assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+        saved = load_run_record(out)
+        assert [c.label for c in saved.configs] == ["target"]  # the finished one, whole
+        assert main([*_decode_args(smollm_path, qwen05_path, out), "--resume"]) == 0
+        assert _decoded(out) == reference

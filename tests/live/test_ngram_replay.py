@@ -32,6 +32,7 @@ def test_replay_matches_transformers_prompt_lookup(smollm_path) -> None:
         assert c["num_drafts"] > 0
 
 
+@pytest.mark.slow  # the timed plain-vs-speculative run; the exact replay is tested above
 def test_measure_hf_token_speculation(smollm_path) -> None:
     engine = HFEngine(smollm_path, threads=1)
     prompts = [format_prompt(p) for p in load_problems(2, seed=1)]
