@@ -9,6 +9,10 @@ import pytest
 
 from tests.conftest import require
 
+FETCH_MESSAGES: dict[str, list[str]] = {}
+"""Pack name -> the progress messages of its fetch in this session (tests/live/test_packs.py
+checks a fresh fetch's messages without downloading the pack a second time)."""
+
 
 def _pack(name: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """``name`` fetched into $SPECMODEL_CACHE, or into a session temp cache."""
@@ -17,7 +21,8 @@ def _pack(name: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     env = os.environ.get("SPECMODEL_CACHE")
     cache = Path(env) if env else tmp_path_factory.mktemp(f"packs-{name}")
-    return fetch_pack(name, cache)
+    messages = FETCH_MESSAGES.setdefault(name, [])
+    return fetch_pack(name, cache, progress=messages.append)
 
 
 @pytest.fixture(scope="session")

@@ -24,10 +24,17 @@ pytestmark = pytest.mark.live
 
 
 @pytest.fixture(scope="module")
-def smollm(tmp_path_factory):
-    """SmolLM2-135M fetched afresh into an empty cache (the download itself is under test)."""
+def smollm(request, tmp_path_factory):
+    """SmolLM2-135M fetched afresh into an empty cache (the download itself is under test):
+    the session's own fetch when it went to a fresh temporary cache (no $SPECMODEL_CACHE),
+    else a fetch of its own."""
     require("transformers")
     require("gguf")
+    if not os.environ.get("SPECMODEL_CACHE"):
+        folder = request.getfixturevalue("smollm_path")
+        from tests.live.conftest import FETCH_MESSAGES
+
+        return folder.parent, folder, FETCH_MESSAGES["smollm2-135m"]
     cache = tmp_path_factory.mktemp("packs")
     messages: list[str] = []
     folder = fetch_pack("smollm2-135m", cache, progress=messages.append)

@@ -11,6 +11,7 @@ from tests.conftest import require
 pytestmark = pytest.mark.live
 
 
+@pytest.mark.slow  # about 1 minute; each phase has its own live test in CI
 def test_profile_run_measures_everything_and_resumes(
     smollm_path, qwen05_path, tmp_path, capsys, monkeypatch
 ) -> None:
