@@ -247,8 +247,7 @@ def export_vllm(
     if decisions and any(d.token_only.k2 - 1 > MAX_SPECULATIVE_TOKENS for d in decisions):
         notes.append(f"num_speculative_tokens_per_batch_size capped at "
                      f"{MAX_SPECULATIVE_TOKENS}.")
-    top_k = max(r[2] for r in schedule) if schedule else config.k2 - 1
-    if top_k < 1:
+    if config.speculative_config(schedule) is None:
         notes.append("token-level speculation does not pay here: no speculative_config.")
     elif schedule:
         notes.append(
