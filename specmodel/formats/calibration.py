@@ -29,6 +29,7 @@ from pydantic import (
 
 from specmodel.config import SpecConfig, TokenMethod, VerifierSpec, build
 from specmodel.errors import SpecmodelError, describe_validation_error
+from specmodel.formats.hardware import HardwareProfile
 from specmodel.formats.jsonio import parse_json, read_json_file, write_json_atomic
 from specmodel.parameters import Parameters
 
@@ -595,6 +596,15 @@ class Calibration(_Strict):
     """The target's measured T(b), if profiled."""
     provenance: Provenance
     """Where the numbers came from."""
+    hardware: list[HardwareProfile] | None = None
+    """Measured cost surfaces of model architectures on devices (``specmodel profile
+    hardware``), each with its device, versions and date; None if none was measured."""
+
+    def with_hardware(self, profile: HardwareProfile) -> Calibration:
+        """A copy with ``profile`` added, replacing one of the same architecture, device,
+        dtype, path and attention backend."""
+        kept = [p for p in (self.hardware or []) if p.key() != profile.key()]
+        return self.model_copy(update={"hardware": [*kept, profile]})
 
     @field_validator("schema_version")
     @classmethod

@@ -1,0 +1,611 @@
+"""Cost surfaces of a model architecture on a device, with random weights.
+
+What an engine call costs depends on what it does: ``b`` sequences, ``q`` new tokens
+each, over a cached context of ``L`` tokens, with or without a prefix shared by the
+batch.  :func:`measure` times one forward of each requested :class:`Point` —
+T(b, L) decode (q = 1), V(q, L) verification of q tokens, P(n) prefill (b = 1,
+q = n) — for an architecture built from its ``config.json`` alone: latency does not
+depend on weight values, so nothing is downloaded and any size can be measured.
+
+Three execution paths, each named in the result (never mixed in one profile):
+
+``graph``
+    The reference decoder (:class:`ReferenceDecoder`, below) captured as one CUDA
+    graph per point and replayed; each replay is timed with CUDA events.  It measures
+    the GPU, as serving engines (vLLM's CUDA graphs) run it.  CUDA only.
+``eager``
+    The same reference decoder run op by op; the clock reads after a device
+    synchronize.  On a GPU this measures kernel launches and Python as much as the GPU.
+``transformers``
+    Hugging Face transformers' ``AutoModelForCausalLM.from_config`` (random weights,
+    SDPA attention, its dynamic KV cache), eager, synchronized.  On a GPU it is
+    launch-bound; it is here to show what an eager engine costs.
+
+The reference decoder is the Llama / Qwen2 / Qwen3 layer: RMSNorm, one fused QKV
+projection (with Q/K/V biases where the architecture has them), rotary embedding,
+grouped-query attention by ``scaled_dot_product_attention`` over the KV cache, the
+output projection, RMSNorm, the gated SiLU MLP, and after the last layer the final
+norm and the LM head.  Attention over the cached context and over the call's own new
+tokens are two kernels whose outputs are summed (the cost of cascade attention; the
+values are not a softmax merge — weights are random, only time is measured); a decode
+step (q = 1) attends once over L + 1 keys.  With ``shared_prefix`` the b sequences'
+queries attend to one copy of the L-token prefix in a single kernel (shared-prefix /
+cascade attention), then each to its own new tokens.
+
+Standard library plus torch (and transformers for its path), imported inside the
+functions: GPU machines that lack pydantic and NumPy run this module as a script
+(``python -m profiler.hardware``); :mod:`cli.profile` wraps the same :func:`measure`
+into a calibration.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from profiler.environment import machine_description, package_versions
+from specmodel.hardware.shape import DTYPE_BYTES, Shape, load_shape
+
+__all__ = ["DEVICES", "KINDS", "PATHS", "Point", "ReferenceDecoder", "default_points",
+           "measure", "resolve_path"]
+
+DEVICES = ("cpu", "cuda")
+"""Devices a profile runs on."""
+PATHS = ("graph", "eager", "transformers")
+"""Execution paths (see the module docstring)."""
+KINDS = ("decode", "verify", "prefill")
+"""What a timed forward does: one new token per sequence, q > 1 new tokens per
+sequence with logits at every position, or n prompt tokens with logits at the last."""
+ATTENTION = ("auto", "flash", "efficient", "cudnn", "math")
+"""``scaled_dot_product_attention`` backends: auto lets torch choose per call; the others
+force one (a point it cannot run is kept as skipped, with torch's reason)."""
+PATH_DESCRIPTIONS = {
+    "graph": "reference decoder (RMSNorm, fused QKV, rotary, GQA SDPA, O, gated MLP, LM "
+             "head) captured as one CUDA graph per point; CUDA-event timing of each replay",
+    "eager": "reference decoder run op by op; perf_counter after a device synchronize",
+    "transformers": "transformers AutoModelForCausalLM.from_config (random weights, sdpa, "
+                    "DynamicCache), eager; perf_counter after a device synchronize",
+}
+"""What each path measures, as written into the profile."""
+
+
+@dataclass(frozen=True)
+class Point:
+    """One forward to time."""
+
+    kind: str
+    """decode, verify or prefill (:data:`KINDS`)."""
+    batch: int
+    """Sequences in the forward (b)."""
+    new_tokens: int
+    """New tokens per sequence (q; 1 for decode)."""
+    context: int
+    """Tokens already cached per sequence (L)."""
+    shared_prefix: bool = False
+    """Whether the b sequences share their L-token prefix (attention to it read once)."""
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {self.kind!r}")
+        for name in ("batch", "new_tokens"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or v < 1:
+                raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
+        if not isinstance(self.context, int) or self.context < 0:
+            raise ValueError(f"context must be an integer >= 0, got {self.context!r}")
+        if self.kind == "decode" and self.new_tokens != 1:
+            raise ValueError(f"a decode point has new_tokens 1, got {self.new_tokens}")
+        if self.kind == "prefill" and self.batch != 1:
+            raise ValueError(f"a prefill point has batch 1, got {self.batch}")
+        if self.shared_prefix and self.context == 0:
+            raise ValueError("shared_prefix needs a context >= 1")
+
+    @property
+    def logits(self) -> str:
+        """Which positions get logits: 'all' (decode, verify) or 'last' (prefill)."""
+        return "last" if self.kind == "prefill" else "all"
+
+
+def default_points(
+    contexts: Iterable[int], batches: Iterable[int], *, verify_tokens: Iterable[int] = (),
+    verify_batches: Iterable[int] = (1,), prefill_tokens: Iterable[int] = (),
+    shared_batches: Iterable[int] = (),
+) -> list[Point]:
+    """The grid ``profile hardware`` times: decode T(b, L) for every batch and context;
+    verification V(q, L) for each q at ``verify_batches``; prefill P(n) of a fresh
+    prompt; and decode with a shared prefix at ``shared_batches`` (b > 1) and every
+    context."""
+    contexts = sorted(set(contexts))
+    points = [Point("decode", b, 1, L) for L in contexts for b in sorted(set(batches))]
+    points += [Point("verify", b, q, L) for L in contexts for b in sorted(set(verify_batches))
+               for q in sorted(set(verify_tokens))]
+    points += [Point("decode", b, 1, L, shared_prefix=True) for L in contexts if L > 0
+               for b in sorted(set(shared_batches)) if b > 1]
+    points += [Point("prefill", 1, n, 0) for n in sorted(set(prefill_tokens))]
+    return points
+
+
+# --- device -----------------------------------------------------------------------------
+def _torch() -> Any:
+    try:
+        import torch
+    except ImportError as e:  # pragma: no cover - the live extra installs torch
+        raise ValueError(f"profile hardware needs torch: {e}") from e
+    return torch
+
+
+def check_device(device: str, dtype: str) -> None:
+    """Refuse an unknown device or dtype, CUDA when torch sees none, and a dtype the
+    device cannot run — one line naming the problem."""
+    if device not in DEVICES:
+        raise ValueError(f"device must be one of {', '.join(DEVICES)}, got {device!r}")
+    if dtype not in DTYPE_BYTES:
+        raise ValueError(f"dtype must be one of {', '.join(DTYPE_BYTES)}, got {dtype!r}")
+    torch = _torch()
+    if device == "cuda":
+        if not torch.cuda.is_available():
+            why = ("this torch is built without CUDA" if torch.version.cuda is None
+                   else "no GPU is visible")
+            raise ValueError(f"device cuda was asked but CUDA is not available ({why}, "
+                             f"torch {torch.__version__})")
+        if dtype == "bfloat16" and not torch.cuda.is_bf16_supported():
+            raise ValueError(f"dtype bfloat16 is not supported by "
+                             f"{torch.cuda.get_device_name()}; use float16 or float32")
+
+
+def check_options(device: str, dtype: str, path: str, attention: str) -> str:
+    """Every option of a measurement checked before any model is built (one line naming
+    the problem); returns the resolved path."""
+    check_device(device, dtype)
+    resolved = resolve_path(path, device)
+    if attention not in ATTENTION:
+        raise ValueError(f"attention must be one of {', '.join(ATTENTION)}, got {attention!r}")
+    if attention != "auto" and resolved == "transformers":
+        raise ValueError("attention backends are forced on the reference decoder only "
+                         "(path graph or eager)")
+    return resolved
+
+
+def resolve_path(path: str, device: str) -> str:
+    """``auto`` → graph on CUDA, eager on CPU; graph on CPU is refused."""
+    if path == "auto":
+        return "graph" if device == "cuda" else "eager"
+    if path not in PATHS:
+        raise ValueError(f"path must be auto or one of {', '.join(PATHS)}, got {path!r}")
+    if path == "graph" and device != "cuda":
+        raise ValueError("path graph captures CUDA graphs and needs device cuda; use eager "
+                         "or transformers on the CPU")
+    return path
+
+
+def device_description(device: str, threads: int) -> dict[str, Any]:
+    """The device, its driver and runtime, as recorded in a profile."""
+    torch = _torch()
+    if device == "cuda":
+        props = torch.cuda.get_device_properties(0)
+        driver = None
+        try:
+            out = subprocess.run(
+                ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                capture_output=True, text=True, timeout=20, check=False)
+            driver = out.stdout.strip().splitlines()[0] if out.stdout.strip() else None
+        except (OSError, subprocess.SubprocessError):
+            pass
+        return {"type": "cuda", "name": props.name, "memory_bytes": int(props.total_memory),
+                "compute_capability": f"{props.major}.{props.minor}",
+                "multiprocessors": int(props.multi_processor_count), "driver": driver,
+                "cuda_runtime": torch.version.cuda, "threads": None}
+    machine = machine_description()
+    return {"type": "cpu", "name": machine["cpu"], "memory_bytes":
+            int(machine["memory_gib"] * 2**30) if machine["memory_gib"] else None,
+            "compute_capability": None, "multiprocessors": machine["cores"], "driver": None,
+            "cuda_runtime": None, "threads": threads}
+
+
+# --- the reference decoder ----------------------------------------------------------------
+class ReferenceDecoder:
+    """A decoder of ``shape`` with random weights on ``device`` (see the module
+    docstring for the layer); :meth:`bind` builds the static buffers of one point and
+    returns the forward to time."""
+
+    def __init__(self, shape: Shape, device: str, dtype: str, seed: int = 0) -> None:
+        torch = _torch()
+        self.torch, self.shape, self.device = torch, shape, device
+        self.dtype = getattr(torch, dtype)
+        gen = torch.Generator(device=device).manual_seed(seed)
+        s = shape
+
+        def weight(*size: int) -> Any:
+            return torch.empty(size, device=device, dtype=self.dtype).normal_(
+                0.0, 0.02, generator=gen)
+
+        def ones(n: int) -> Any:
+            return torch.ones(n, device=device, dtype=self.dtype)
+
+        qkv = s.q_width + 2 * s.kv_width
+        self.embed = weight(s.vocab_size, s.hidden_size)
+        self.layers = [{
+            "norm1": ones(s.hidden_size), "qkv": weight(qkv, s.hidden_size),
+            "qkv_bias": weight(qkv) if s.attention_bias else None,
+            "o": weight(s.hidden_size, s.q_width), "norm2": ones(s.hidden_size),
+            "gate_up": weight(2 * s.intermediate_size, s.hidden_size),
+            "down": weight(s.hidden_size, s.intermediate_size),
+        } for _ in range(s.num_hidden_layers)]
+        self.norm = ones(s.hidden_size)
+        self.head = self.embed if s.tie_word_embeddings else weight(s.vocab_size, s.hidden_size)
+
+    def buffer_bytes(self, point: Point) -> int:
+        """Bytes of the point's KV cache and largest activations (an estimate for the
+        memory check before allocating)."""
+        s, el = self.shape, self.embed.element_size()
+        per_token = s.kv_bytes_per_token("float32") // 4 * el
+        ctx = point.context if point.shared_prefix else point.batch * (point.context + 1)
+        cache = (ctx + point.batch * point.new_tokens) * per_token
+        rows = point.batch * point.new_tokens
+        act = rows * (2 * s.intermediate_size + s.vocab_size + 4 * s.hidden_size) * el * 2
+        return cache + act
+
+    def bind(self, point: Point) -> Callable[[], Any]:
+        """Allocate the point's caches and inputs; the returned function runs one
+        forward (no allocation outside what the forward itself needs)."""
+        torch, s = self.torch, self.shape
+        F = torch.nn.functional
+        b, q, L = point.batch, point.new_tokens, point.context
+        H, KV, hd, d = s.num_attention_heads, s.num_key_value_heads, s.head_dim, s.hidden_size
+        dev, dt = self.device, self.dtype
+        one_pass = q == 1 and not point.shared_prefix  # decode: one kernel over L + 1 keys
+        ctx_len = L + 1 if one_pass else L
+        ctx_batch = 1 if point.shared_prefix else b
+        caches = [(torch.zeros(ctx_batch, KV, ctx_len, hd, device=dev, dtype=dt),
+                   torch.zeros(ctx_batch, KV, ctx_len, hd, device=dev, dtype=dt))
+                  for _ in range(s.num_hidden_layers)]
+        own = None if one_pass else [
+            (torch.zeros(b, KV, q, hd, device=dev, dtype=dt),
+             torch.zeros(b, KV, q, hd, device=dev, dtype=dt))
+            for _ in range(s.num_hidden_layers)]
+        ids = torch.randint(0, s.vocab_size, (b, q), device=dev)
+        pos = torch.arange(L, L + q, device=dev, dtype=torch.float32)
+        inv = 1.0 / (10000.0 ** (torch.arange(0, hd, 2, device=dev, dtype=torch.float32) / hd))
+        ang = torch.outer(pos, inv)
+        cos = torch.cat([ang.cos(), ang.cos()], -1).to(dt)
+        sin = torch.cat([ang.sin(), ang.sin()], -1).to(dt)
+        half = hd // 2
+        last = point.logits == "last"
+        eps = 1e-6
+
+        def rope(x: Any) -> Any:
+            rot = torch.cat([-x[..., half:], x[..., :half]], -1)
+            return x * cos + rot * sin
+
+        def attend(qh: Any, i: int) -> Any:
+            kc, vc = caches[i]
+            if one_pass:
+                return F.scaled_dot_product_attention(qh, kc, vc, enable_gqa=True)
+            ok, ov = own[i]
+            out = F.scaled_dot_product_attention(qh, ok, ov, is_causal=q > 1, enable_gqa=True)
+            if L == 0:
+                return out
+            if point.shared_prefix:  # every sequence's queries against one prefix copy
+                folded = qh.permute(1, 0, 2, 3).reshape(1, H, b * q, hd)
+                pre = F.scaled_dot_product_attention(folded, kc, vc, enable_gqa=True)
+                pre = pre.reshape(H, b, q, hd).permute(1, 0, 2, 3)
+            else:
+                pre = F.scaled_dot_product_attention(qh, kc, vc, enable_gqa=True)
+            return out + pre
+
+        def forward() -> Any:
+            x = F.embedding(ids, self.embed)
+            for i, layer in enumerate(self.layers):
+                h = F.rms_norm(x, (d,), layer["norm1"], eps)
+                qkv = F.linear(h, layer["qkv"], layer["qkv_bias"])
+                qh, k, v = qkv.split([s.q_width, s.kv_width, s.kv_width], dim=-1)
+                qh = rope(qh.view(b, q, H, hd).transpose(1, 2))
+                k = rope(k.view(b, q, KV, hd).transpose(1, 2))
+                v = v.view(b, q, KV, hd).transpose(1, 2)
+                if one_pass:
+                    caches[i][0][:, :, L:].copy_(k)
+                    caches[i][1][:, :, L:].copy_(v)
+                else:
+                    own[i][0].copy_(k)
+                    own[i][1].copy_(v)
+                a = attend(qh, i).transpose(1, 2).reshape(b, q, s.q_width)
+                x = x + F.linear(a, layer["o"])
+                h = F.rms_norm(x, (d,), layer["norm2"], eps)
+                gate, up = F.linear(h, layer["gate_up"]).chunk(2, dim=-1)
+                x = x + F.linear(F.silu(gate) * up, layer["down"])
+            x = F.rms_norm(x[:, -1:] if last else x, (d,), self.norm, eps)
+            return F.linear(x, self.head)
+
+        return forward
+
+
+# --- timing -------------------------------------------------------------------------------
+def _sync(torch: Any, device: str) -> None:
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def _time_eager(torch: Any, device: str, fn: Callable[[], Any], warmup: int,
+                repeats: int) -> list[float]:
+    for _ in range(warmup):
+        fn()
+    _sync(torch, device)
+    out = []
+    for _ in range(repeats):
+        _sync(torch, device)
+        t0 = time.perf_counter()
+        fn()
+        _sync(torch, device)
+        out.append((time.perf_counter() - t0) * 1e3)
+    return out
+
+
+def _time_graph(torch: Any, fn: Callable[[], Any], warmup: int, repeats: int) -> list[float]:
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for _ in range(max(warmup, 2)):
+            fn()
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        fn()
+    for _ in range(warmup):
+        graph.replay()
+    torch.cuda.synchronize()
+    out = []
+    for _ in range(repeats):
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        start.record()
+        graph.replay()
+        end.record()
+        end.synchronize()
+        out.append(start.elapsed_time(end))
+    del graph
+    return out
+
+
+def _attention_context(torch: Any, attention: str) -> Any:
+    """A context forcing the SDPA backend (a no-op for auto)."""
+    import contextlib
+
+    if attention == "auto":
+        return contextlib.nullcontext()
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    names = {"flash": "FLASH_ATTENTION", "efficient": "EFFICIENT_ATTENTION",
+             "cudnn": "CUDNN_ATTENTION", "math": "MATH"}
+    return sdpa_kernel(getattr(SDPBackend, names[attention]))
+
+
+def _time_point(torch: Any, runner: Any, point: Point, path: str, device: str,
+                warmup: int, repeats: int) -> list[float]:
+    fn = runner.bind(point)
+    return (_time_graph(torch, fn, warmup, repeats) if path == "graph"
+            else _time_eager(torch, device, fn, warmup, repeats))
+
+
+def _free_bytes(torch: Any, device: str) -> int | None:
+    if device == "cuda":
+        free, _ = torch.cuda.mem_get_info()
+        return int(free)
+    return None
+
+
+def _is_oom(torch: Any, e: BaseException) -> bool:
+    oom = getattr(torch.cuda, "OutOfMemoryError", ())
+    return (bool(oom) and isinstance(e, oom)) or "out of memory" in str(e).lower()
+
+
+class _TransformersRunner:
+    """transformers' own model from the config (random weights), timed eagerly."""
+
+    def __init__(self, config: dict[str, Any], device: str, dtype: str, seed: int) -> None:
+        torch = _torch()
+        try:
+            from transformers import AutoConfig, AutoModelForCausalLM
+        except ImportError as e:
+            raise ValueError(f"path transformers needs the transformers package: {e}") from e
+        fields = {k: v for k, v in config.items() if not k.startswith("_")}
+        model_type = fields.pop("model_type", None)
+        if model_type is None:
+            raise ValueError("path transformers needs model_type in the config")
+        cfg = AutoConfig.for_model(model_type, **fields)
+        cfg._attn_implementation = "sdpa"
+        torch.manual_seed(seed)
+        previous = torch.get_default_dtype()
+        torch.set_default_dtype(getattr(torch, dtype))
+        try:
+            with torch.device(device):
+                self.model = AutoModelForCausalLM.from_config(cfg)
+        finally:
+            torch.set_default_dtype(previous)
+        self.model.eval()
+        self.torch, self.device, self.vocab = torch, device, cfg.vocab_size
+
+    def bind(self, point: Point) -> Callable[[], Any]:
+        torch = self.torch
+        if point.shared_prefix:
+            raise ValueError("path transformers has no shared-prefix attention")
+        b, q, L = point.batch, point.new_tokens, point.context
+        cache = None
+        if L:
+            prompt = torch.randint(0, self.vocab, (b, L), device=self.device)
+            cache = self.model.model(input_ids=prompt, use_cache=True).past_key_values
+        ids = torch.randint(0, self.vocab, (b, q), device=self.device)
+        keep = "last" if point.logits == "last" else "all"
+
+        def forward() -> Any:
+            if cache is not None:  # every timed forward sees the same L cached tokens
+                extra = cache.get_seq_length() - L
+                if extra > 0:
+                    cache.crop(-extra)
+            kwargs: dict[str, Any] = {"input_ids": ids, "use_cache": cache is not None}
+            if cache is not None:
+                kwargs["past_key_values"] = cache
+            if keep == "last":
+                kwargs["logits_to_keep"] = 1
+            return self.model(**kwargs).logits
+
+        return forward
+
+
+def measure(
+    shape: Shape, config: dict[str, Any], points: Iterable[Point], *, device: str = "cpu",
+    dtype: str = "float32", path: str = "auto", repeats: int = 10, warmup: int = 3,
+    threads: int = 1, seed: int = 0, memory_margin: float = 0.9, attention: str = "auto",
+    progress: Callable[[int, int, dict[str, Any]], None] | None = None,
+) -> dict[str, Any]:
+    """Time one forward per point; return the profile as a JSON-ready dict (validated
+    by :class:`specmodel.formats.hardware.HardwareProfile`).
+
+    Each timed point has ``ms`` = [median, min, max] over ``repeats`` forwards after
+    ``warmup``; a point that does not fit in the device's memory is kept with
+    ``skipped`` saying why.  ``config`` is the parsed ``config.json`` (the
+    transformers path builds its model from it)."""
+    path = check_options(device, dtype, path, attention)
+    points = list(points)
+    if not points:
+        raise ValueError("points must name at least one forward to time")
+    for name, v, lo in (("repeats", repeats, 1), ("warmup", warmup, 0), ("threads", threads, 1)):
+        if not isinstance(v, int) or v < lo:
+            raise ValueError(f"{name} must be an integer >= {lo}, got {v!r}")
+    torch = _torch()
+    if device == "cpu":
+        torch.set_num_threads(threads)
+    started = time.perf_counter()
+    runner: Any = (_TransformersRunner(config, device, dtype, seed) if path == "transformers"
+                   else ReferenceDecoder(shape, device, dtype, seed))
+    build_s = time.perf_counter() - started
+    rows: list[dict[str, Any]] = []
+    with torch.inference_mode():
+        for i, point in enumerate(points):
+            row: dict[str, Any] = asdict(point)
+            free = _free_bytes(torch, device)
+            need = ReferenceDecoder.buffer_bytes(runner, point) \
+                if isinstance(runner, ReferenceDecoder) else None
+            if free is not None and need is not None and need > memory_margin * free:
+                row["skipped"] = (f"needs about {need / 2**30:.1f} GiB, "
+                                  f"{free / 2**30:.1f} GiB free")
+            else:
+                try:
+                    with _attention_context(torch, attention):
+                        ms = _time_point(torch, runner, point, path, device, warmup, repeats)
+                    row["ms"] = [statistics.median(ms), min(ms), max(ms)]
+                    row["n"] = len(ms)
+                except (RuntimeError, ValueError) as e:
+                    first = str(e).strip().splitlines()[0][:160] if str(e).strip() else ""
+                    if _is_oom(torch, e):
+                        row["skipped"] = f"out of memory: {first}"
+                    elif "no available kernel" in str(e).lower():
+                        row["skipped"] = f"attention {attention} cannot run it: {first}"
+                    else:
+                        raise
+            if device == "cuda":
+                torch.cuda.empty_cache()
+            rows.append(row)
+            if progress is not None:
+                progress(i + 1, len(points), row)
+    versions = package_versions(("specmodel", "torch", "transformers"))
+    return {
+        "architecture": shape.to_dict(),
+        "device": device_description(device, threads),
+        "dtype": dtype,
+        "path": path,
+        "path_description": PATH_DESCRIPTIONS[path],
+        "attention": attention,
+        "repeats": repeats,
+        "warmup": warmup,
+        "seed": seed,
+        "versions": versions,
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "setup_seconds": round(build_s, 3),
+        "measure_seconds": round(time.perf_counter() - started - build_s, 3),
+        "points": rows,
+    }
+
+
+def read_config(name_or_path: str) -> tuple[Shape, dict[str, Any]]:
+    """The shape and the raw ``config.json`` of an embedded architecture or a file."""
+    shape = load_shape(name_or_path)
+    from specmodel.hardware.shape import list_architectures
+
+    if str(name_or_path) in list_architectures():
+        from importlib import resources
+
+        text = (resources.files("specmodel") / "presets" / "architectures"
+                / f"{name_or_path}.json").read_text(encoding="utf-8")
+    else:
+        p = Path(name_or_path)
+        text = (p / "config.json" if p.is_dir() else p).read_text(encoding="utf-8")
+    return shape, json.loads(text)
+
+
+def _ints(text: str, name: str) -> list[int]:
+    try:
+        return [int(v) for v in text.split(",") if v.strip()]
+    except ValueError as e:
+        raise ValueError(f"{name} must be comma-separated integers, got {text!r}") from e
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m profiler.hardware ARCH ... --out FILE``: the measurement alone, for
+    machines without specmodel's other dependencies; the file is a profile that
+    ``specmodel profile hardware --from FILE`` puts into a calibration."""
+    ap = argparse.ArgumentParser(prog="python -m profiler.hardware", description=__doc__
+                                 .split("\n\n")[0])
+    ap.add_argument("architecture")
+    ap.add_argument("--device", default="cuda")
+    ap.add_argument("--dtype", default="bfloat16")
+    ap.add_argument("--path", default="auto")
+    ap.add_argument("--contexts", default="256,1024,4096,16384")
+    ap.add_argument("--batches", default="1,2,4,8,16,32,64")
+    ap.add_argument("--verify-tokens", default="2,4,8,16")
+    ap.add_argument("--verify-batches", default="1,8")
+    ap.add_argument("--prefill", default="128,512,2048")
+    ap.add_argument("--shared-batches", default="8,32")
+    ap.add_argument("--repeats", type=int, default=20)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--attention", default="auto", choices=ATTENTION)
+    ap.add_argument("--out", required=True)
+    a = ap.parse_args(argv)
+    try:
+        shape, config = read_config(a.architecture)
+        pts = default_points(
+            _ints(a.contexts, "--contexts"), _ints(a.batches, "--batches"),
+            verify_tokens=_ints(a.verify_tokens, "--verify-tokens"),
+            verify_batches=_ints(a.verify_batches, "--verify-batches"),
+            prefill_tokens=_ints(a.prefill, "--prefill"),
+            shared_batches=_ints(a.shared_batches, "--shared-batches"))
+
+        def show(i: int, n: int, row: dict[str, Any]) -> None:
+            what = row.get("ms", [math.nan])[0] if "ms" in row else row["skipped"]
+            print(f"[{i}/{n}] {row['kind']} b={row['batch']} q={row['new_tokens']} "
+                  f"L={row['context']}{' shared' if row['shared_prefix'] else ''}: {what}",
+                  flush=True)
+
+        profile = measure(shape, config, pts, device=a.device, dtype=a.dtype, path=a.path,
+                          repeats=a.repeats, warmup=a.warmup, threads=a.threads, progress=show,
+                          attention=a.attention)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    Path(a.out).write_text(json.dumps(profile, indent=1) + "\n", encoding="utf-8")
+    print(f"wrote {a.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

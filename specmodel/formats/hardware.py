@@ -1,0 +1,192 @@
+"""The hardware profile: measured cost surfaces of one architecture on one device.
+
+Written by ``specmodel profile hardware`` (measured by :func:`profiler.hardware.measure`,
+or read from a file that ``python -m profiler.hardware`` wrote on a machine without
+specmodel's other dependencies) and stored in a calibration's ``hardware`` list.
+Each point is one timed forward: ``batch`` sequences, ``new_tokens`` each, over a
+cached context of ``context`` tokens (shared by the batch or not) — T(b, L) decode,
+V(q, L) verification, P(n) prefill — or a point the device could not hold, with why.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from specmodel.formats.jsonio import read_json_file
+from specmodel.hardware.shape import Shape
+
+__all__ = ["ArchitectureRecord", "CostPointRecord", "DeviceRecord", "HardwareProfile",
+           "load_hardware_profile"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False,
+                              use_attribute_docstrings=True)
+
+
+class ArchitectureRecord(_Strict):
+    """The measured architecture (the fields of :class:`specmodel.hardware.shape.Shape`)."""
+
+    name: str = Field(min_length=1)
+    """Architecture name."""
+    hidden_size: int = Field(ge=1)
+    """Model width."""
+    intermediate_size: int = Field(ge=1)
+    """Gated MLP width."""
+    num_hidden_layers: int = Field(ge=1)
+    """Decoder layers."""
+    num_attention_heads: int = Field(ge=1)
+    """Query heads."""
+    num_key_value_heads: int = Field(ge=1)
+    """Key/value heads."""
+    head_dim: int = Field(ge=1)
+    """Width of one head."""
+    vocab_size: int = Field(ge=1)
+    """Vocabulary."""
+    tie_word_embeddings: bool
+    """LM head tied to the embedding."""
+    attention_bias: bool
+    """Q/K/V projection biases."""
+
+    def shape(self) -> Shape:
+        """The :class:`Shape` (for the analytical cost model)."""
+        return Shape(**self.model_dump())
+
+
+class DeviceRecord(_Strict):
+    """The device a profile was measured on."""
+
+    type: Literal["cpu", "cuda"]
+    """cpu or cuda."""
+    name: str
+    """GPU name (e.g. 'NVIDIA H100 80GB HBM3') or CPU model."""
+    memory_bytes: int | None = Field(default=None, ge=1)
+    """Device memory (GPU) or RAM (CPU)."""
+    compute_capability: str | None = None
+    """CUDA compute capability, e.g. '9.0'."""
+    multiprocessors: int | None = Field(default=None, ge=1)
+    """Streaming multiprocessors (GPU) or logical cores (CPU)."""
+    driver: str | None = None
+    """NVIDIA driver version."""
+    cuda_runtime: str | None = None
+    """The CUDA version torch was built with."""
+    threads: int | None = Field(default=None, ge=1)
+    """CPU threads used (CPU only)."""
+
+
+class CostPointRecord(_Strict):
+    """One timed forward, or one the device could not hold."""
+
+    kind: Literal["decode", "verify", "prefill"]
+    """decode (1 new token per sequence), verify (q > 1 new tokens, logits at each) or
+    prefill (n prompt tokens, logits at the last)."""
+    batch: int = Field(ge=1)
+    """Sequences b."""
+    new_tokens: int = Field(ge=1)
+    """New tokens per sequence q."""
+    context: int = Field(ge=0)
+    """Cached tokens per sequence L."""
+    shared_prefix: bool = False
+    """The batch shares its L-token prefix (attention to it read once)."""
+    ms: list[float] | None = Field(default=None, min_length=3, max_length=3)
+    """[median, min, max] of the forward's time in milliseconds."""
+    n: int | None = Field(default=None, ge=1)
+    """Timed forwards behind ``ms``."""
+    skipped: str | None = None
+    """Why the point was not timed (memory, an attention backend that cannot run it)."""
+
+    @model_validator(mode="after")
+    def _timed_or_skipped(self) -> CostPointRecord:
+        if (self.ms is None) == (self.skipped is None):
+            raise ValueError("a point has either ms (and n) or skipped, not both or neither")
+        if self.ms is not None:
+            med, lo, hi = self.ms
+            if not 0 < lo <= med <= hi:
+                raise ValueError(f"ms must be [median, min, max] with 0 < min <= median <= "
+                                 f"max, got {self.ms}")
+        return self
+
+    @property
+    def seconds(self) -> float | None:
+        """The median time in seconds (None when skipped)."""
+        return None if self.ms is None else self.ms[0] / 1e3
+
+
+class HardwareProfile(_Strict):
+    """Cost surfaces of one architecture on one device, one execution path."""
+
+    architecture: ArchitectureRecord
+    """The architecture measured (random weights: latency does not depend on values)."""
+    device: DeviceRecord
+    """The device, its driver and runtime."""
+    dtype: Literal["float32", "bfloat16", "float16"]
+    """Weights' and activations' dtype."""
+    path: Literal["graph", "eager", "transformers"]
+    """How forwards ran: graph (reference decoder as a CUDA graph), eager (the reference
+    decoder op by op) or transformers (eager transformers)."""
+    path_description: str
+    """What that path measures, in words."""
+    attention: Literal["auto", "flash", "efficient", "cudnn", "math"] = "auto"
+    """The SDPA backend (auto: torch's choice per call)."""
+    repeats: int = Field(ge=1)
+    """Timed forwards per point."""
+    warmup: int = Field(ge=0)
+    """Untimed forwards (or replays) before timing."""
+    seed: int
+    """Seed of the random weights and inputs."""
+    versions: dict[str, str]
+    """Package versions (torch, transformers, specmodel where installed)."""
+    date: str
+    """When the measurement finished (ISO 8601, UTC)."""
+    setup_seconds: float = Field(ge=0)
+    """Time to build the model."""
+    measure_seconds: float = Field(ge=0)
+    """Time to measure every point."""
+    points: list[CostPointRecord] = Field(min_length=1)
+    """The timed (or skipped) forwards."""
+
+    def key(self) -> tuple[str, str, str, str, str]:
+        """What makes two profiles the same measurement slot: architecture, device name,
+        dtype, path, attention backend."""
+        return (self.architecture.name, self.device.name, self.dtype, self.path,
+                self.attention)
+
+    def timed(self, kind: str | None = None, *, shared_prefix: bool | None = None
+              ) -> list[CostPointRecord]:
+        """The timed points, optionally of one kind and sharing mode."""
+        return [p for p in self.points if p.ms is not None
+                and (kind is None or p.kind == kind)
+                and (shared_prefix is None or p.shared_prefix == shared_prefix)]
+
+    def decode_surface(self, *, shared_prefix: bool = False) -> dict[tuple[int, int], float]:
+        """(b, L) → seconds of one decode forward, from the timed decode points."""
+        return {(p.batch, p.context): p.ms[0] / 1e3 for p in self.timed(
+            "decode", shared_prefix=shared_prefix) if p.ms is not None}
+
+    def contexts(self) -> list[int]:
+        """The context lengths with timed (unshared) decode points."""
+        return sorted({L for _, L in self.decode_surface()})
+
+    def batch_curve(self, context: int, *, shared_prefix: bool = False) -> list[tuple[int, float]]:
+        """[(b, seconds)] of decode at one context, by batch."""
+        surface = self.decode_surface(shared_prefix=shared_prefix)
+        return sorted((b, t) for (b, ctx), t in surface.items() if ctx == context)
+
+    def summary(self) -> str:
+        """One line: architecture, device, path, points."""
+        skipped = sum(p.skipped is not None for p in self.points)
+        return (f"{self.architecture.name} on {self.device.name} ({self.dtype}, {self.path}"
+                f"{'' if self.attention == 'auto' else ', ' + self.attention}): "
+                f"{len(self.points) - skipped} points timed"
+                f"{f', {skipped} skipped' if skipped else ''}")
+
+
+def load_hardware_profile(path: str | Path) -> HardwareProfile:
+    """Read and validate a profile file (what ``python -m profiler.hardware`` writes)."""
+    from specmodel.formats.calibration import validate_file_data
+
+    data: Any = read_json_file(path, "hardware profile")
+    return validate_file_data(HardwareProfile, data, f"hardware profile {path} is invalid")

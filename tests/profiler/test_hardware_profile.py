@@ -1,0 +1,147 @@
+"""``profile hardware`` on the CPU with a tiny architecture; the committed GPU profiles.
+
+Real forwards of a random-weight decoder (torch, CPU, a few ms each); nothing asserts a
+time beyond its being positive and ordered as [median, min, max].
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from cli.main import main
+from specmodel.formats.calibration import load_calibration
+from specmodel.formats.hardware import HardwareProfile, load_hardware_profile
+from specmodel.hardware.shape import Shape, list_architectures, load_shape
+from tests.conftest import require
+
+GPU_RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "gpu"
+TINY = {"model_type": "qwen2", "hidden_size": 64, "intermediate_size": 128,
+        "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+        "vocab_size": 512, "tie_word_embeddings": True, "max_position_embeddings": 4096}
+
+
+@pytest.fixture
+def tiny(tmp_path: Path) -> Path:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(TINY))
+    return path
+
+
+def run(args: list[str], capsys) -> tuple[int, str, str]:
+    code = main(args)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_measure_every_kind_of_point(tiny: Path) -> None:
+    require("torch")
+    from profiler.hardware import default_points, measure, read_config
+
+    shape, config = read_config(str(tiny))
+    points = default_points([0, 32], [1, 3], verify_tokens=[4], verify_batches=[2],
+                            prefill_tokens=[16], shared_batches=[3])
+    raw = measure(shape, config, points, repeats=2, warmup=1)
+    profile = HardwareProfile.model_validate(raw)
+    kinds = {(p.kind, p.shared_prefix) for p in profile.points}
+    assert kinds == {("decode", False), ("verify", False), ("decode", True),
+                     ("prefill", False)}
+    assert all(p.ms is not None and p.n == 2 for p in profile.points)
+    assert profile.path == "eager" and profile.device.type == "cpu"
+    assert profile.architecture.shape() == shape
+    assert profile.batch_curve(32) == sorted(profile.batch_curve(32))
+    assert {b for b, _ in profile.batch_curve(32)} == {1, 3}
+
+
+def test_transformers_path_runs_the_same_grid(tiny: Path) -> None:
+    require("transformers")
+    from profiler.hardware import Point, measure, read_config
+
+    shape, config = read_config(str(tiny))
+    raw = measure(shape, config, [Point("decode", 2, 1, 16), Point("verify", 1, 3, 16),
+                                  Point("prefill", 1, 8, 0)],
+                  path="transformers", repeats=2, warmup=1)
+    profile = HardwareProfile.model_validate(raw)
+    assert profile.path == "transformers" and len(profile.timed()) == 3
+
+
+def test_cli_measures_into_a_calibration_and_merges(tiny: Path, tmp_path: Path,
+                                                    capsys) -> None:
+    require("torch")
+    out = tmp_path / "cal.json"
+    args = ["profile", "hardware", str(tiny), "-o", str(out), "--contexts", "16",
+            "--batches", "1,2", "--verify-tokens", "2", "--prefill", "8",
+            "--shared-batches", "2", "--repeats", "2", "--warmup", "0"]
+    code, stdout, _ = run(args, capsys)
+    assert code == 0, stdout
+    assert "T(b)/T(1)" in stdout and f"wrote {out}" in stdout
+    cal = load_calibration(out)
+    assert cal.hardware is not None and len(cal.hardware) == 1
+    # a profile of another architecture (from a file) joins it; the same one replaces
+    gpu = sorted(GPU_RESULTS.glob("h100-*/qwen2.5-7b.graph.json"))[0]
+    code, stdout, _ = run(["profile", "hardware", "--from", str(gpu), "-o", str(out)], capsys)
+    assert code == 0
+    code, _, _ = run(args, capsys)
+    names = [p.architecture.name for p in load_calibration(out).hardware or []]
+    assert sorted(names) == ["qwen2.5-7b", tiny.parent.name]
+
+
+@pytest.mark.parametrize(("extra", "named"), [
+    (["--device", "tpu"], "device must be one of cpu, cuda"),
+    (["--device", "cuda"], "device cuda was asked but CUDA is not available"),
+    (["--dtype", "int8"], "dtype must be one of"),
+    (["--path", "graph"], "path graph captures CUDA graphs and needs device cuda"),
+    (["--attention", "fast"], "attention must be one of"),
+    (["--batches", "1,x"], "--batches must be comma-separated integers"),
+])
+def test_bad_input_is_one_line_exit_2(tiny: Path, tmp_path: Path, capsys, extra, named
+                                      ) -> None:
+    torch = require("torch")
+    if extra == ["--device", "cuda"] and torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    out = tmp_path / "cal.json"
+    code, _, err = run(["profile", "hardware", str(tiny), "-o", str(out), *extra], capsys)
+    assert code == 2 and named in err
+    assert len(err.strip().splitlines()) == 1
+    assert not out.exists()
+
+
+def test_config_missing_a_field_is_named(tmp_path: Path, capsys) -> None:
+    bad = tmp_path / "config.json"
+    bad.write_text(json.dumps({k: v for k, v in TINY.items() if k != "vocab_size"}))
+    code, _, err = run(["profile", "hardware", str(bad), "-o", str(tmp_path / "c.json")],
+                       capsys)
+    assert code == 2 and "config field vocab_size is missing" in err
+
+
+def test_arch_or_from_not_both(tiny: Path, tmp_path: Path, capsys) -> None:
+    code, _, err = run(["profile", "hardware", "-o", str(tmp_path / "c.json")], capsys)
+    assert code == 2 and "give ARCH to measure, or --from" in err
+
+
+def test_embedded_architectures_load_and_count() -> None:
+    names = list_architectures()
+    assert {"qwen2.5-0.5b", "qwen2.5-32b", "deepseek-r1-distill-qwen-1.5b"} <= set(names)
+    shapes = {n: load_shape(n) for n in names}
+    # Qwen2.5-7B: 7.62e9 weights in all, of which 2 × 545e6 in embedding and LM head
+    assert shapes["qwen2.5-7b"].params == pytest.approx(7.615e9, rel=2e-3)
+    assert shapes["qwen2.5-0.5b"].params == pytest.approx(0.494e9, rel=2e-3)  # tied
+    assert shapes["qwen2.5-32b"].params == pytest.approx(32.76e9, rel=2e-3)
+    assert shapes["qwen2.5-32b"].kv_bytes_per_token("bfloat16") == 64 * 2 * 8 * 128 * 2
+
+
+def test_shape_rejects_inconsistent_heads() -> None:
+    with pytest.raises(ValueError, match="multiple of num_key_value_heads"):
+        Shape("x", 64, 128, 2, 4, 3, 16, 512)
+
+
+def test_committed_gpu_profiles_load() -> None:
+    files = sorted(GPU_RESULTS.glob("h*-2026-11-23/**/*.json"))
+    assert len(files) >= 10
+    for f in files:
+        profile = load_hardware_profile(f)
+        assert profile.device.type == "cuda" and profile.versions.get("torch")
+        for p in profile.timed():
+            assert p.ms is not None and 0 < p.ms[1] <= p.ms[0] <= p.ms[2]
