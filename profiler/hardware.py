@@ -69,6 +69,9 @@ sequence with logits at every position, or n prompt tokens with logits at the la
 ATTENTION = ("auto", "flash", "efficient", "cudnn", "math")
 """``scaled_dot_product_attention`` backends: auto lets torch choose per call; the others
 force one (a point it cannot run is kept as skipped, with torch's reason)."""
+LAYOUTS = ("gqa", "packed")
+"""How a forward with several queries per sequence attends to the cached context (see
+:meth:`ReferenceDecoder.bind`)."""
 PATH_DESCRIPTIONS = {
     "graph": "reference decoder (RMSNorm, fused QKV, rotary, GQA SDPA, O, gated MLP, LM "
              "head) captured as one CUDA graph per point; CUDA-event timing of each replay",
@@ -255,9 +258,16 @@ class ReferenceDecoder:
         act = rows * (2 * s.intermediate_size + s.vocab_size + 4 * s.hidden_size) * el * 2
         return cache + act
 
-    def bind(self, point: Point) -> Callable[[], Any]:
+    def bind(self, point: Point, layout: str = "gqa") -> Callable[[], Any]:
         """Allocate the point's caches and inputs; the returned function runs one
-        forward (no allocation outside what the forward itself needs)."""
+        forward (no allocation outside what the forward itself needs).
+
+        ``layout`` is how the q >= 2 and shared-prefix forwards attend to the cached
+        context: ``gqa`` (SDPA with ``enable_gqa``, query heads as heads) or ``packed``
+        (each KV head's group of query heads packed into the query length of one head,
+        as decode-optimized kernels do); both compute the same values."""
+        if layout not in LAYOUTS:
+            raise ValueError(f"layout must be one of {', '.join(LAYOUTS)}, got {layout!r}")
         torch, s = self.torch, self.shape
         F = torch.nn.functional
         b, q, L = point.batch, point.new_tokens, point.context
@@ -266,8 +276,10 @@ class ReferenceDecoder:
         one_pass = q == 1 and not point.shared_prefix  # decode: one kernel over L + 1 keys
         ctx_len = L + 1 if one_pass else L
         ctx_batch = 1 if point.shared_prefix else b
-        caches = [(torch.zeros(ctx_batch, KV, ctx_len, hd, device=dev, dtype=dt),
-                   torch.zeros(ctx_batch, KV, ctx_len, hd, device=dev, dtype=dt))
+        def filled(*size: int) -> Any:  # random cached keys/values (values are not timed)
+            return torch.empty(size, device=dev, dtype=dt).normal_()
+
+        caches = [(filled(ctx_batch, KV, ctx_len, hd), filled(ctx_batch, KV, ctx_len, hd))
                   for _ in range(s.num_hidden_layers)]
         own = None if one_pass else [
             (torch.zeros(b, KV, q, hd, device=dev, dtype=dt),
@@ -295,13 +307,25 @@ class ReferenceDecoder:
             out = F.scaled_dot_product_attention(qh, ok, ov, is_causal=q > 1, enable_gqa=True)
             if L == 0:
                 return out
+            return out + context(qh, kc, vc)
+
+        def context(qh: Any, kc: Any, vc: Any) -> Any:
+            """Attention of every new token to the cached context (all of it visible)."""
+            if layout == "packed":  # each KV head's g query heads as g·q rows of one head
+                g = H // KV
+                qp = qh.reshape(b, KV, g * q, hd)
+                if point.shared_prefix:
+                    qp = qp.permute(1, 0, 2, 3).reshape(1, KV, b * g * q, hd)
+                    o = F.scaled_dot_product_attention(qp, kc, vc)
+                    o = o.reshape(KV, b, g * q, hd).permute(1, 0, 2, 3)
+                else:
+                    o = F.scaled_dot_product_attention(qp, kc, vc)
+                return o.reshape(b, H, q, hd)
             if point.shared_prefix:  # every sequence's queries against one prefix copy
                 folded = qh.permute(1, 0, 2, 3).reshape(1, H, b * q, hd)
                 pre = F.scaled_dot_product_attention(folded, kc, vc, enable_gqa=True)
-                pre = pre.reshape(H, b, q, hd).permute(1, 0, 2, 3)
-            else:
-                pre = F.scaled_dot_product_attention(qh, kc, vc, enable_gqa=True)
-            return out + pre
+                return pre.reshape(H, b, q, hd).permute(1, 0, 2, 3)
+            return F.scaled_dot_product_attention(qh, kc, vc, enable_gqa=True)
 
         def forward() -> Any:
             x = F.embedding(ids, self.embed)
@@ -390,8 +414,9 @@ def _attention_context(torch: Any, attention: str) -> Any:
 
 
 def _time_point(torch: Any, runner: Any, point: Point, path: str, device: str,
-                warmup: int, repeats: int) -> list[float]:
-    fn = runner.bind(point)
+                warmup: int, repeats: int, layout: str) -> list[float]:
+    fn = (runner.bind(point, layout) if isinstance(runner, ReferenceDecoder)
+          else runner.bind(point))
     return (_time_graph(torch, fn, warmup, repeats) if path == "graph"
             else _time_eager(torch, device, fn, warmup, repeats))
 
@@ -465,6 +490,7 @@ def measure(
     shape: Shape, config: dict[str, Any], points: Iterable[Point], *, device: str = "cpu",
     dtype: str = "float32", path: str = "auto", repeats: int = 10, warmup: int = 3,
     threads: int = 1, seed: int = 0, memory_margin: float = 0.9, attention: str = "auto",
+    layout: str = "gqa",
     progress: Callable[[int, int, dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
     """Time one forward per point; return the profile as a JSON-ready dict (validated
@@ -475,6 +501,8 @@ def measure(
     ``skipped`` saying why.  ``config`` is the parsed ``config.json`` (the
     transformers path builds its model from it)."""
     path = check_options(device, dtype, path, attention)
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout must be one of {', '.join(LAYOUTS)}, got {layout!r}")
     points = list(points)
     if not points:
         raise ValueError("points must name at least one forward to time")
@@ -501,7 +529,8 @@ def measure(
             else:
                 try:
                     with _attention_context(torch, attention):
-                        ms = _time_point(torch, runner, point, path, device, warmup, repeats)
+                        ms = _time_point(torch, runner, point, path, device, warmup, repeats,
+                                         layout)
                     row["ms"] = [statistics.median(ms), min(ms), max(ms)]
                     row["n"] = len(ms)
                 except (RuntimeError, ValueError) as e:
@@ -525,6 +554,7 @@ def measure(
         "path": path,
         "path_description": PATH_DESCRIPTIONS[path],
         "attention": attention,
+        "layout": layout,
         "repeats": repeats,
         "warmup": warmup,
         "seed": seed,
@@ -579,6 +609,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--attention", default="auto", choices=ATTENTION)
+    ap.add_argument("--layout", default="gqa", choices=LAYOUTS)
     ap.add_argument("--out", required=True)
     a = ap.parse_args(argv)
     try:
@@ -598,7 +629,7 @@ def main(argv: list[str] | None = None) -> int:
 
         profile = measure(shape, config, pts, device=a.device, dtype=a.dtype, path=a.path,
                           repeats=a.repeats, warmup=a.warmup, threads=a.threads, progress=show,
-                          attention=a.attention)
+                          attention=a.attention, layout=a.layout)
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

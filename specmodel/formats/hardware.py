@@ -131,6 +131,9 @@ class HardwareProfile(_Strict):
     """What that path measures, in words."""
     attention: Literal["auto", "flash", "efficient", "cudnn", "math"] = "auto"
     """The SDPA backend (auto: torch's choice per call)."""
+    layout: Literal["gqa", "packed"] = "gqa"
+    """How forwards with several queries per sequence (verify, shared prefix) attend to the
+    cached context: SDPA with ``enable_gqa`` (gqa) or query heads packed per KV head."""
     repeats: int = Field(ge=1)
     """Timed forwards per point."""
     warmup: int = Field(ge=0)
@@ -148,11 +151,11 @@ class HardwareProfile(_Strict):
     points: list[CostPointRecord] = Field(min_length=1)
     """The timed (or skipped) forwards."""
 
-    def key(self) -> tuple[str, str, str, str, str]:
+    def key(self) -> tuple[str, str, str, str, str, str]:
         """What makes two profiles the same measurement slot: architecture, device name,
-        dtype, path, attention backend."""
+        dtype, path, attention backend, layout."""
         return (self.architecture.name, self.device.name, self.dtype, self.path,
-                self.attention)
+                self.attention, self.layout)
 
     def timed(self, kind: str | None = None, *, shared_prefix: bool | None = None
               ) -> list[CostPointRecord]:
@@ -179,7 +182,8 @@ class HardwareProfile(_Strict):
         """One line: architecture, device, path, points."""
         skipped = sum(p.skipped is not None for p in self.points)
         return (f"{self.architecture.name} on {self.device.name} ({self.dtype}, {self.path}"
-                f"{'' if self.attention == 'auto' else ', ' + self.attention}): "
+                f"{'' if self.attention == 'auto' else ', ' + self.attention}"
+                f"{'' if self.layout == 'gqa' else ', ' + self.layout}): "
                 f"{len(self.points) - skipped} points timed"
                 f"{f', {skipped} skipped' if skipped else ''}")
 

@@ -145,3 +145,21 @@ def test_committed_gpu_profiles_load() -> None:
         assert profile.device.type == "cuda" and profile.versions.get("torch")
         for p in profile.timed():
             assert p.ms is not None and 0 < p.ms[1] <= p.ms[0] <= p.ms[2]
+
+
+@pytest.mark.parametrize("shared", [False, True])
+def test_packed_layout_computes_what_gqa_computes(tiny: Path, shared: bool) -> None:
+    """The two ways of attending to the cached context are one computation (only their
+    kernels differ), so the timed forwards of either layout do the same work."""
+    torch = require("torch")
+    from profiler.hardware import Point, ReferenceDecoder, read_config
+
+    shape, _ = read_config(str(tiny))
+    dec = ReferenceDecoder(shape, "cpu", "float32", seed=3)
+    outs = []
+    for layout in ("gqa", "packed"):
+        torch.manual_seed(7)  # same inputs for both
+        with torch.inference_mode():
+            outs.append(dec.bind(Point("verify", 3, 4, 16, shared_prefix=shared), layout)())
+    assert outs[0].shape == (3, 4, TINY["vocab_size"])
+    torch.testing.assert_close(outs[0], outs[1], rtol=1e-5, atol=1e-5)
