@@ -52,8 +52,8 @@ def surfaces(root: Path = GPU) -> list[dict[str, Any]]:
             })
     by = {(r["architecture"], r["context"], r["device"]): r["T1_ms"] for r in rows}
     for r in rows:
-        h100 = next((v for (a, L, d), v in by.items() if a == r["architecture"]
-                     and L == r["context"] and "H100" in d), None)
+        h100 = next((v for (a, ctx, d), v in by.items() if a == r["architecture"]
+                     and ctx == r["context"] and "H100" in d), None)
         r["vs_H100"] = (_ratio(r["T1_ms"], h100) if "H100" not in r["device"] else None)
     return rows
 

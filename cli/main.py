@@ -52,7 +52,12 @@ def _app(
 @app.command()
 @model_inputs(budget=True, mode=True, options={"n_samples": "--samples", "samples": "--samples",
                                                "serving_batch": "--concurrency",
-                                               "concurrency": "--concurrency"})
+                                               "concurrency": "--concurrency",
+                                               "target": "--target-arch",
+                                               "draft": "--draft-arch",
+                                               "device": "--device", "context": "--context",
+                                               "placement": "--placement",
+                                               "token_drafter": "--token-drafter"})
 def optimize(
     inputs: ModelInputs,
     method: Annotated[
@@ -62,16 +67,53 @@ def optimize(
     seed: Annotated[int, typer.Option(help="Monte-Carlo seed.")] = 0,
     concurrency: Concurrency = 1,
     landscape: Annotated[bool, typer.Option(help="Include every feasible point.")] = False,
+    target_arch: Annotated[str | None, typer.Option(
+        "--target-arch", help="What-if: the target's architecture (embedded name or "
+        "config.json); costs come from the analytical cost model, no hardware runs.")
+    ] = None,
+    draft_arch: Annotated[str | None, typer.Option(
+        "--draft-arch", help="What-if: the step draft's architecture.")] = None,
+    token_drafter: Annotated[str, typer.Option(
+        "--token-drafter", help="What-if: same (the draft), ngram, or an architecture.")
+    ] = "same",
+    device: Annotated[str, typer.Option(
+        "--device", help="What-if: device preset (h100-sxm, h200, a100-80gb-sxm, l40s, "
+        "cpu-this).")] = "h100-sxm",
+    context: Annotated[int, typer.Option(
+        "--context", help="What-if: tokens already in each request's context.")] = 4096,
+    placement: Annotated[str, typer.Option(
+        "--placement", help="What-if: draft and target on one-device or two-devices.")
+    ] = "two-devices",
+    shared_prefix: Annotated[bool, typer.Option(
+        "--shared-prefix/--no-shared-prefix",
+        help="What-if: branches share their prefix's attention (cascade kernels).")] = True,
     json_out: JsonOut = False,
 ) -> None:
     """Split a parallelism budget between steps in flight (k1) and tokens per step (k2).
 
     With a measured T(b) in the calibration the answer is priced by it at --concurrency
     requests; the papers' flat-budget f·g optimum is shown beside it as a comparison.
+    With --target-arch and --draft-arch the costs come from the analytical cost model
+    of those architectures on --device at --context (acceptance from the calibration).
     """
     from specmodel.optimize.budget import optimize_budget, optimize_budget_mc
 
     params, budget, mode = inputs.params, inputs.budget, inputs.mode
+    if target_arch is not None or draft_arch is not None:
+        if target_arch is None or draft_arch is None:
+            raise ValueError("--target-arch and --draft-arch go together: give both")
+        from specmodel.hardware.whatif import what_if
+
+        result = what_if(target_arch, draft_arch, alpha1=params.alpha1,
+                         alpha2=params.alpha2, device=device, context=context,
+                         concurrency=concurrency, placement=placement,  # type: ignore[arg-type]
+                         shared_prefix=shared_prefix, token_drafter=token_drafter,
+                         budget=budget)
+        if json_out:
+            render.emit_json({**result.to_dict(), "calibration": inputs.source.to_dict()})
+        else:
+            _print_what_if(inputs, result)
+        return
     curve = inputs.priced_curve(concurrency)
     base = inputs.calibration.base_config(mode) if inputs.calibration is not None else None
     mc = None
@@ -90,6 +132,30 @@ def optimize(
         render.emit_json(_optimize_json(inputs, res, priced, mc, method.value, landscape))
         return
     _print_optimize(inputs, res, priced, mc)
+
+
+def _print_what_if(inputs: ModelInputs, result: Any) -> None:
+    """The what-if answer: the best configuration first, then each method, each number
+    with the model that produced it."""
+    inputs.print_source()
+    i, c = result.inputs, result.costs
+    render.dim(f"α1 = {i['alpha1']:.3f}, α2 = {i['alpha2']:.3f} (calibration); "
+               f"{i['target']} ← {i['draft']} on {i['device']}, L = {i['context']}, "
+               f"{i['concurrency']} request(s), {i['placement']}, "
+               f"{'shared' if i['shared_prefix'] else 'unshared'} prefix.")
+    render.dim(f"Priced: c1 = {c['c1']:.4f}, c2 = {c['c2']:.4f}; {c['model']}.")
+    rows = []
+    for name, p in result.predictions.items():
+        label = f"[bold]{name}[/bold]" if name == "best" else name
+        speed = f"[bold]{p.speedup:.3f}x[/bold]" if name == "best" else f"{p.speedup:.3f}x"
+        rows.append((label, p.mode, str(p.k1), str(p.k2), speed, f"{p.flat_speedup:.3f}x"))
+    render.console().print(render.table(
+        f"What-if, budget M = {i['budget']} (priced by the cost model; flat = the papers' "
+        "f·g at the same point)",
+        ("", "mode", "k1", "k2", "speedup", "flat f·g"), rows,
+        justify=("left", "left", "right", "right", "right", "right")))
+    for note in result.notes:
+        render.dim(note)
 
 
 def _optimize_json(

@@ -434,3 +434,34 @@ def test_python_m_specmodel_runs_the_cli() -> None:
                            "print('typer' in sys.modules)"],
                           capture_output=True, text=True, check=False)
     assert done.stdout.strip() == "False"
+
+
+def test_optimize_what_if_from_architectures(capsys) -> None:
+    code, out, _ = run(["optimize", "--budget", "16", "--target-arch", "qwen2.5-32b",
+                        "--draft-arch", "qwen2.5-1.5b", "--context", "4096", "--json"], capsys)
+    assert code == 0
+    data = json.loads(out)
+    assert set(data["predictions"]) >= {"SD", "LR sync", "LR async", "best"}
+    best = data["predictions"]["best"]
+    assert best["speedup"] >= max(p["speedup"] for p in data["predictions"].values()) - 1e-9
+    assert "cost model" in data["costs"]["model"] and data["inputs"]["device"] == "h100-sxm"
+    cal = load_preset(DEFAULT_PRESET)
+    assert data["inputs"]["alpha1"] == pytest.approx(cal.parameters().alpha1)
+    code, out, _ = run(["optimize", "--target-arch", "qwen2.5-32b", "--draft-arch",
+                        "qwen2.5-1.5b"], capsys)
+    assert code == 0 and "What-if" in out and "flat f·g" in out
+
+
+@pytest.mark.parametrize(("args", "named"), [
+    (["--target-arch", "qwen2.5-32b"], "--target-arch and --draft-arch go together"),
+    (["--target-arch", "nope", "--draft-arch", "qwen2.5-1.5b"], "--target-arch must be"),
+    (["--target-arch", "qwen2.5-32b", "--draft-arch", "qwen2.5-1.5b", "--device", "tpu"],
+     "--device must be one of"),
+    (["--target-arch", "qwen2.5-32b", "--draft-arch", "qwen2.5-1.5b", "--context", "-1"],
+     "--context must be"),
+    (["--target-arch", "qwen2.5-32b", "--draft-arch", "qwen2.5-1.5b", "--placement", "x"],
+     "--placement must be one of"),
+])
+def test_optimize_what_if_bad_input(capsys, args, named) -> None:
+    code, _, err = run(["optimize", *args], capsys)
+    assert code == 2 and named in err and len(err.strip().splitlines()) == 1

@@ -1,0 +1,75 @@
+"""The Lookahead Reasoning paper's scale, predicted without hardware.
+
+DeepSeek-R1-Distill-Qwen-1.5B drafting steps for DeepSeek-R1-Distill-Qwen-32B, n-gram
+token drafting (c2 = 0), a Qwen2.5-7B judge (one prefill of 256 tokens per step), the
+paper's defaults (6 speculative steps: async k1 = 6; 8 speculative tokens: k2 = 9),
+acceptance from the GSM8K and AIME presets, priced by the H100 cost-model preset
+(``h100-sxm-graph``) at L in {1024, 4096, 16384}; AIME also on an H200 (the preset
+transferred).  Beside: the paper's Table 1 (8x H100, target TP=2, vLLM 0.8.3) and the
+LR repository's AIME reproduction on 4x H200.
+Usage: ``python -m benchmarks.bench_paper_scale``.
+"""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from typing import Any
+
+from benchmarks.harness import print_table, write_json
+from specmodel.hardware.whatif import what_if
+
+TARGET, DRAFT, JUDGE = ("deepseek-r1-distill-qwen-32b", "deepseek-r1-distill-qwen-1.5b",
+                        "qwen2.5-7b")
+CONTEXTS = (1024, 4096, 16384)
+REPORTED = {
+    ("gsm8k", "h100-sxm"): {"SD": 1.39, "LR": 1.71, "LR+SD": 2.11,
+                            "source": "paper Table 1 (8x H100, vLLM 0.8.3)"},
+    ("aime", "h100-sxm"): {"SD": 1.53, "LR": 1.36, "LR+SD": 1.82,
+                           "source": "paper Table 1 (8x H100, vLLM 0.8.3)"},
+    ("aime", "h200"): {"SD": None, "LR": 1.19, "LR+SD": 1.58,
+                       "source": "LR repository's AIME reproduction on 4x H200"},
+}
+PRESETS = {"gsm8k": "lr-paper-gsm8k-deepseek", "aime": "lr-paper-aime-deepseek"}
+
+
+def preset_alphas(name: str) -> tuple[float, float]:
+    data = json.loads((resources.files("specmodel") / "presets" / f"{name}.json")
+                      .read_text(encoding="utf-8"))
+    return data["step"]["alpha1"], data["token"]["alpha2"]
+
+
+def main() -> None:
+    out: list[dict[str, Any]] = []
+    rows = []
+    for (task, device), rep in REPORTED.items():
+        a1, a2 = preset_alphas(PRESETS[task])
+        for L in CONTEXTS:
+            for shared in (True, False):
+                r = what_if(TARGET, DRAFT, alpha1=a1, alpha2=a2, device=device, context=L,
+                            token_drafter="ngram", judge=JUDGE, placement="two-devices",
+                            shared_prefix=shared, k1=6, k2=9, budget=16)
+                p = r.predictions
+                rows.append([task, device, L, "yes" if shared else "no",
+                             round(r.costs["c1"], 4),
+                             round(r.costs["batch_cost"]["T(8)/T(1)"], 3),
+                             round(r.costs["verify_cost"]["V(8)/T(1)"], 3),
+                             round(p["SD"].speedup, 3), rep["SD"],
+                             round(p["LR async"].speedup, 3), rep["LR"],
+                             round(p["LR+SD async"].speedup, 3), rep["LR+SD"],
+                             f"{p['best'].mode} {p['best'].k1},{p['best'].k2} "
+                             f"{p['best'].speedup:.3f}",
+                             round(p["LR+SD async"].flat_speedup, 3)])
+                out.append({"task": task, "device": device, "context": L,
+                            "shared_prefix": shared, "reported": rep, **r.to_dict()})
+    print_table("Paper scale: 1.5B -> 32B, n-gram SD, 7B judge, async LR k1=6, k2=9 "
+                "(priced by the h100-sxm-graph cost model; flat = closed form f·g)",
+                ["task", "device", "L", "shared", "c1", "T(8)/T(1)", "V(8)/T(1)",
+                 "SD", "SD rep.", "LR", "LR rep.", "LR+SD", "LR+SD rep.",
+                 "best (M=16)", "LR+SD flat"], rows)
+    write_json("paper_scale", {"target": TARGET, "draft": DRAFT, "judge": JUDGE,
+                               "runs": out})
+
+
+if __name__ == "__main__":
+    main()

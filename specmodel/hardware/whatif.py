@@ -1,0 +1,316 @@
+"""What-if: speculative decoding predicted from architectures, a device and a context.
+
+No hardware is run.  The fitted cost model (:mod:`specmodel.hardware.costmodel`,
+coefficients of a preset such as ``h100-sxm-graph``, carried to another device by
+:func:`~specmodel.hardware.costmodel.transfer`) prices every forward; the project's
+optimizers turn the prices and the acceptance rates into speedups:
+
+* ``c1`` = draft decode step / target decode step at (concurrency B, context L), both one
+  token per sequence (a reasoning step of S tokens costs S of them for both models);
+  with a judge model, each target step is lengthened by one judge forward (a prefill of
+  ``judge_tokens``) and ``c1`` is taken against that longer step;
+* ``c2`` = token drafter forward / target forward (0 for n-gram drafting);
+* the batch cost of the target verifying k1 branches × k2 positions per request, at
+  context L: ``T(B·k1 branches, q = k2) / T(B, q = 1)`` (branches sharing their
+  request's prefix when ``shared_prefix``), fed to
+  :func:`specmodel.optimize.pricing.cost_aware_speedup` as a curve;
+* placement: on two devices the draft runs beside the target; on one device the two
+  share it and overlap only by ``overlap`` (10 % measured on an H100), so async LR is
+  priced as sync LR with a draft cost of (1 − overlap)·c1 (the device cannot run both),
+  while sync LR is sequential on either placement.
+
+Every number of the result names its model (``"closed form f·g (flat T(b))"``,
+``"cost-aware (priced T(b))"``, ``"cost model <preset> on <device>"``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, Literal
+
+from specmodel.closedform.hybrid import h as h_closed
+from specmodel.closedform.step_level import async_knee
+from specmodel.hardware.costmodel import (
+    PLACEMENTS,
+    CostCoefficients,
+    Workload,
+    features,
+    load_coefficients,
+    seconds_of,
+    transfer,
+)
+from specmodel.hardware.devices import Device, get_device
+from specmodel.hardware.shape import Shape, load_shape
+from specmodel.optimize.pricing import BatchCostCurve, cost_aware_speedup
+from specmodel.parameters import Parameters
+
+__all__ = ["MODELS", "Prediction", "WhatIf", "costs", "what_if"]
+
+MODELS = {
+    "closed": "closed form f·g (flat T(b), the papers' assumption)",
+    "priced": "cost-aware (T(b) and V(q) priced by the cost model)",
+}
+MAX_BUDGET = 256
+
+
+def _shape(name: str, value: object) -> Shape:
+    if isinstance(value, Shape):
+        return value
+    if isinstance(value, str):
+        try:
+            return load_shape(value)
+        except ValueError as e:
+            msg = str(e).removeprefix("architecture ")
+            raise ValueError(f"{name} {msg}") from e
+    raise ValueError(f"{name} must be a Shape or an architecture name, got {value!r}")
+
+
+def _int(name: str, value: object, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ValueError(f"{name} must be an integer in [{low}, {high}], got {value!r}")
+    return value
+
+
+def _real(name: str, value: object, low: float, high: float, *, open_: bool = False) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ValueError(f"{name} must be a real number, got {value!r}")
+    ok = low < value < high if open_ else low <= value <= high
+    if not ok:
+        b = "()" if open_ else "[]"
+        raise ValueError(f"{name} must lie in {b[0]}{low}, {high}{b[1]}, got {value!r}")
+    return float(value)
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """One predicted configuration."""
+
+    method: str
+    """'SD', 'LR sync', 'LR async', 'LR+SD sync', 'LR+SD async' or 'best'."""
+    mode: str
+    """'sync' or 'async' (SD alone: 'sync', k1 = 1)."""
+    k1: int
+    """Parallel target steps (drafts + 1)."""
+    k2: int
+    """Verified positions per token pass (γ + 1)."""
+    speedup: float
+    """Predicted speedup over the target alone at the same concurrency."""
+    model: str
+    """Which model produced ``speedup``."""
+    flat_speedup: float
+    """The closed form f·g at the same (k1, k2) and c1, c2 (flat batch cost)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every field by name."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class WhatIf:
+    """Costs and predictions for one (architectures, device, context) what-if."""
+
+    inputs: dict[str, Any]
+    """What was asked (names, device, L, concurrency, placement, α's, budget)."""
+    costs: dict[str, Any]
+    """Seconds of the forwards, c1, c2, T(b)/T(1), V(q)/T(1), each with its model."""
+    predictions: dict[str, Prediction]
+    """By method: SD, LR sync/async, LR+SD sync/async (fixed k's) and best."""
+    notes: list[str] = field(default_factory=list)
+    """Assumptions a reader must know."""
+
+    def speedup(self, method: str) -> float:
+        """The predicted speedup of ``method``."""
+        return self.predictions[method].speedup
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready."""
+        return {"inputs": self.inputs, "costs": self.costs,
+                "predictions": {k: v.to_dict() for k, v in self.predictions.items()},
+                "notes": list(self.notes)}
+
+
+def _branch_seconds(shape: Shape, c: CostCoefficients, B: int, w: int, q: int, L: int,
+                    shared: bool) -> float:
+    """B requests, each expanding w branches of q new tokens over its own L-token
+    context; with ``shared`` each request's branches read its prefix once."""
+    f = features(shape, Workload(B * w, q, L))
+    unshared = seconds_of(f, c)
+    if shared and w > 1 and L > 0:
+        kv_tok = shape.kv_bytes_per_token()
+        f = replace(f, kv_read_bytes=B * (L + w * q) * kv_tok,
+                    multiquery_kv_read_bytes=float(B * L * kv_tok),
+                    multiquery_ctas=B * shape.num_attention_heads,
+                    extra_attention_kernels=shape.num_hidden_layers)
+        # a shared prefix can always be read per branch: the cheaper of the two kernels
+        return min(unshared, seconds_of(f, c))
+    return unshared
+
+
+def costs(target: Shape, draft: Shape, coefficients: CostCoefficients, *, context: int,
+          concurrency: int = 1, token_drafter: Shape | None = None,
+          judge: Shape | None = None, judge_tokens: int = 256,
+          step_tokens: int = 64) -> dict[str, float]:
+    """Seconds per forward and the ratios c1, c2 (see the module docstring)."""
+    B, L = concurrency, context
+    t_t = seconds_of(features(target, Workload(B, 1, L)), coefficients)
+    t_d = seconds_of(features(draft, Workload(B, 1, L)), coefficients)
+    t_tok = 0.0 if token_drafter is None else seconds_of(
+        features(token_drafter, Workload(B, 1, L)), coefficients)
+    t_j = 0.0 if judge is None else seconds_of(
+        features(judge, Workload(B, judge_tokens, 0, logits="last")), coefficients)
+    step_t = step_tokens * t_t + t_j
+    return {"target_step_token_s": t_t, "draft_token_s": t_d, "token_drafter_s": t_tok,
+            "judge_s": t_j, "target_step_s": step_t, "draft_step_s": step_tokens * t_d,
+            "c1": step_tokens * t_d / step_t, "c2": t_tok / t_t,
+            "judge_factor": step_tokens * t_t / step_t}
+
+
+def what_if(target: Shape | str, draft: Shape | str, *, alpha1: float, alpha2: float,
+            device: Device | str = "h100-sxm", context: int = 4096, concurrency: int = 1,
+            placement: Literal["one-device", "two-devices"] = "two-devices",
+            overlap: float = 0.10, shared_prefix: bool = True,
+            token_drafter: Shape | str | Literal["same", "ngram"] = "same",
+            coefficients: CostCoefficients | None = None,
+            coefficients_device: Device | str | None = None,
+            preset: str = "h100-sxm-graph", budget: int = 16, k1: int = 6, k2: int = 9,
+            judge: Shape | str | None = None, judge_tokens: int = 256,
+            step_tokens: int = 64, c1: float | None = None, c2: float | None = None,
+            flat: bool = False) -> WhatIf:
+    """Predict SD alone, LR alone (sync, async), LR+SD and the best (mode, k1, k2) under
+    ``budget`` for ``draft`` speculating for ``target`` on ``device`` at ``context``.
+
+    ``coefficients`` default to the ``preset``'s, transferred from the device they were
+    measured on to ``device``.  ``k1``, ``k2``: the fixed configuration of the per-method
+    predictions (the LR paper's defaults: 6 speculative steps, 8 speculative tokens ->
+    k2 = 9); ``budget``: M of the search for the best.  ``c1``/``c2`` override the
+    priced ratios and ``flat`` replaces T(b), V(q) by the flat curve (what the closed
+    forms assume) — for tests and comparisons.
+    """
+    tgt = _shape("target", target)
+    drf = _shape("draft", draft)
+    a1 = _real("alpha1", alpha1, 0.0, 1.0, open_=True)
+    a2 = _real("alpha2", alpha2, 0.0, 1.0, open_=True)
+    L = _int("context", context, 0, 1 << 20)
+    B = _int("concurrency", concurrency, 1, 4096)
+    if placement not in PLACEMENTS:
+        raise ValueError(f"placement must be one of {', '.join(PLACEMENTS)}, "
+                         f"got {placement!r}")
+    o = _real("overlap", overlap, 0.0, 1.0)
+    if not isinstance(shared_prefix, bool):
+        raise ValueError(f"shared_prefix must be True or False, got {shared_prefix!r}")
+    M = _int("budget", budget, 1, MAX_BUDGET)
+    kk1 = _int("k1", k1, 1, MAX_BUDGET)
+    kk2 = _int("k2", k2, 1, MAX_BUDGET)
+    jt = _int("judge_tokens", judge_tokens, 1, 1 << 16)
+    st = _int("step_tokens", step_tokens, 1, 1 << 16)
+    dev = get_device(device) if isinstance(device, str) else device
+    if not isinstance(dev, Device):
+        raise ValueError(f"device must be a Device or a device name, got {device!r}")
+    if coefficients is None:
+        coef, measured_on, _ = load_coefficients(preset)
+        coef_source = f"cost model {preset} (measured on {measured_on.name})"
+    else:
+        if not isinstance(coefficients, CostCoefficients):
+            raise ValueError("coefficients must be CostCoefficients, got "
+                             f"{type(coefficients).__name__}")
+        coef = coefficients
+        measured_on = (get_device(coefficients_device) if isinstance(coefficients_device, str)
+                       else coefficients_device or dev)
+        coef_source = f"given coefficients (measured on {measured_on.name})"
+    if measured_on.name != dev.name:
+        coef = transfer(coef, measured_on, dev)
+        coef_source += f", transferred to {dev.name} (efficiencies kept)"
+    if token_drafter == "same":
+        tok: Shape | None = drf
+    elif token_drafter == "ngram":
+        tok = None
+    else:
+        tok = _shape("token_drafter", token_drafter)
+    jdg = None if judge is None else _shape("judge", judge)
+
+    cs = costs(tgt, drf, coef, context=L, concurrency=B, token_drafter=tok, judge=jdg,
+               judge_tokens=jt, step_tokens=st)
+    cc1 = cs["c1"] if c1 is None else _real("c1", c1, 0.0, math.inf)
+    cc2 = cs["c2"] if c2 is None else _real("c2", c2, 0.0, math.inf)
+    jf = cs["judge_factor"] if c1 is None else 1.0
+
+    # batch cost curves, one per k2: width B·j·k2 -> T(B·j branches, q = k2)
+    t_base = _branch_seconds(tgt, coef, B, 1, 1, L, False)
+    widths = sorted({*range(1, M + 1), kk1})
+
+    def curve(q: int) -> BatchCostCurve:
+        if flat:
+            return BatchCostCurve.flat()
+        pts = [(B, t_base)] + [(B * j * q, _branch_seconds(tgt, coef, B, j, q, L,
+                                                           shared_prefix))
+                               for j in widths if B * j * q != B]
+        return BatchCostCurve.from_points(pts)
+
+    curves = {q: curve(q) for q in sorted({*range(1, M + 1), kk2})}
+    one_device = placement == "one-device"
+
+    def priced(mode: str, k1_: int, k2_: int) -> tuple[float, float, str]:
+        """(speedup, flat speedup, mode actually priced)."""
+        eff_mode, c1_eff = mode, cc1
+        if mode == "async" and one_device and k1_ > 1:
+            eff_mode, c1_eff = "sync", (1.0 - o) * cc1
+        if eff_mode == "async" and c1_eff >= 1.0:
+            return 0.0, 0.0, eff_mode
+        p = Parameters(a1, c1_eff, a2, cc2)
+        s, _ = cost_aware_speedup(p, eff_mode, k1_, k2_, curves[k2_], 1 if flat else B)
+        factor = jf if k1_ > 1 else 1.0
+        flat_s = float(h_closed(eff_mode, a1, c1_eff, a2, cc2, k1_, k2_))
+        return s * factor, flat_s * factor, eff_mode
+
+    model = MODELS["closed"] if flat else MODELS["priced"] + f"; {coef_source}"
+    preds: dict[str, Prediction] = {}
+    for name, mode, a, b in (("SD", "sync", 1, kk2), ("LR sync", "sync", kk1 + 1, 1),
+                             ("LR async", "async", kk1, 1),
+                             ("LR+SD sync", "sync", kk1 + 1, kk2),
+                             ("LR+SD async", "async", kk1, kk2)):
+        s, fs, m = priced(mode, a, b)
+        preds[name] = Prediction(name, m, a, b, s, model, fs)
+
+    best: Prediction | None = None
+    for mode in ("sync", "async"):
+        for b_ in range(1, M + 1):
+            top = M // b_
+            if mode == "async" and cc1 > 0 and not one_device:
+                top = min(top, max(1, async_knee(min(cc1, 0.999999))))
+            for a_ in range(1, top + 1):
+                s, fs, m = priced(mode, a_, b_)
+                if best is None or s > best.speedup * (1 + 1e-12):
+                    best = Prediction("best", m, a_, b_, s, model, fs)
+    assert best is not None
+    preds["best"] = best
+
+    curve_rows = {f"T({j})/T(1)": _branch_seconds(tgt, coef, B, j, 1, L, shared_prefix)
+                  / t_base for j in (2, 4, 8, 16, 32) if j <= max(M, 8)}
+    verify_rows = {f"V({q})/T(1)": _branch_seconds(tgt, coef, B, 1, q, L, False) / t_base
+                   for q in (2, 4, 8, 16)}
+    cost_model = f"{coef_source}"
+    notes = [
+        "c1 is the ratio of per-token decode forwards at (concurrency, context); a real "
+        "engine adds scheduling, sampling and step-boundary overheads that the cost "
+        "model (one CUDA graph per forward) does not see.",
+        f"Step length assumed: {st} tokens (the judge's forward is amortised over it).",
+    ]
+    if placement == "one-device":
+        notes.append("Async LR on one device is priced as sync LR with draft cost "
+                     "(1 - overlap)·c1: the device runs draft and target forwards one "
+                     "after the other.")
+    if flat:
+        notes.append("flat=True: T(b) and V(q) are the flat curve (the closed forms).")
+    return WhatIf(
+        inputs={"target": tgt.name, "draft": drf.name,
+                "token_drafter": "ngram" if tok is None else tok.name,
+                "judge": None if jdg is None else jdg.name, "device": dev.name,
+                "context": L, "concurrency": B, "placement": placement, "overlap": o,
+                "shared_prefix": shared_prefix, "alpha1": a1, "alpha2": a2, "budget": M,
+                "k1": kk1, "k2": kk2, "judge_tokens": jt, "step_tokens": st,
+                "coefficients": coef.to_dict()},
+        costs={**cs, "c1": cc1, "c2": cc2, "c1_forced": c1 is not None,
+               "c2_forced": c2 is not None, "batch_cost": curve_rows,
+               "verify_cost": verify_rows, "model": cost_model},
+        predictions=preds, notes=notes)

@@ -1,0 +1,111 @@
+"""The what-if (specmodel.hardware.whatif): reductions to the closed forms, invariants,
+validation."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from specmodel.closedform.hybrid import h
+from specmodel.hardware.costmodel import load_coefficients
+from specmodel.hardware.whatif import what_if
+
+T, D = "deepseek-r1-distill-qwen-32b", "deepseek-r1-distill-qwen-1.5b"
+alphas = st.floats(0.05, 0.95)
+
+
+@settings(max_examples=25, deadline=None)
+@given(alphas, st.floats(0.01, 0.9), alphas, st.floats(0.0, 0.5))
+def test_flat_curve_and_forced_costs_reduce_to_the_closed_forms(a1, c1, a2, c2) -> None:
+    r = what_if(T, D, alpha1=a1, alpha2=a2, c1=c1, c2=c2, flat=True, k1=4, k2=3, budget=8)
+    p = r.predictions
+    assert p["SD"].speedup == pytest.approx(float(h("sync", a1, c1, a2, c2, 1, 3)), rel=1e-9)
+    assert p["LR sync"].speedup == pytest.approx(float(h("sync", a1, c1, a2, c2, 5, 1)),
+                                                 rel=1e-9)
+    assert p["LR+SD async"].speedup == pytest.approx(
+        float(h("async", a1, c1, a2, c2, 4, 3)), rel=1e-9)
+
+
+def test_speedups_fall_with_context() -> None:
+    prev = None
+    for L in (256, 1024, 4096, 16384):
+        s = what_if(T, D, alpha1=0.63, alpha2=0.28, context=L, token_drafter="ngram")
+        cur = (s.speedup("SD"), s.speedup("LR async"), s.speedup("LR+SD async"))
+        if prev is not None:
+            assert all(c <= p + 1e-12 for c, p in zip(cur, prev, strict=True))
+        prev = cur
+
+
+def test_c1_tends_to_the_weight_ratio_at_short_context() -> None:
+    from specmodel.hardware.shape import load_shape
+
+    r = what_if(T, D, alpha1=0.6, alpha2=0.3, context=0, step_tokens=64)
+    ratio = load_shape(D).weight_bytes() / load_shape(T).weight_bytes()
+    assert ratio < r.costs["c1"] < 3 * ratio  # weights plus per-layer cost of 28 layers
+
+
+@settings(max_examples=15, deadline=None)
+@given(alphas, alphas, st.sampled_from([1024, 4096, 16384]))
+def test_two_devices_at_least_one_and_shared_at_least_unshared(a1, a2, L) -> None:
+    kw = {"alpha1": a1, "alpha2": a2, "context": L, "token_drafter": "ngram"}
+    two = what_if(T, D, placement="two-devices", **kw)
+    one = what_if(T, D, placement="one-device", **kw)
+    assert two.speedup("best") >= one.speedup("best") - 1e-12
+    shared = what_if(T, D, shared_prefix=True, **kw)
+    unshared = what_if(T, D, shared_prefix=False, **kw)
+    for m in ("LR async", "LR+SD async", "best"):
+        assert shared.speedup(m) >= unshared.speedup(m) - 1e-12
+
+
+def test_result_serialises_and_names_its_models() -> None:
+    import json
+
+    r = what_if(T, D, alpha1=0.63, alpha2=0.28, device="h200", judge="qwen2.5-7b")
+    d = json.loads(json.dumps(r.to_dict()))
+    assert "transferred to h200" in d["predictions"]["best"]["model"]
+    assert d["costs"]["judge_s"] > 0
+
+
+def test_preset_loads() -> None:
+    c, dev, data = load_coefficients("h100-sxm-graph")
+    assert dev.name == "h100-sxm" and c.extended and "held_out_error" in data
+
+
+@pytest.mark.parametrize(("kw", "name"), [
+    ({"alpha1": 1.0}, "alpha1"), ({"alpha2": 0.0}, "alpha2"), ({"context": -1}, "context"),
+    ({"concurrency": 0}, "concurrency"), ({"placement": "three"}, "placement"),
+    ({"overlap": 1.5}, "overlap"), ({"budget": 0}, "budget"), ({"k1": 0}, "k1"),
+    ({"device": "tpu"}, "device"), ({"target": "nope"}, "target"),
+    ({"shared_prefix": 1}, "shared_prefix"), ({"c1": -0.1}, "c1"),
+])
+def test_bad_inputs_name_the_parameter(kw, name) -> None:
+    args = {"target": T, "draft": D, "alpha1": 0.6, "alpha2": 0.3, **kw}
+    with pytest.raises(ValueError, match=name):
+        what_if(**args)
+
+
+def test_extended_fit_recovers_known_seven_term_coefficients() -> None:
+    from specmodel.hardware.costmodel import (
+        CostCoefficients,
+        Workload,
+        fit,
+        predict_seconds,
+    )
+    from specmodel.hardware.shape import load_shape
+
+    true = CostCoefficients(1e-4, 5e-5, 2.9e12, 3.0e12, 7e14, multiquery_kv_bandwidth=7e11,
+                            attention_kernel_s=1.3e-5)
+    rows = []
+    for name in ("qwen2.5-0.5b", "qwen2.5-7b", "qwen2.5-32b"):
+        s = load_shape(name)
+        for w in (Workload(1, 1, 0), Workload(8, 1, 4096), Workload(1, 4, 16384),
+                  Workload(8, 2, 1024), Workload(8, 1, 4096, shared_prefix=True),
+                  Workload(1, 2048, 0, logits="last"), Workload(32, 1, 256)):
+            rows.append((s, w, predict_seconds(s, w, true)))
+    got = fit(rows, extended=True)
+    import numpy as np
+
+    np.testing.assert_allclose(got.vector(), true.vector(), rtol=1e-6)
+    assert predict_seconds(load_shape("qwen2.5-7b"), Workload(4, 1, 512), got) == \
+        pytest.approx(predict_seconds(load_shape("qwen2.5-7b"), Workload(4, 1, 512), true))
