@@ -39,8 +39,10 @@ from specmodel.hardware.costmodel import (
     CostCoefficients,
     Workload,
     fit,
+    load_coefficients,
     predict_seconds,
     relative_errors,
+    transfer,
 )
 from specmodel.hardware.devices import get_device
 from specmodel.hardware.shape import Shape
@@ -328,6 +330,44 @@ def main_graph(shared_headline: CostCoefficients) -> dict[str, Any]:
             "transfer": {d: r for d, r in transfer_rows}, "preset": preset}
 
 
+TRANSFER_DIR = RESULTS / "gpu" / "h200-2026-11-23"
+TRANSFER_DEVICE = "h200"
+
+
+def main_transfer() -> dict[str, Any]:
+    """A device the model was never fitted to: the H100 preset's coefficients carried to
+    the H200 by the datasheets' numbers (:func:`transfer`: efficiencies kept), against the
+    H200 profiles measured the same day (b <= 32), per architecture and kind; beside it,
+    the H100 coefficients used as they are (what ignoring the device would cost)."""
+    coef, measured_on, _ = load_coefficients("h100-sxm-graph")
+    moved = transfer(coef, measured_on, get_device(TRANSFER_DEVICE))
+    table, out = [], {}
+    for path in sorted(TRANSFER_DIR.glob("*.graph.json")):
+        for kind, rows in load_graph_profile(path).items():
+            rows = [r for r in rows if r[1].batch <= B_TARGET]
+            if not rows:
+                continue
+            arch = path.name.removesuffix(".graph.json")
+            moved_s, kept_s = _err_summary(moved, rows), _err_summary(coef, rows)
+            out[f"{arch} {kind}"] = {"transferred": moved_s, "h100_coefficients": kept_s}
+            table.append([arch, kind, moved_s["n"], percent(moved_s["median_abs"]),
+                          percent(moved_s["max_abs"]),
+                          percent(moved_s["mean_signed"], signed=True),
+                          percent(kept_s["median_abs"])])
+    every = [r for p in sorted(TRANSFER_DIR.glob("*.graph.json"))
+             for r in load_graph_profile(p)["decode"] if r[1].batch <= B_TARGET]
+    out["all decode b<=32"] = {"transferred": _err_summary(moved, every),
+                               "h100_coefficients": _err_summary(coef, every)}
+    print_table(f"Held-out device: {TRANSFER_DEVICE} profiles ({TRANSFER_DIR.name}) "
+                "predicted by the h100-sxm-graph preset transferred by datasheet numbers "
+                "(b <= 32)",
+                ["arch", "kind", "rows", "median", "max", "mean", "median, H100 coef"], table)
+    d = out["all decode b<=32"]["transferred"]
+    print(f"all H200 decode rows (b <= 32): median {d['median_abs']:.1%}, max "
+          f"{d['max_abs']:.1%}")
+    return out
+
+
 def main() -> None:
     rows = load_shared_floor()
     device = get_device(DEVICE)
@@ -407,8 +447,10 @@ def main() -> None:
         }
 
     graph = main_graph(c)
+    moved = main_transfer()
     write_json("hardware_costmodel", {
         "own_graph_profiles": graph,
+        "held_out_device_h200": moved,
         "data": str(SHARED_FILE.relative_to(RESULTS.parent.parent)),
         "device": DEVICE, "headline": HEADLINE,
         "targets": {"median": TARGET_MEDIAN, "max": TARGET_MAX, "b_max": B_TARGET},
