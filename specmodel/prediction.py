@@ -9,14 +9,21 @@ For every configuration of a run record (:mod:`specmodel.formats.run_record`):
   which assumes a flat batch cost, a free verifier and i.i.d. acceptance;
 * ``predicted_priced`` = the same configuration priced by the calibration's
   measured T(b) (``specmodel.optimize.pricing``), when the calibration has one;
+* ``predicted_decoder`` = the decoder model (:mod:`specmodel.decodermodel`): a
+  Monte-Carlo of the decoder's own schedule, each engine and verifier call priced by
+  the calibration's costs, with a 95 % interval (``decoder_interval``);
 * ``error`` = predicted / measured − 1 (positive: the model over-predicts).
 
-Pure (no torch): ``specmodel validate`` answers in well under a second.
+``models`` in every row names the model behind each number (the ``--json`` rows carry it).
+
+Pure (no torch): ``specmodel validate`` answers in a few seconds (the decoder model
+simulates a few thousand problems per configuration).
 """
 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -24,7 +31,15 @@ from specmodel.config import SpecConfig
 from specmodel.formats.calibration import Calibration
 from specmodel.formats.run_record import RunRecord
 
-__all__ = ["ValidationRow", "calibration_mismatches", "compare", "predict"]
+__all__ = ["MODELS", "ValidationRow", "calibration_mismatches", "compare", "predict"]
+
+MODELS = {
+    "predicted_speedup": "papers' f(k1)·g(k2) (flat batch cost, free verifier, i.i.d.)",
+    "predicted_priced": "f·g priced by the calibration's measured T(b)",
+    "predicted_decoder": "decoder model: Monte-Carlo of the decoder's schedule, each call "
+                         "priced (specmodel.decodermodel)",
+}
+"""Which model produced each predicted number of a :class:`ValidationRow`."""
 
 
 def predict(cal: Calibration, config: SpecConfig) -> tuple[float, float | None]:
@@ -80,10 +95,18 @@ class ValidationRow(BaseModel):
     """Priced by the measured T(b), when the calibration has it."""
     priced_error: float | None
     """predicted_priced / measured − 1."""
+    predicted_decoder: float | None = None
+    """The decoder model's speedup (None when it could not be computed)."""
+    decoder_error: float | None = None
+    """predicted_decoder / measured − 1."""
+    decoder_interval: tuple[float, float] | None = None
+    """The decoder model's 95 % interval (simulation and calibration uncertainty)."""
     step_acceptance: float | None
     """Measured accepted / judged draft steps."""
     accuracy: float
     """Fraction of final answers right."""
+    models: dict[str, str] = MODELS
+    """The model behind each predicted number."""
 
 
 def _rel_error(pred: float | None, measured: float) -> float | None:
@@ -112,11 +135,13 @@ def calibration_mismatches(record: RunRecord, calibration: Calibration | None = 
     return out
 
 
-def compare(record: RunRecord, calibration: Calibration | None = None) -> list[ValidationRow]:
+def compare(record: RunRecord, calibration: Calibration | None = None, *,
+            decoder: bool = True, seed: int = 0) -> list[ValidationRow]:
     """Predicted against measured speedup for every configuration of ``record``.
 
     ``calibration`` replaces the record's own (to predict the same run from
-    another calibration).
+    another calibration).  ``decoder`` adds the decoder model's prediction
+    (:func:`decoder_prediction`).
     """
     cal = calibration or record.calibration
     if cal is None:
@@ -138,6 +163,7 @@ def compare(record: RunRecord, calibration: Calibration | None = None) -> list[V
             closed, priced = predict(cal, s)
         except ValueError:
             closed, priced = None, None
+        dec = decoder_prediction(cal, s, seed=seed) if decoder else None
         rows.append(
             ValidationRow(
                 config=c.label,
@@ -150,8 +176,24 @@ def compare(record: RunRecord, calibration: Calibration | None = None) -> list[V
                 error=_rel_error(closed, measured),
                 predicted_priced=priced,
                 priced_error=_rel_error(priced, measured),
+                predicted_decoder=None if dec is None else dec.speedup,
+                decoder_error=None if dec is None else _rel_error(dec.speedup, measured),
+                decoder_interval=None if dec is None else dec.interval,
                 step_acceptance=c.totals.step_acceptance,
                 accuracy=c.totals.accuracy,
             )
         )
     return rows
+
+
+def decoder_prediction(cal: Calibration, config: SpecConfig, *, seed: int = 0,
+                       problems: int = 200, draws: int = 16, draw_problems: int = 50) -> Any:
+    """The decoder model's :class:`~specmodel.decodermodel.DecoderPrediction` for one
+    configuration from a calibration, or None where the models cannot be built."""
+    from specmodel.decodermodel import predict_calibrated
+
+    try:
+        return predict_calibrated(cal, config, problems=problems, draws=draws,
+                                  draw_problems=draw_problems, seed=seed)
+    except ValueError:
+        return None

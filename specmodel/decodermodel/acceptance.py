@@ -1,0 +1,214 @@
+"""What the verifier and the token drafter accept, and how long steps are:
+:class:`AcceptanceModel` (pure, no torch).
+
+* step acceptance by depth — the probability that the draft step at depth j of a run is
+  accepted given the earlier ones were (``step_by_depth``), else i.i.d. α1;
+* best-of-W acceptance — measured per width (``branch_by_width``) when given, else
+  independent branches 1 − (1 − α)^W (an assumption: real branches are correlated, so
+  it is an upper bound);
+* step lengths of the target and of the draft (:class:`StepLengths`: a histogram, else a
+  fixed mean);
+* token acceptance by draft position (conditional), else i.i.d. α2.
+
+:meth:`AcceptanceModel.from_calibration` names every part it had to assume
+(:attr:`AcceptanceModel.missing`); :meth:`AcceptanceModel.resampled` draws the rates
+from their Beta posteriors given the calibration's sample sizes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from specmodel.validation import check_probability
+
+__all__ = ["AcceptanceModel", "StepLengths"]
+
+
+@dataclass(frozen=True)
+class StepLengths:
+    """A distribution of step lengths in tokens."""
+
+    values: tuple[int, ...]
+    """Possible lengths."""
+    weights: tuple[float, ...]
+    """Their probabilities (normalised)."""
+
+    @classmethod
+    def constant(cls, tokens: float) -> StepLengths:
+        """Every step has ``tokens`` tokens (rounded, at least 1)."""
+        return cls((max(1, round(float(tokens))),), (1.0,))
+
+    @classmethod
+    def histogram(cls, counts: Mapping[int | str, int]) -> StepLengths:
+        """From {length: count}."""
+        items = sorted((int(k), int(v)) for k, v in counts.items() if int(v) > 0)
+        if not items or any(k < 1 for k, _ in items):
+            raise ValueError(f"a step-length histogram needs positive lengths, got {counts}")
+        total = sum(v for _, v in items)
+        return cls(tuple(k for k, _ in items), tuple(v / total for _, v in items))
+
+    @property
+    def is_constant(self) -> bool:
+        """One length only."""
+        return len(self.values) == 1
+
+    @property
+    def mean(self) -> float:
+        """Expected length."""
+        return float(np.dot(self.values, self.weights))
+
+    def sample(self, rng: np.random.Generator, n: int, cap: int | None = None) -> np.ndarray:
+        """``n`` lengths, each at most ``cap``."""
+        if self.is_constant:
+            out = np.full(n, self.values[0], dtype=np.int64)
+        else:
+            cum = np.cumsum(self.weights)
+            idx = np.minimum(np.searchsorted(cum, rng.random(n) * cum[-1], side="right"),
+                             len(self.values) - 1)
+            out = np.asarray(self.values, dtype=np.int64)[idx]
+        return np.minimum(out, cap) if cap is not None else out
+
+
+@dataclass(frozen=True)
+class AcceptanceModel:
+    """Step and token acceptance and step lengths (see the module docstring)."""
+
+    alpha1: float
+    """Step acceptance, i.i.d. (also the rate past the last measured depth)."""
+    alpha2: float
+    """Token acceptance, i.i.d."""
+    step_by_depth: tuple[float, ...] | None = None
+    """Conditional step acceptance at depth 0, 1, … of a run (None: i.i.d. α1)."""
+    token_by_position: tuple[float, ...] | None = None
+    """Conditional token acceptance at draft position 0, 1, … (None: i.i.d. α2)."""
+    branch_by_width: Mapping[int, float] = field(default_factory=dict)
+    """Measured best-of-W acceptance, W → rate."""
+    target_steps: StepLengths = field(default_factory=lambda: StepLengths.constant(32))
+    """Target step lengths."""
+    draft_steps: StepLengths = field(default_factory=lambda: StepLengths.constant(32))
+    """Draft step lengths."""
+    step_samples: int | None = None
+    """Judged pairs behind α1 (None: unknown, no calibration uncertainty)."""
+    token_samples: int | None = None
+    """Drafted tokens behind α2."""
+    missing: tuple[str, ...] = ()
+    """The parts that were not measured and what is used instead."""
+
+    def __post_init__(self) -> None:
+        check_probability("alpha1", self.alpha1)
+        check_probability("alpha2", self.alpha2)
+        for name in ("step_by_depth", "token_by_position"):
+            v = getattr(self, name)
+            if v is not None:
+                if len(v) == 0:
+                    raise ValueError(f"{name} must not be empty")
+                for i, a in enumerate(v):
+                    check_probability(f"{name}[{i}]", a, closed=True)
+        for w, a in self.branch_by_width.items():
+            check_probability(f"branch_by_width[{w}]", a, closed=True)
+
+    # -- construction ------------------------------------------------------------
+
+    @classmethod
+    def iid(cls, alpha1: float, alpha2: float, step_tokens: int = 32) -> AcceptanceModel:
+        """The papers' model: i.i.d. rates, constant step lengths."""
+        lengths = StepLengths.constant(step_tokens)
+        return cls(alpha1, alpha2, target_steps=lengths, draft_steps=lengths)
+
+    @classmethod
+    def from_calibration(cls, cal: Any) -> AcceptanceModel:
+        """From a :class:`~specmodel.formats.calibration.Calibration`, naming what is missing."""
+        step, tok = cal.step, cal.token
+        missing = []
+        if step.acceptance_by_position is None:
+            missing.append("step acceptance by depth: not measured; i.i.d. α1")
+        missing.append("best-of-W acceptance: not measured; independent branches "
+                       "1 − (1 − α)^W (an upper bound)")
+        missing.append("correlation of consecutive step verdicts: not measured; "
+                       "conditional rates by depth only")
+        if step.step_tokens_histogram:
+            lengths = StepLengths.histogram(step.step_tokens_histogram)
+        elif step.step_tokens_mean is not None:
+            lengths = StepLengths.constant(step.step_tokens_mean)
+            missing.append("step-length spread: only the mean was measured; constant steps")
+        else:
+            lengths = StepLengths.constant(32)
+            missing.append("step lengths: not measured; assumed 32 tokens")
+        missing.append("draft step lengths: not measured apart; the target's distribution")
+        if tok.acceptance_by_position is None:
+            missing.append("token acceptance by position: not measured; i.i.d. α2")
+        return cls(
+            alpha1=step.alpha1, alpha2=tok.alpha2,
+            step_by_depth=(tuple(step.acceptance_by_position)
+                           if step.acceptance_by_position else None),
+            token_by_position=(tuple(tok.acceptance_by_position)
+                               if tok.acceptance_by_position else None),
+            target_steps=lengths, draft_steps=lengths,
+            step_samples=step.samples, token_samples=tok.samples,
+            missing=tuple(missing),
+        )
+
+    # -- queries -------------------------------------------------------------------
+
+    @property
+    def is_iid(self) -> bool:
+        """No position or depth dependence and no measured branch acceptance."""
+        return (self.step_by_depth is None and self.token_by_position is None
+                and not self.branch_by_width)
+
+    def step_rate(self, depth: int, width: int = 1) -> float:
+        """Acceptance of the best of ``width`` draft steps at ``depth`` (0-based)."""
+        if width > 1 and width in self.branch_by_width:
+            return float(self.branch_by_width[width])
+        prof = self.step_by_depth
+        a = self.alpha1 if prof is None else prof[min(depth, len(prof) - 1)]
+        if width == 1:
+            return float(a)
+        return float(-math.expm1(width * math.log1p(-a))) if a < 1 else 1.0
+
+    def token_profile(self) -> np.ndarray:
+        """Per-position token acceptance (one entry when i.i.d.)."""
+        prof = self.token_by_position
+        return np.asarray(prof if prof is not None else (self.alpha2,), dtype=np.float64)
+
+    def resampled(self, rng: np.random.Generator) -> AcceptanceModel:
+        """The rates drawn from their Beta posteriors (Jeffreys prior) given the sample
+        sizes; rates without a sample size are kept.  A profile is scaled by the ratio of
+        its resampled i.i.d. rate (one draw per level keeps its shape)."""
+        out = self
+        if self.step_samples:
+            a1 = _beta(rng, self.alpha1, self.step_samples)
+            ratio = a1 / self.alpha1
+            prof = (None if self.step_by_depth is None else
+                    tuple(min(1 - 1e-9, p * ratio) for p in self.step_by_depth))
+            br = {w: min(1 - 1e-9, a * ratio) for w, a in self.branch_by_width.items()}
+            out = replace(out, alpha1=a1, step_by_depth=prof, branch_by_width=br)
+        if self.token_samples:
+            a2 = _beta(rng, self.alpha2, self.token_samples)
+            ratio = a2 / self.alpha2
+            prof = (None if self.token_by_position is None else
+                    tuple(min(1 - 1e-9, p * ratio) for p in self.token_by_position))
+            out = replace(out, alpha2=a2, token_by_position=prof)
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """For JSON."""
+        return {"alpha1": self.alpha1, "alpha2": self.alpha2,
+                "step_by_depth": self.step_by_depth,
+                "token_by_position": self.token_by_position,
+                "branch_by_width": dict(self.branch_by_width),
+                "target_step_tokens_mean": self.target_steps.mean,
+                "draft_step_tokens_mean": self.draft_steps.mean,
+                "step_samples": self.step_samples, "token_samples": self.token_samples,
+                "missing": list(self.missing)}
+
+
+def _beta(rng: np.random.Generator, rate: float, n: int) -> float:
+    k = rate * n
+    x = float(rng.beta(k + 0.5, n - k + 0.5))
+    return min(max(x, 1e-9), 1 - 1e-9)

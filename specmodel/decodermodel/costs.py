@@ -1,0 +1,415 @@
+"""What each engine call of the decoder costs: :class:`CostModel` (pure, no torch).
+
+An engine call (:meth:`profiler.engines.Engine.generate_steps`) of ``b`` prefixes at
+context ``L`` that writes steps of ``n_i`` tokens costs
+
+    call_overhead + prefill(new tokens) + decode(b, L) · n_longest
+
+— the fixed per-call overhead, the prefill of the tokens the engine has not cached
+(``prefill_per_token`` per token of the padded batch), and one decode forward of the
+whole batch per token of its longest member (transformers keeps every row in the batch
+until the last one stops).  With token-level speculation (k2 > 1) a step takes
+passes instead of tokens; a pass costs ``c2·(k2 − 1)·decode(1, L) + decode(b, L)``
+(``token_draft_per_forward`` = c2, the measured effective cost of one drafted token in
+target forwards, which also absorbs the verification forward's extra width).
+
+Decode is a surface T(b, L) (:class:`Surface`), interpolated monotonically: from a
+:class:`~specmodel.formats.hardware.HardwareProfile`'s decode points, or the
+calibration's T(b) (no L dependence), or flat.  The draft's decode is its own surface
+or the target's scaled by c1.  The verifier costs ``verifier_per_pair`` per judged pair
+and ``verifier_per_batch`` per call.  ``contention`` ≥ 1 multiplies each model's time
+while both run at once (async on shared cores or one device).
+
+:class:`EngineBehaviour` holds what the engine does that the papers' model does not:
+the KV-cache reuse of a single-prefix call (so target-only decoding prefills only the
+new tokens, and every batched or speculative call prefills its whole prefix), token
+speculation one prefix at a time, and token speculation on the target only.
+
+Every field's origin is in :attr:`CostModel.sources` ("measured: …" or "assumed: …").
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+from typing import Any, Literal
+
+import numpy as np
+
+__all__ = ["CostModel", "EngineBehaviour", "Surface"]
+
+
+@dataclass(frozen=True)
+class Surface:
+    """Time of one decode forward of ``b`` sequences at context ``L``, T(b, L).
+
+    Built from points (b, L) → time; made non-decreasing in b at every L and in L at
+    every b (a measured point below an earlier one is raised to it, and said so in
+    :attr:`notes`).  Between points: linear in b, then linear in L between the two
+    nearest measured context lengths.  Below the first b or L: the first value.  Above
+    the widest b: linear extrapolation from the last two widths (never decreasing),
+    said in :attr:`notes`.  Above the longest L: held at the longest (said so).
+    """
+
+    points: tuple[tuple[int, int, float], ...]
+    """(b, L, time) as given."""
+    notes: tuple[str, ...] = ()
+    """What was corrected or will be extrapolated."""
+
+    @classmethod
+    def flat(cls, time: float = 1.0) -> Surface:
+        """Every batch and context costs ``time`` (the papers' assumption)."""
+        return cls(((1, 0, float(time)),))
+
+    @classmethod
+    def from_points(cls, points: Mapping[tuple[int, int], float] | list[tuple[int, int, float]],
+                    name: str = "T") -> Surface:
+        """From {(b, L): time} or [(b, L, time)]; validates and notes irregularities."""
+        items = (list(points.items()) if isinstance(points, Mapping)
+                 else [((b, L), t) for b, L, t in points])
+        if not items:
+            raise ValueError(f"{name}: a cost surface needs at least one point")
+        pts = []
+        for (b, L), t in items:
+            if int(b) < 1 or int(L) < 0 or not (math.isfinite(float(t)) and float(t) > 0):
+                raise ValueError(f"{name}: bad point b={b}, L={L}, time={t}")
+            pts.append((int(b), int(L), float(t)))
+        pts.sort()
+        notes = []
+        contexts = sorted({L for _, L, _ in pts})
+        widths = sorted({b for b, _, _ in pts})
+        if len(contexts) == 1:
+            notes.append(f"{name}: measured at one context length (L = {contexts[0]}); "
+                         "the cost does not grow with context in this model")
+        missing = [(b, L) for b in widths for L in contexts
+                   if not any(p[0] == b and p[1] == L for p in pts)]
+        if missing:
+            notes.append(f"{name}: {len(missing)} (b, L) grid points missing "
+                         f"(e.g. {missing[:3]}); interpolated from their neighbours in b")
+        s = cls(tuple(pts))
+        fixed = s._monotone_fixes()
+        if fixed:
+            notes.append(f"{name}: {fixed} point(s) below a smaller batch's or context's "
+                         "time raised to it (T must not decrease)")
+        if len(widths) >= 2:
+            notes.append(f"{name}: batches beyond b = {widths[-1]} are extrapolated "
+                         "linearly from the last two widths")
+        return cls(tuple(pts), tuple(notes))
+
+    # -- evaluation ------------------------------------------------------------------
+
+    @cached_property
+    def _compiled(self) -> tuple[list[int], list[tuple[list[float], list[float]]]]:
+        """The measured contexts and, at each, its (widths, times) made monotone."""
+        contexts = sorted({L for _, L, _ in self.points})
+        curves: list[tuple[list[float], list[float]]] = []
+        for L in contexts:
+            bs = [float(b) for b, c, _ in self.points if c == L]
+            ts = list(np.maximum.accumulate([t for _, c, t in self.points if c == L]))
+            if curves:  # not below the shorter context's curve at the same b
+                ts = list(np.maximum.accumulate(
+                    np.maximum(ts, [_interp_b(curves[-1], b) for b in bs])))
+            curves.append((bs, [float(t) for t in ts]))
+        return contexts, curves
+
+    def _monotone_fixes(self) -> int:
+        contexts, curves = self._compiled
+        raw = {(b, L): t for b, L, t in self.points}
+        fixed = 0
+        for L, (bs, ts) in zip(contexts, curves, strict=True):
+            for b, t in zip(bs, ts, strict=True):
+                if t > raw[(int(b), L)] * (1 + 1e-12):
+                    fixed += 1
+        return fixed
+
+    def time(self, b: float, L: float = 0.0) -> float:
+        """T(b, L)."""
+        contexts, curves = self._compiled
+        ctx = L
+        if len(contexts) == 1 or ctx <= contexts[0]:
+            return _interp_b(curves[0], b)
+        if ctx >= contexts[-1]:
+            return _interp_b(curves[-1], b)
+        j = bisect.bisect_left(contexts, ctx)
+        lo, hi = contexts[j - 1], contexts[j]
+        t0 = _interp_b(curves[j - 1], b)
+        t1 = _interp_b(curves[j], b)
+        return t0 + (ctx - lo) / (hi - lo) * (t1 - t0)
+
+    @property
+    def is_flat(self) -> bool:
+        """Whether every batch and context costs the same."""
+        return len({t for _, _, t in self.points}) == 1
+
+    def scaled(self, factor: float) -> Surface:
+        """The same surface times ``factor`` (the draft's surface from the target's)."""
+        return Surface(tuple((b, L, t * factor) for b, L, t in self.points), self.notes)
+
+
+def _interp_b(curve: tuple[list[float], list[float]], b: float) -> float:
+    """Piecewise linear in b; the first value below; linear (never decreasing) above."""
+    bs, ts = curve
+    if b <= bs[0]:
+        return ts[0]
+    if b >= bs[-1]:
+        if len(bs) < 2:
+            return ts[-1]
+        slope = max(0.0, (ts[-1] - ts[-2]) / (bs[-1] - bs[-2]))
+        return ts[-1] + slope * (b - bs[-1])
+    j = bisect.bisect_left(bs, b)
+    w = (b - bs[j - 1]) / (bs[j] - bs[j - 1])
+    return ts[j - 1] + w * (ts[j] - ts[j - 1])
+
+
+@dataclass(frozen=True)
+class EngineBehaviour:
+    """What the engine does beyond one forward per token (defaults: the decoder's
+    transformers engine, :class:`profiler.engines.hf.HFEngine`)."""
+
+    prefix_cache: bool = True
+    """A single-prefix call without token speculation reuses the KV cache of the previous
+    such call for their shared prefix (prefills only the new tokens); batched and
+    speculative calls prefill their whole (left-padded) prefixes."""
+    speculation_batched: bool = False
+    """Token speculation runs the batch as one (False: one prefix after another, as
+    transformers' assisted generation takes batch size 1)."""
+    batch_time: Literal["longest", "mean"] = "longest"
+    """A batch decodes until its longest member stops (transformers), or costs its mean
+    member (the papers: one batch costs one step)."""
+    draft_token_speculation: bool = False
+    """The step draft also runs token speculation (the papers' h assumes it; the decoder
+    gives token speculation to the target only)."""
+    branches_one_call: bool = False
+    """Sync with W > 1: the W children of a level are drafted in one call (the papers'
+    multi-branch model); the decoder makes two, the greedy children then the sampled."""
+    async_schedule: Literal["decoder", "paper"] = "decoder"
+    """decoder: one target worker that takes every known position as one batch (the
+    decoder's scheduler); paper: each target step starts when its prefix exists, up to
+    k1 in flight, each on its own (the papers' process)."""
+
+    @classmethod
+    def papers(cls) -> EngineBehaviour:
+        """The papers' idealisation (with which the closed forms hold)."""
+        return cls(prefix_cache=True, speculation_batched=True, batch_time="mean",
+                   draft_token_speculation=True, branches_one_call=True,
+                   async_schedule="paper")
+
+
+@dataclass(frozen=True)
+class CostModel:
+    """Prices of the decoder's engine and verifier calls (see the module docstring).
+
+    ``unit`` is "s" when the times are absolute seconds (then the predictor also gives
+    tokens/s), "T" when they are relative to one target decode forward.
+    """
+
+    target_decode: Surface
+    """T(b, L): one target decode forward of b sequences at context L."""
+    draft_decode: Surface
+    """The step draft's decode forward."""
+    prefill_per_token: float = 0.0
+    """Target prefill time per new prompt token (of the padded batch)."""
+    draft_prefill_per_token: float = 0.0
+    """Draft prefill time per new prompt token."""
+    call_overhead: float = 0.0
+    """Fixed time of every engine call (tokenizing, generate's setup)."""
+    verifier_per_pair: float = 0.0
+    """The verifier's time per judged (target step, draft step) pair."""
+    verifier_per_batch: float = 0.0
+    """The verifier's fixed time per call."""
+    token_draft_per_forward: float = 0.0
+    """Token speculation: one drafted token's cost in decode forwards of the engine that
+    drafts it (c2)."""
+    contention: float = 1.0
+    """Each model's time is multiplied by this while both run at once (async)."""
+    unit: Literal["s", "T"] = "T"
+    """Absolute seconds, or units of one target decode forward."""
+    engine: EngineBehaviour = field(default_factory=EngineBehaviour)
+    """What the engine does besides forwards."""
+    sources: Mapping[str, str] = field(default_factory=dict)
+    """Field name → where the value came from ("measured: …" / "assumed: …")."""
+
+    def __post_init__(self) -> None:
+        for name in ("prefill_per_token", "draft_prefill_per_token", "call_overhead",
+                     "verifier_per_pair", "verifier_per_batch", "token_draft_per_forward"):
+            v = float(getattr(self, name))
+            if not (math.isfinite(v) and v >= 0):
+                raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
+        if not (math.isfinite(self.contention) and self.contention >= 1.0):
+            raise ValueError(f"contention must be >= 1, got {self.contention!r}")
+
+    # -- construction ----------------------------------------------------------------
+
+    @classmethod
+    def flat(cls, c1: float, *, c2: float = 0.0, engine: EngineBehaviour | None = None
+             ) -> CostModel:
+        """The papers' costs: flat T = 1, a draft forward c1, nothing else."""
+        srcs = {k: "assumed: the papers' idealisation" for k in _FIELDS}
+        return cls(Surface.flat(1.0), Surface.flat(c1), token_draft_per_forward=c2,
+                   engine=engine or EngineBehaviour.papers(), sources=srcs)
+
+    @classmethod
+    def from_calibration(
+        cls,
+        cal: Any,
+        *,
+        target_architecture: str | None = None,
+        draft_architecture: str | None = None,
+        prefill_per_token: float | None = None,
+        call_overhead: float | None = None,
+        contention: float | None = None,
+        engine: EngineBehaviour | None = None,
+    ) -> CostModel:
+        """Price the decoder from a :class:`~specmodel.formats.calibration.Calibration`.
+
+        Decode: the hardware profile of ``target_architecture`` (its T(b, L)) if the
+        calibration has one, else its T(b) (no L dependence), else flat.  The draft:
+        its own profile (``draft_architecture``) or the target's surface × c1.  The
+        verifier: ``verifier_cost`` × the target's step time (T(1) × the mean step
+        length), else free.  Prefill, overhead and contention: as given, else assumed
+        (0, 0, 1) — the calibration format has no measurement of them yet.
+        """
+        src: dict[str, str] = {}
+        step, tok = cal.step, cal.token
+        target, unit = _surface_of(cal, target_architecture, "target", src, "target_decode")
+        draft = None
+        if draft_architecture is not None:
+            prof = _profile(cal, draft_architecture)
+            if prof is not None and prof.decode_surface():
+                draft = Surface.from_points(prof.decode_surface(), "draft T(b, L)")
+                if unit != "s":
+                    raise ValueError("the draft has a measured surface in seconds but the "
+                                     "target's costs are relative: give the target's too")
+                src["draft_decode"] = (f"measured: hardware profile of {draft_architecture}"
+                                       f" ({prof.summary()})")
+        if draft is None:
+            draft = target.scaled(step.c1)
+            src["draft_decode"] = (f"measured: c1 = {step.c1:.4g} (calibration step.c1) × "
+                                   "the target's surface; assumed: the draft's cost grows "
+                                   "with b and L as the target's")
+        mean_tokens = step.step_tokens_mean
+        if mean_tokens is None and step.step_tokens_histogram:
+            h = step.step_tokens_histogram
+            mean_tokens = sum(int(k) * v for k, v in h.items()) / sum(h.values())
+        step_time = target.time(1, 0) * (mean_tokens or 1.0)
+        if step.verifier_cost is not None:
+            per_pair = step.verifier_cost * step_time
+            src["verifier_per_pair"] = (
+                f"measured: verifier_cost = {step.verifier_cost:.4g} target steps per pair "
+                f"(calibration) × a target step of {mean_tokens or 1:.3g} tokens")
+        else:
+            per_pair = 0.0
+            src["verifier_per_pair"] = "assumed: free (the calibration has no verifier_cost)"
+        src["verifier_per_batch"] = "assumed: 0 (not measured: the verifier's per-call cost)"
+        src["token_draft_per_forward"] = (
+            f"measured: c2 = {tok.c2:.4g} (calibration token.c2, effective: absorbs the "
+            "verification forward's extra width)")
+
+        def given(name: str, value: float | None, default: float, what: str) -> float:
+            if value is None:
+                src[name] = f"assumed: {default:g} ({what} not measured by the calibration)"
+                return default
+            src[name] = f"given: {value:g}"
+            return float(value)
+
+        pre = given("prefill_per_token", prefill_per_token, 0.0, "prefill")
+        src["draft_prefill_per_token"] = (
+            "assumed: c1 × the target's prefill per token" if pre > 0
+            else src["prefill_per_token"])
+        over = given("call_overhead", call_overhead, 0.0, "per-call overhead")
+        cont = given("contention", contention, 1.0, "the concurrency slowdown")
+        eng = engine or EngineBehaviour()
+        src["engine"] = ("decoder's transformers engine: KV reuse on single-prefix calls, "
+                         "token speculation one prefix at a time and on the target only, "
+                         "a batch runs until its longest member stops"
+                         if eng == EngineBehaviour() else f"given: {eng}")
+        return cls(target, draft, prefill_per_token=pre, draft_prefill_per_token=pre * step.c1,
+                   call_overhead=over, verifier_per_pair=per_pair, verifier_per_batch=0.0,
+                   token_draft_per_forward=tok.c2, contention=cont, unit=unit, engine=eng,
+                   sources=src)
+
+    def replace(self, **changes: Any) -> CostModel:
+        """A copy with fields changed (their sources marked "given")."""
+        src = dict(self.sources)
+        for k, v in changes.items():
+            src[k] = f"given: {v}" if not isinstance(v, Surface | EngineBehaviour) else "given"
+        return replace(self, sources=src, **changes)
+
+    # -- queries -----------------------------------------------------------------
+
+    def measured(self) -> dict[str, str]:
+        """The fields whose values were measured."""
+        return {k: v for k, v in self.sources.items() if v.startswith("measured")}
+
+    def assumed(self) -> dict[str, str]:
+        """The fields whose values were assumed."""
+        return {k: v for k, v in self.sources.items() if v.startswith("assumed")}
+
+    def notes(self) -> list[str]:
+        """Everything the surfaces corrected or extrapolate."""
+        return [*self.target_decode.notes, *self.draft_decode.notes]
+
+    @property
+    def papers_idealisation(self) -> bool:
+        """Whether the closed forms hold: flat surfaces, nothing but forwards priced, no
+        contention, the papers' engine."""
+        return (self.target_decode.is_flat and self.draft_decode.is_flat
+                and self.prefill_per_token == 0 and self.draft_prefill_per_token == 0
+                and self.call_overhead == 0 and self.verifier_per_pair == 0
+                and self.verifier_per_batch == 0 and self.contention == 1.0
+                and self.engine == EngineBehaviour.papers())
+
+    def to_dict(self) -> dict[str, Any]:
+        """Numbers and sources, for JSON."""
+        return {
+            "unit": self.unit,
+            "target_decode_b1": self.target_decode.time(1, 0),
+            "draft_decode_b1": self.draft_decode.time(1, 0),
+            "prefill_per_token": self.prefill_per_token,
+            "call_overhead": self.call_overhead,
+            "verifier_per_pair": self.verifier_per_pair,
+            "verifier_per_batch": self.verifier_per_batch,
+            "token_draft_per_forward": self.token_draft_per_forward,
+            "contention": self.contention,
+            "sources": dict(self.sources),
+            "notes": self.notes(),
+        }
+
+
+_FIELDS = ("target_decode", "draft_decode", "prefill_per_token", "draft_prefill_per_token",
+           "call_overhead", "verifier_per_pair", "verifier_per_batch",
+           "token_draft_per_forward", "contention", "engine")
+
+
+def _profile(cal: Any, architecture: str | None) -> Any:
+    if architecture is None:
+        return None
+    for p in cal.hardware or []:
+        if p.architecture.name == architecture:
+            return p
+    return None
+
+
+def _surface_of(cal: Any, architecture: str | None, role: str, src: dict[str, str],
+                key: str) -> tuple[Surface, Literal["s", "T"]]:
+    prof = _profile(cal, architecture)
+    if prof is not None and prof.decode_surface():
+        s = Surface.from_points(prof.decode_surface(), f"{role} T(b, L)")
+        src[key] = f"measured: hardware profile ({prof.summary()})"
+        return s, "s"
+    if architecture is not None:
+        src[key + "_profile"] = (f"missing: no hardware profile of {architecture} in the "
+                                 "calibration; using its T(b)")
+    if cal.batch_cost is not None:
+        pts = [(p.batch, 0, p.time) for p in cal.batch_cost.points]
+        s = Surface.from_points(pts, f"{role} T(b)")
+        absolute = cal.batch_cost.unit == "s/step"
+        src[key] = ("measured: calibration batch_cost T(b) "
+                    f"({len(pts)} widths, {cal.batch_cost.unit}); assumed: no growth with "
+                    "context length")
+        return s, "s" if absolute else "T"
+    src[key] = "assumed: flat (the calibration has no T(b) and no hardware profile)"
+    return Surface.flat(1.0), "T"

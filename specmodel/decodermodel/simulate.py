@@ -1,0 +1,650 @@
+"""A seeded Monte-Carlo that plays the decoder's own algorithms against a
+:class:`~specmodel.decodermodel.costs.CostModel` and an
+:class:`~specmodel.decodermodel.acceptance.AcceptanceModel`.
+
+Each simulated problem is decoded as :mod:`profiler.decoder` decodes it, call by call,
+and each call is priced by the cost model; the predicted speedup is the simulated
+tokens/s over the simulated baseline's (target only, k1 = k2 = 1), with a 95 % interval.
+
+**Baseline** (:meth:`LookaheadDecoder.plain`): one target call per step, a single prefix,
+so the engine reuses its KV cache and prefills only the new tokens.
+
+**Sync** (:func:`profiler.decoder.sync.run_sync`): each cycle drafts the tree level by
+level — one draft call for the open nodes of a level (greedy), plus one sampled call of
+W − 1 children per node when W > 1 — to depth ``min(k1 − 1, max_steps − committed − 1)``;
+one target call expands every node as one batch (so it costs its longest member, and
+with token speculation on transformers its rows run one after another); one verifier
+call judges every edge; the walk commits the accepted drafts and the target's step at the
+node it stopped at.  Identical sibling drafts (kept once by the decoder) are not modelled:
+every branch is drafted and expanded.
+
+**Async** (:class:`profiler.decoder.asynchronous.AsyncScheduler`): one draft worker and one
+target worker, each running one job at a time.  The draft runs at most k1 − 1 steps
+ahead; the target worker, whenever free, takes every position whose prefix is known and
+has no target step, up to k1 positions ahead, as one batch — so a target step does not
+start when its prefix exists (the papers' process) but when the target worker is free.
+The verifier judges in order on the main thread (its time passes while the workers run);
+a rejection commits the target's step, drops the chain, and jobs still running on it are
+discarded when they return, their time spent; the problem ends only when both workers are
+idle (leaving the worker pools waits for them).  While both workers run, each runs
+``contention`` times slower.
+
+**What the papers ignore and this models:** the draft re-prefills the target's step
+after every rejection (and every call after a batched one prefills its whole prefix:
+transformers reuses its KV cache only across single-prefix calls without token
+speculation — so token speculation in the decoder loses the cache on every step); a batch
+costs its longest step; token speculation runs one prefix at a time and on the target
+only (the draft is not sped up, so c1 grows by g); the last pass of a step overshoots
+its delimiter (surplus tokens discarded); problems end after ``max_steps`` steps (the
+depth shrinks near the end); the verifier's time; per-call overhead; the async target
+batches (above) and the jobs wasted on dropped chains.
+
+**Closed forms** (:func:`exact_speedup`): with i.i.d. acceptance, constant step lengths,
+flat costs, a free verifier, no overhead, no contention and the papers' engine
+(:meth:`EngineBehaviour.papers`: batched speculation, the draft sped up too, the async
+target steps each on their own) the expected speedup of endless problems is
+f_sync / f_sync_multibranch / f_async (with the ⌈1/c1⌉ knee) times g for steps of that
+length (:func:`~specmodel.closedform.token_level.g_token_step`, which tends to the
+papers' g as steps grow); :func:`exact_speedup` returns it with no simulation.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from specmodel.config import SpecConfig
+from specmodel.decodermodel.acceptance import AcceptanceModel, StepLengths
+from specmodel.decodermodel.costs import CostModel, Surface
+from specmodel.montecarlo.acceptance import sample_accepted_prefix
+from specmodel.montecarlo.estimate import Estimate, ratio_estimate
+
+__all__ = ["DecoderPrediction", "Workload", "exact_speedup", "predict", "simulate"]
+
+MODEL_NAME = "decoder model (Monte-Carlo of the decoder's schedule, priced per call)"
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What every simulated problem looks like."""
+
+    max_steps: int
+    """Steps per problem (the decoder's ``max_steps``; answer marks are not modelled)."""
+    max_step_tokens: int
+    """A step's token cap."""
+    prompt_tokens: int = 200
+    """Tokens of the prompt (the first prefill, and the context of every call)."""
+    prompt_source: str = "assumed: 200 tokens (the run record does not store prompts)"
+    """Where ``prompt_tokens`` came from."""
+
+    @classmethod
+    def of(cls, config: SpecConfig, prompt_tokens: int | None = None) -> Workload:
+        """The configuration's limits, with the prompt length if known."""
+        if prompt_tokens is None:
+            return cls(config.max_steps, config.max_step_tokens)
+        return cls(config.max_steps, config.max_step_tokens, int(prompt_tokens),
+                   f"given: {int(prompt_tokens)} tokens")
+
+
+# ---------------------------------------------------------------------------------------
+# Engines
+
+
+class _Segments:
+    """Token counts of the text segments prefixes are made of (0 is the prompt)."""
+
+    def __init__(self, prompt_tokens: int) -> None:
+        self.tokens = [int(prompt_tokens)]
+
+    def new(self, tokens: int) -> int:
+        self.tokens.append(int(tokens))
+        return len(self.tokens) - 1
+
+    def length(self, prefix: Sequence[int]) -> int:
+        return sum(self.tokens[i] for i in prefix)
+
+
+class _Engine:
+    """One engine: prices a call of b prefixes and keeps its single-prefix KV cache."""
+
+    def __init__(self, decode: Surface, prefill: float, costs: CostModel,
+                 lengths: StepLengths, k2: int, acc: AcceptanceModel, segs: _Segments,
+                 cap: int, rng: np.random.Generator) -> None:
+        self.decode = decode
+        self.prefill = prefill
+        self.costs = costs
+        self.lengths = lengths
+        self.k2 = k2
+        self.profile = acc.token_profile()
+        self.segs = segs
+        self.cap = cap
+        self.rng = rng
+        self.cache: tuple[int, ...] | None = None
+        self._lengths: list[int] = []
+        self._emitted: list[int] = []
+        self.calls = 0
+        self.rows = 0
+        self.seconds = 0.0
+
+    def _lengths_of(self, b: int) -> list[int]:
+        """``b`` step lengths (drawn in blocks: one numpy call per 4096)."""
+        if len(self._lengths) < b:
+            self._lengths.extend(self.lengths.sample(self.rng, max(4096, b),
+                                                     self.cap).tolist())
+        out, self._lengths = self._lengths[-b:], self._lengths[:-b]
+        return out
+
+    def _new_tokens(self, prefix: tuple[int, ...]) -> int:
+        total = self.segs.length(prefix)
+        if self.cache is None:
+            return total
+        common = 0
+        for a, b in zip(prefix, self.cache, strict=False):
+            if a != b:
+                break
+            common += 1
+        if common == 0:
+            return total
+        return max(1, total - self.segs.length(prefix[:common]))
+
+    def _passes(self, n: int) -> int:
+        """Token-speculation passes to write ``n`` tokens (the last one overshoots)."""
+        passes = got = 0
+        buf = self._emitted
+        while got < n:
+            if not buf:
+                buf.extend((sample_accepted_prefix(self.rng, self.profile, self.k2 - 1,
+                                                   4096) + 1).tolist())
+            got += buf.pop()
+            passes += 1
+        return passes
+
+    def _pass_cost(self, b: int, L: float) -> float:
+        return (self.costs.token_draft_per_forward * (self.k2 - 1) * self.decode.time(1, L)
+                + self.decode.time(b, L))
+
+    def call(self, prefixes: list[tuple[int, ...]]) -> tuple[float, list[tuple[int, int]]]:
+        """(seconds, [(segment, tokens)]) of one generate_steps call."""
+        b = len(prefixes)
+        self.calls += 1
+        self.rows += b
+        n = self._lengths_of(b)
+        outs = [(self.segs.new(t), t) for t in n]
+        ctx = [self.segs.length(p) for p in prefixes]
+        eng = self.costs.engine
+        over = self.costs.call_overhead
+        spec = self.k2 > 1
+        if spec and not eng.speculation_batched:  # one prefix after another, no KV reuse
+            t = sum(over + self.prefill * c + self._passes(int(k)) * self._pass_cost(1, c)
+                    for c, k in zip(ctx, n, strict=True))
+            self.seconds += t
+            return t, outs
+        if b == 1 and not spec and eng.prefix_cache:
+            pre = self.prefill * self._new_tokens(prefixes[0])
+            self.cache = (*prefixes[0], outs[0][0])
+        else:
+            pre = self.prefill * b * max(ctx)
+        units = [self._passes(int(k)) for k in n] if spec else [int(k) for k in n]
+        agg = max(units) if eng.batch_time == "longest" else sum(units) / b
+        L = sum(ctx) / b
+        per = self._pass_cost(b, L) if spec else self.decode.time(b, L)
+        t = over + pre + agg * per
+        self.seconds += t
+        return t, outs
+
+
+@dataclass
+class _Run:
+    cfg: SpecConfig
+    acc: AcceptanceModel
+    costs: CostModel
+    work: Workload
+    rng: np.random.Generator
+    segs: _Segments = field(init=False)
+    target: _Engine = field(init=False)
+    draft: _Engine = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.segs = _Segments(self.work.prompt_tokens)
+        k2 = self.cfg.k2
+        cap = self.work.max_step_tokens
+        self.target = _Engine(self.costs.target_decode, self.costs.prefill_per_token,
+                              self.costs, self.acc.target_steps, k2, self.acc, self.segs,
+                              cap, self.rng)
+        dk2 = k2 if self.costs.engine.draft_token_speculation else 1
+        self.draft = _Engine(self.costs.draft_decode, self.costs.draft_prefill_per_token,
+                             self.costs, self.acc.draft_steps, dk2, self.acc, self.segs,
+                             cap, self.rng)
+
+    judged: int = field(init=False, default=0)
+    accepted: int = field(init=False, default=0)
+    verify_seconds: float = field(init=False, default=0.0)
+
+    def judge(self, depth: int, width: int = 1) -> bool:
+        """One position's verdict (counted as the decoder's tally counts it)."""
+        self.judged += 1
+        ok = bool(self.rng.random() < self.acc.step_rate(depth, width))
+        self.accepted += ok
+        return ok
+
+    def counters(self) -> dict[str, float]:
+        return {"target_batches": self.target.calls, "target_steps": self.target.rows,
+                "draft_steps": self.draft.rows, "drafted_steps": self.judged,
+                "accepted_steps": self.accepted, "target_seconds": self.target.seconds,
+                "draft_seconds": self.draft.seconds, "verify_seconds": self.verify_seconds}
+
+    def verify(self, pairs: int) -> float:
+        t = self.costs.verifier_per_batch + self.costs.verifier_per_pair * pairs
+        self.verify_seconds += t
+        return t
+
+    # -- one problem: (tokens, seconds) --------------------------------------------
+
+    def problem(self) -> tuple[int, float]:
+        self.segs.tokens = self.segs.tokens[:1]
+        self.target.cache = self.draft.cache = None
+        if self.cfg.k1 == 1:
+            return self.plain()
+        if self.cfg.mode == "sync":
+            return self.sync()
+        if self.costs.engine.async_schedule == "paper":
+            return self.async_paper()
+        return self.async_decoder()
+
+    def plain(self) -> tuple[int, float]:
+        prefix: tuple[int, ...] = (0,)
+        t, tokens = 0.0, 0
+        for _ in range(self.work.max_steps):
+            dt, ((seg, n),) = self.target.call([prefix])
+            t += dt
+            tokens += n
+            prefix = (*prefix, seg)
+        return tokens, t
+
+    def sync(self) -> tuple[int, float]:
+        cfg = self.cfg
+        w = cfg.width
+        prefix: tuple[int, ...] = (0,)
+        t, tokens, steps = 0.0, 0, 0
+        while steps < self.work.max_steps:
+            depth = min(cfg.k1 - 1, self.work.max_steps - steps - 1)
+            nodes: list[tuple[int, int, tuple[int, ...]]] = [(-1, 0, prefix)]  # parent, tok
+            level = [0]
+            for _ in range(depth):
+                kids: dict[int, list[tuple[int, int]]] = {i: [] for i in level}
+                if w > 1 and self.costs.engine.branches_one_call:
+                    reps = [i for i in level for _ in range(w)]
+                    dt, outs = self.draft.call([nodes[i][2] for i in reps])
+                    t += dt
+                    for i, o in zip(reps, outs, strict=True):
+                        kids[i].append(o)
+                else:
+                    dt, outs = self.draft.call([nodes[i][2] for i in level])
+                    t += dt
+                    for i, o in zip(level, outs, strict=True):
+                        kids[i].append(o)
+                if w > 1 and not self.costs.engine.branches_one_call:
+                    reps = [i for i in level for _ in range(w - 1)]
+                    dt, outs = self.draft.call([nodes[i][2] for i in reps])
+                    t += dt
+                    for i, o in zip(reps, outs, strict=True):
+                        kids[i].append(o)
+                new = []
+                for i in level:
+                    for seg, n in kids[i]:
+                        nodes.append((i, n, (*nodes[i][2], seg)))
+                        new.append(len(nodes) - 1)
+                level = new
+            dt, touts = self.target.call([nd[2] for nd in nodes])
+            t += dt
+            if len(nodes) > 1:
+                t += self.verify(len(nodes) - 1)
+            node = 0
+            for j in range(depth):
+                children = [i for i in range(node + 1, len(nodes)) if nodes[i][0] == node]
+                if not self.judge(j, len(children)):
+                    break
+                node = children[0]
+                prefix = nodes[node][2]
+                tokens += nodes[node][1]
+                steps += 1
+            seg, n = touts[node]
+            prefix = (*prefix, seg)
+            tokens += n
+            steps += 1
+        return tokens, t
+
+    def async_paper(self) -> tuple[int, float]:
+        """The papers' process: target step j starts when draft j − 1 exists, up to k1 in
+        flight, each on its own; a stage ends at the first rejection."""
+        k1 = self.cfg.k1
+        prefix: tuple[int, ...] = (0,)
+        t, tokens, steps = 0.0, 0, 0
+        while steps < self.work.max_steps:
+            room = self.work.max_steps - steps
+            in_flight: list[float] = []
+            draft_free = verified = 0.0
+            p = prefix
+            depth = 0
+            while True:
+                start = draft_free
+                while len(in_flight) >= k1:
+                    start = max(start, heapq.heappop(in_flight))
+                while in_flight and in_flight[0] <= start:
+                    heapq.heappop(in_flight)
+                dd, ((dseg, dn),) = self.draft.call([p])
+                dt, ((tseg, tn),) = self.target.call([p])
+                heapq.heappush(in_flight, start + dt)
+                draft_free = start + dd
+                verified = max(verified, start + dt, start + dd)
+                last = depth == room - 1
+                if last or not self.judge(depth):
+                    prefix = (*p, tseg)
+                    tokens += tn
+                    steps += depth + 1
+                    break
+                p = (*p, dseg)
+                tokens += dn
+                depth += 1
+            t += verified
+        return tokens, t
+
+    def async_decoder(self) -> tuple[int, float]:
+        """The decoder's scheduler (see the module docstring)."""
+        cfg = self.cfg
+        k1, max_steps = cfg.k1, self.work.max_steps
+        committed: tuple[int, ...] = (0,)
+        steps = tokens = 0
+        chain: list[tuple[int, int]] = []
+        targets: dict[int, tuple[int, int]] = {}
+        epoch = run = 0
+        now = 0.0
+        # jobs: [epoch, remaining seconds, payload]
+        djob: list[Any] | None = None
+        tjob: list[Any] | None = None
+        slow = self.costs.contention
+
+        def advance(dt: float) -> None:
+            while dt > 1e-15:
+                live = [j for j in (djob, tjob) if j is not None and j[1] > 0]
+                if not live:
+                    return
+                f = slow if len(live) == 2 else 1.0
+                step = min(dt, min(j[1] * f for j in live))
+                for j in live:
+                    j[1] -= step / f
+                dt -= step
+                if dt <= 1e-15:
+                    return
+
+        def next_done() -> float:
+            live = [j for j in (djob, tjob) if j is not None and j[1] > 0]
+            if not live:
+                return 0.0
+            f = slow if len(live) == 2 else 1.0
+            return min(j[1] * f for j in live)
+
+        def prefix_at(pos: int) -> tuple[int, ...]:
+            return (*committed, *(s for s, _ in chain[: pos - steps]))
+
+        while True:
+            # _submit
+            base = steps
+            room = max_steps - base
+            if djob is None and len(chain) < min(k1 - 1, room - 1):
+                dt, (out,) = self.draft.call([prefix_at(base + len(chain))])
+                djob = [epoch, dt, out]
+            if tjob is None:
+                last = base + len(chain)
+                todo = [q for q in range(base, min(last, base + k1 - 1) + 1)
+                        if q not in targets]
+                if todo:
+                    dt, outs = self.target.call([prefix_at(q) for q in todo])
+                    tjob = [epoch, dt, (todo, outs)]
+            # wait for the first job to finish
+            dt = next_done()
+            advance(dt)
+            now += dt
+            # _collect
+            if djob is not None and djob[1] <= 1e-12:
+                if djob[0] == epoch:
+                    chain.append(djob[2])
+                djob = None
+            if tjob is not None and tjob[1] <= 1e-12:
+                if tjob[0] == epoch:
+                    targets.update(zip(*tjob[2], strict=True))
+                tjob = None
+            # _resolve
+            while steps in targets:
+                pos = steps
+                t_out = targets.pop(pos)
+                if chain:
+                    v = self.verify(1)
+                    advance(v)
+                    now += v
+                    if self.judge(run):
+                        seg, n = chain.pop(0)
+                        committed = (*committed, seg)
+                        tokens += n
+                        steps += 1
+                        run += 1
+                        continue
+                    chain.clear()
+                    targets.clear()
+                    epoch += 1
+                elif k1 > 1 and djob is not None and djob[0] == epoch:
+                    targets[pos] = t_out
+                    break
+                committed = (*committed, t_out[0])
+                tokens += t_out[1]
+                steps += 1
+                run = 0
+            if steps >= max_steps:
+                rest = next_done()  # leaving the pools waits for running jobs
+                while rest > 0:
+                    advance(rest)
+                    now += rest
+                    for j in (djob, tjob):
+                        if j is not None and j[1] <= 1e-12:
+                            j[1] = 0.0
+                    rest = next_done()
+                return tokens, now
+
+
+# ---------------------------------------------------------------------------------------
+# Simulation and prediction
+
+
+@dataclass(frozen=True)
+class SimResult:
+    """Per-problem tokens and times of one configuration."""
+
+    tokens: np.ndarray
+    """Tokens of each simulated problem."""
+    seconds: np.ndarray
+    """Its time."""
+    counters: dict[str, float] = field(default_factory=dict)
+    """Per problem, on average: target_batches, target_steps, draft_steps (generated),
+    drafted_steps (judged positions), accepted_steps, and the time inside target, draft
+    and verifier calls (target_seconds, draft_seconds, verify_seconds; in async they
+    overlap) — the decoder's own counters (:class:`profiler.decoder.records.Tally`)."""
+
+    def rate(self) -> Estimate:
+        """Tokens per unit time (ratio estimator over problems)."""
+        return ratio_estimate(self.tokens, self.seconds)
+
+
+def simulate(config: SpecConfig, acceptance: AcceptanceModel, costs: CostModel,
+             workload: Workload | None = None, problems: int = 200,
+             seed: int | np.random.Generator = 0) -> SimResult:
+    """Decode ``problems`` simulated problems with ``config``."""
+    if problems < 2:
+        raise ValueError(f"problems must be >= 2, got {problems}")
+    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    run = _Run(config, acceptance, costs, workload or Workload.of(config), rng)
+    out = np.array([run.problem() for _ in range(problems)], dtype=np.float64)
+    return SimResult(out[:, 0], out[:, 1],
+                     {k: v / problems for k, v in run.counters().items()})
+
+
+def _speedup(cfg: Estimate, base: Estimate) -> tuple[float, float]:
+    r = cfg.mean / base.mean
+    rel = math.hypot(cfg.stderr / cfg.mean, base.stderr / base.mean)
+    return r, r * rel
+
+
+@dataclass(frozen=True)
+class DecoderPrediction:
+    """The decoder model's prediction for one configuration."""
+
+    speedup: float
+    """Predicted tokens/s over the baseline's."""
+    stderr: float
+    """The simulation's standard error of ``speedup``."""
+    interval: tuple[float, float]
+    """95 % interval: simulation error and calibration uncertainty together."""
+    simulation_interval: tuple[float, float]
+    """95 % interval of the simulation error alone (speedup ± 1.96 stderr)."""
+    tokens_per_second: float | None
+    """Predicted tokens/s (when the costs are absolute seconds)."""
+    baseline_tokens_per_second: float | None
+    """Predicted tokens/s of the target alone (absolute costs only)."""
+    closed_form: float | None
+    """The exact closed form where it holds for these models, else None."""
+    problems: int
+    """Simulated problems behind ``speedup``."""
+    draws: int
+    """Calibration draws behind ``interval``."""
+    counters: dict[str, float] = field(default_factory=dict)
+    """The decoder's counters per problem, as simulated (:attr:`SimResult.counters`)."""
+    model: str = MODEL_NAME
+    """Which model produced the numbers."""
+    sources: dict[str, str] = field(default_factory=dict)
+    """Where each input came from (measured / assumed / given)."""
+    missing: tuple[str, ...] = ()
+    """What was not measured and what is used instead."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """For JSON."""
+        return {"model": self.model, "speedup": self.speedup, "stderr": self.stderr,
+                "interval": list(self.interval),
+                "simulation_interval": list(self.simulation_interval),
+                "tokens_per_second": self.tokens_per_second,
+                "baseline_tokens_per_second": self.baseline_tokens_per_second,
+                "closed_form": self.closed_form, "problems": self.problems,
+                "draws": self.draws, "counters": dict(self.counters),
+                "sources": dict(self.sources),
+                "missing": list(self.missing)}
+
+
+def predict(config: SpecConfig, acceptance: AcceptanceModel, costs: CostModel,
+            workload: Workload | None = None, *, problems: int = 400, draws: int = 20,
+            draw_problems: int = 100, seed: int = 0) -> DecoderPrediction:
+    """Predicted speedup of ``config`` with its 95 % interval.
+
+    The point estimate simulates ``problems`` problems of the configuration and of the
+    baseline with the nominal models.  Calibration uncertainty: ``draws`` times, the
+    acceptance rates are drawn from their Beta posteriors
+    (:meth:`AcceptanceModel.resampled`) and ``draw_problems`` problems are simulated;
+    the interval is the point ± 1.96·sqrt(var(draws) + stderr²) (the draws' spread
+    carries their own simulation noise, so this is conservative).  The baseline does
+    not depend on acceptance and is simulated once.
+    """
+    work = workload or Workload.of(config)
+    ss = np.random.SeedSequence(seed)
+    s_base, s_cfg, s_draw = (np.random.default_rng(s) for s in ss.spawn(3))
+    base_cfg = config.replace(k1=1, k2=1, width=1, mode="sync")
+    base = simulate(base_cfg, acceptance, costs, work, problems, s_base).rate()
+    sim = simulate(config, acceptance, costs, work, problems, s_cfg)
+    cfg = sim.rate()
+    r, se = _speedup(cfg, base)
+    spread = 0.0
+    n_draws = 0
+    if draws > 1 and (acceptance.step_samples or acceptance.token_samples):
+        vals = []
+        for _ in range(draws):
+            acc = acceptance.resampled(s_draw)
+            est = simulate(config, acc, costs, work, draw_problems, s_draw).rate()
+            vals.append(est.mean / base.mean)
+        spread = float(np.std(vals, ddof=1))
+        n_draws = draws
+    half = 1.96 * math.sqrt(spread**2 + se**2)
+    absolute = costs.unit == "s"
+    try:
+        closed = exact_speedup(config, acceptance, costs, work)
+    except ValueError:
+        closed = None
+    src = {f"cost.{k}": v for k, v in costs.sources.items()}
+    src["workload.prompt_tokens"] = work.prompt_source
+    return DecoderPrediction(
+        speedup=r, stderr=se, interval=(r - half, r + half),
+        simulation_interval=(r - 1.96 * se, r + 1.96 * se),
+        tokens_per_second=cfg.mean if absolute else None,
+        baseline_tokens_per_second=base.mean if absolute else None,
+        closed_form=closed, problems=problems, draws=n_draws, counters=sim.counters,
+        sources=src,
+        missing=tuple(acceptance.missing) + tuple(costs.notes()))
+
+
+def exact_speedup(config: SpecConfig, acceptance: AcceptanceModel, costs: CostModel,
+                  workload: Workload | None = None, *, endless_steps: bool = False
+                  ) -> float | None:
+    """The closed form, with no simulation, when the models are the papers' (None otherwise).
+
+    Holds for endless problems (``max_steps`` → ∞) with i.i.d. acceptance, constant
+    step lengths (the same for target and draft, not capped), flat costs, a free
+    verifier, no overhead, no contention and :meth:`EngineBehaviour.papers`:
+    f(k1) · g_step(k2) with f = f_sync (W = 1), f_sync_multibranch (W > 1, the model's
+    best-of-W rate) or f_async (the corrected Theorem 2, knee ⌈1/c1⌉), and g_step the
+    token-level speedup for steps of that length (→ g as steps grow).  Async with
+    k2 > 1 is not closed (random pass counts make the target steps' durations random,
+    which Theorem 2 does not cover): None.  With ``endless_steps`` the token factor is
+    the papers' g (steps long enough for the token process to be stationary), so the
+    result is the papers' h = f·g.
+    """
+    from specmodel.closedform.step_level import f_async, f_sync, f_sync_multibranch
+    from specmodel.closedform.token_level import g_token, g_token_step
+
+    work = workload or Workload.of(config)
+    ts, ds = acceptance.target_steps, acceptance.draft_steps
+    if not (acceptance.is_iid and costs.papers_idealisation and ts.is_constant
+            and ds.is_constant and ts.values == ds.values
+            and ts.values[0] <= work.max_step_tokens):
+        return None
+    n = ts.values[0]
+    c1 = costs.draft_decode.time(1, 0) / costs.target_decode.time(1, 0)
+    k1, k2 = config.k1, config.k2
+    if config.mode == "async" and k1 > 1 and k2 > 1 and not endless_steps:
+        return None
+    c2 = costs.token_draft_per_forward
+    if k2 == 1:
+        g = 1.0
+    elif endless_steps:
+        g = float(g_token(acceptance.alpha2, c2, k2))
+    else:
+        g = g_token_step(acceptance.alpha2, c2, k2, n)
+    a1 = acceptance.alpha1
+    if k1 == 1:
+        f = 1.0
+    elif config.mode == "sync" and config.width > 1:
+        f = f_sync_multibranch(a1, c1, k1, config.width,
+                               branch_alpha=acceptance.step_rate(0, config.width)).speedup
+    elif config.mode == "sync":
+        f = float(f_sync(a1, c1, k1))
+    else:
+        f = float(f_async(a1, c1, k1))
+    return f * g
+
+
+def predict_calibrated(cal: Any, config: SpecConfig, *, prompt_tokens: int | None = None,
+                       **kwargs: Any) -> DecoderPrediction:
+    """:func:`predict` with both models built from a calibration (costs per
+    :meth:`CostModel.from_calibration`)."""
+    acc = AcceptanceModel.from_calibration(cal)
+    costs = CostModel.from_calibration(cal)
+    return predict(config, acc, costs, Workload.of(config, prompt_tokens), **kwargs)

@@ -1,0 +1,161 @@
+"""The decoder model's parts: cost surfaces, sources, acceptance, and what the decoder
+does that the papers' model does not."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from specmodel.config import SpecConfig
+from specmodel.decodermodel import (
+    MODEL_NAME,
+    AcceptanceModel,
+    CostModel,
+    EngineBehaviour,
+    StepLengths,
+    Surface,
+    Workload,
+    predict,
+    predict_calibrated,
+    simulate,
+)
+from specmodel.formats.calibration import load_preset
+
+MEASURED = "measured-qwen2.5-coder-0.5b-smollm2-135m"
+
+
+def test_a_surface_is_monotone_and_says_what_it_corrected() -> None:
+    s = Surface.from_points({(1, 0): 1.0, (2, 0): 2.0, (4, 0): 1.5, (8, 0): 3.0})
+    assert [s.time(b) for b in (1, 2, 3, 4, 8)] == [1.0, 2.0, 2.0, 2.0, 3.0]
+    assert s.time(16) == pytest.approx(5.0)  # extrapolated from the last two widths
+    assert s.time(0.5) == 1.0
+    text = " ".join(s.notes)
+    assert "raised" in text and "one context length" in text and "extrapolated" in text
+
+
+def test_a_surface_interpolates_in_context_and_fills_gaps() -> None:
+    pts = {(1, 0): 1.0, (4, 0): 2.0, (1, 1000): 2.0, (2, 1000): 3.0, (4, 1000): 4.0}
+    s = Surface.from_points(pts)
+    assert s.time(1, 500) == pytest.approx(1.5)
+    assert s.time(2, 0) == pytest.approx(4 / 3)  # between b = 1 and 4 at L = 0
+    assert s.time(4, 5000) == 4.0  # held at the longest context
+    assert any("missing" in n for n in s.notes)
+    # never below the shorter context's time at the same batch
+    low = Surface.from_points({(1, 0): 2.0, (1, 100): 1.0})
+    assert low.time(1, 100) == 2.0 and any("raised" in n for n in low.notes)
+    with pytest.raises(ValueError, match="bad point"):
+        Surface.from_points({(0, 0): 1.0})
+
+
+def test_costs_from_a_calibration_say_what_was_measured_and_what_assumed() -> None:
+    cal = load_preset(MEASURED)
+    cm = CostModel.from_calibration(cal)
+    assert cm.unit == "s"
+    assert cm.target_decode.time(1) == pytest.approx(cal.batch_cost.points[0].time)
+    assert cm.draft_decode.time(1) == pytest.approx(cal.step.c1 * cm.target_decode.time(1))
+    assert cm.sources["target_decode"].startswith("measured")
+    assert cm.sources["verifier_per_pair"].startswith("measured")
+    for name in ("prefill_per_token", "call_overhead", "contention", "verifier_per_batch"):
+        assert cm.sources[name].startswith("assumed"), name
+    assert set(cm.measured()) | set(cm.assumed()) <= set(cm.sources)
+    assert any("raised" in n for n in cm.notes())  # its T(4) < T(2)
+    given = CostModel.from_calibration(cal, prefill_per_token=0.01, contention=1.5)
+    assert given.sources["prefill_per_token"].startswith("given")
+    assert given.draft_prefill_per_token == pytest.approx(0.01 * cal.step.c1)
+    no_cost = cal.model_copy(update={"batch_cost": None})
+    flat = CostModel.from_calibration(no_cost)
+    assert flat.unit == "T" and flat.sources["target_decode"].startswith("assumed: flat")
+    with pytest.raises(ValueError, match="contention"):
+        CostModel.flat(0.3).replace(contention=0.5)
+
+
+def test_acceptance_from_a_calibration_names_what_is_missing() -> None:
+    cal = load_preset(MEASURED)
+    acc = AcceptanceModel.from_calibration(cal)
+    assert acc.alpha1 == cal.step.alpha1 and acc.step_samples == 40
+    assert acc.token_profile().tolist() == cal.token.acceptance_by_position
+    text = " | ".join(acc.missing)
+    assert "by depth" in text and "best-of-W" in text and "draft step lengths" in text
+    assert not acc.target_steps.is_constant  # the preset has a histogram
+    mean_only = cal.model_copy(update={"step": cal.step.model_copy(
+        update={"step_tokens_histogram": None})})
+    acc_mean = AcceptanceModel.from_calibration(mean_only)
+    assert acc_mean.target_steps.values == (21,)
+    assert any("spread" in m for m in acc_mean.missing)
+    assert acc.step_rate(0, 2) == pytest.approx(1 - (1 - acc.alpha1) ** 2)
+    measured_w = dataclasses.replace(acc, branch_by_width={2: 0.15})
+    assert measured_w.step_rate(3, 2) == 0.15
+    by_depth = dataclasses.replace(acc, step_by_depth=(0.5, 0.3))
+    assert [by_depth.step_rate(d) for d in range(4)] == [0.5, 0.3, 0.3, 0.3]
+    a, b = (acc.resampled(np.random.default_rng(1)) for _ in range(2))
+    assert a == b and a.alpha1 != acc.alpha1 and 0 < a.alpha1 < 1
+    lengths = StepLengths.histogram({"3": 1, "40": 3})
+    draws = lengths.sample(np.random.default_rng(0), 4000, cap=32)
+    assert set(draws.tolist()) == {3, 32} and abs((draws == 3).mean() - 0.25) < 0.03
+
+
+def _flat_decoder_engine(c1: float, **changes) -> CostModel:
+    return CostModel.flat(c1).replace(engine=dataclasses.replace(EngineBehaviour.papers(),
+                                                                 **changes))
+
+
+def test_the_decoders_async_cannot_overlap_target_steps_at_k1_2() -> None:
+    """One target worker: at k1 = 2 every position waits for the previous target step,
+    so even with free drafts the speedup is exactly 1 (the papers' S2(2) is not)."""
+    acc = AcceptanceModel.iid(0.8, 0.5, step_tokens=8)
+    cfg = SpecConfig(mode="async", k1=2, max_steps=50, max_step_tokens=64)
+    paper = predict(cfg, acc, CostModel.flat(0.2), problems=20, draws=0)
+    dec = predict(cfg, acc, _flat_decoder_engine(0.2, async_schedule="decoder"),
+                  problems=20, draws=0)
+    assert dec.speedup == pytest.approx(1.0, rel=1e-12)
+    assert paper.speedup > 1.3
+
+
+def test_lost_kv_cache_and_overhead_cost_token_speculation() -> None:
+    acc = AcceptanceModel.iid(0.3, 0.6, step_tokens=20)
+    cfg = SpecConfig(k1=1, k2=3, max_steps=8, max_step_tokens=40)
+    work = Workload(8, 40, prompt_tokens=300)
+    free = CostModel.flat(0.3, c2=0.1).replace(engine=EngineBehaviour())
+    paid = free.replace(prefill_per_token=0.05)
+    s_free = predict(cfg, acc, free, work, problems=50, draws=0).speedup
+    s_paid = predict(cfg, acc, paid, work, problems=50, draws=0).speedup
+    assert s_paid < 0.5 * s_free  # the baseline prefills new tokens only, speculation all
+    over = predict(cfg, acc, free.replace(call_overhead=5.0), work, problems=50,
+                   draws=0).speedup
+    assert over < s_free
+
+
+def test_contention_slows_async_and_sync_batches_cost_their_longest_member() -> None:
+    acc = AcceptanceModel(0.4, 0.5, target_steps=StepLengths.histogram({4: 1, 40: 1}),
+                          draft_steps=StepLengths.histogram({4: 1, 40: 1}))
+    eng = EngineBehaviour()
+    cm = CostModel.flat(0.3).replace(engine=eng)
+    a = SpecConfig(mode="async", k1=3, max_steps=12, max_step_tokens=48)
+    fast = predict(a, acc, cm, problems=60, draws=0).speedup
+    slow = predict(a, acc, cm.replace(contention=1.8), problems=60, draws=0).speedup
+    assert slow < fast
+    s = SpecConfig(mode="sync", k1=3, max_steps=12, max_step_tokens=48)
+    longest = predict(s, acc, cm, problems=60, draws=0).speedup
+    mean = predict(s, acc, cm.replace(engine=dataclasses.replace(eng, batch_time="mean")),
+                   problems=60, draws=0).speedup
+    assert longest < mean
+
+
+def test_a_calibrated_prediction_has_an_interval_tokens_per_second_and_sources() -> None:
+    cal = load_preset(MEASURED)
+    cfg = SpecConfig(mode="sync", k1=2, k2=1, max_steps=8, max_step_tokens=40)
+    p = predict_calibrated(cal, cfg, problems=60, draws=8, draw_problems=20, seed=3)
+    assert p.model == MODEL_NAME and p.draws == 8
+    lo, hi = p.interval
+    assert lo < p.speedup < hi and hi - lo >= p.simulation_interval[1] - p.simulation_interval[0]
+    assert p.tokens_per_second == pytest.approx(p.speedup * p.baseline_tokens_per_second)
+    assert p.closed_form is None
+    assert p.sources["workload.prompt_tokens"].startswith("assumed")
+    assert p.to_dict()["sources"]["cost.prefill_per_token"].startswith("assumed")
+    again = predict_calibrated(cal, cfg, problems=60, draws=8, draw_problems=20, seed=3)
+    assert again == p  # seeded
+    with pytest.raises(ValueError, match="problems"):
+        simulate(cfg, AcceptanceModel.from_calibration(cal), CostModel.from_calibration(cal),
+                 problems=1)
