@@ -39,7 +39,20 @@ def decode(
         help="embedding: cosine threshold. Default: 0.9, or what --config names.")] = None,
     judge_model: Annotated[str | None, typer.Option(
         help="judge: model. Default: qwen2.5-coder-0.5b, or what --config names.")] = None,
-    engine: Annotated[str, typer.Option(help="transformers or vllm.")] = "transformers",
+    engine: Annotated[str, typer.Option(
+        help="transformers, vllm or synthetic (random-weight architectures whose decisions "
+             "are drawn from --acceptance).")] = "transformers",
+    device: Annotated[str, typer.Option(help="cpu or cuda, for every engine.")] = "cpu",
+    dtype: Annotated[str, typer.Option(
+        help="float32, bfloat16 or float16, for every engine.")] = "float32",
+    acceptance: Annotated[str | None, typer.Option(
+        help="synthetic: the calibration (file or preset) whose step acceptance, token "
+             "acceptance and step lengths the run draws; --target, --draft and "
+             "--token-draft are then architecture names or config.json paths.")] = None,
+    verifier_cost: Annotated[str | None, typer.Option(
+        help="synthetic: the verifier's cost: free, calibration (its verifier_cost × the "
+             "target's step time) or auto (calibration when it has one). Default: auto.")]
+    = None,
     problems: Annotated[int, typer.Option(help="gsm_symbolic problems.")] = 4,
     seed: Annotated[int, typer.Option(help="Problem seed.")] = 0,
     max_steps: Annotated[int | None, typer.Option(
@@ -74,6 +87,8 @@ def decode(
     from specmodel.formats.calibration import resolve_calibration
     from specmodel.formats.run_record import RunSettings
 
+    synthetic = engine == "synthetic"
+    acc_cal = _check_synthetic_options(engine, acceptance, verifier, verifier_cost)
     cfg = SpecConfig()
     if config is not None:
         from specmodel.formats.export import load_export
@@ -96,15 +111,27 @@ def decode(
         ver_changes["threshold"] = threshold
     if judge_model is not None and ver_changes.get("kind", cfg.verifier.kind) == "judge":
         ver_changes["model"] = judge_model
+    if synthetic:  # the decisions are the calibration's, whatever --config named
+        ver_changes = {"kind": "synthetic", "model": acceptance}
     if ver_changes:
         changes["verifier"] = ver_changes
     if changes:
         cfg = cfg.replace(**changes)
+    if not synthetic and cfg.verifier.kind == "synthetic" and cfg.k1 > 1:
+        raise ValueError("--verifier synthetic (here from --config) judges the synthetic "
+                         "engine's steps: use --engine synthetic --acceptance CALIBRATION")
     if cfg.k2 > 1 and cfg.token.method == "draft_model" and cfg.token.model:
-        cfg = cfg.replace(token={"model": str(resolve_model(cfg.token.model))})
+        if synthetic:
+            _architecture(cfg.token.model, "--token-draft")
+        else:
+            cfg = cfg.replace(token={"model": str(resolve_model(cfg.token.model))})
     cal = None
     if calibration is not None or preset is not None:
         cal = resolve_calibration(calibration, preset)
+    if synthetic:
+        _architecture(target, "--target")
+        if cfg.k1 > 1:
+            _architecture(draft, "--draft")
     if cfg.k1 > 1:
         from profiler.calibrate import check_distinct_models
 
@@ -115,13 +142,29 @@ def decode(
     # The record is locked before any model loads: a second writer is refused at once.
     with WriteLock(output), saving(lambda: _decode_saved(output)):
         probs = load_problems(problems, seed)
-        tgt = make_engine(engine, resolve_model(target), threads=threads,
-                          delimiter=cfg.step_delimiter)
+        where: dict[str, Any] = {"threads": threads, "delimiter": cfg.step_delimiter,
+                                 "device": device, "dtype": dtype}
+
+        def opts(role: str) -> dict[str, Any] | None:
+            return {"acceptance": acc_cal, "role": role, "seed": seed} if synthetic else None
+
+        tgt = make_engine(engine, target if synthetic else resolve_model(target), **where,
+                          options=opts("target"))
         drf = ver = None
         if cfg.k1 > 1:
-            drf = make_engine(engine, resolve_model(draft), threads=threads,
-                              delimiter=cfg.step_delimiter)
-            ver = make_verifier(cfg.verifier, threads=threads)
+            drf = make_engine(engine, draft if synthetic else resolve_model(draft), **where,
+                              options=opts("draft"))
+            if synthetic:
+                from profiler.verifiers import SyntheticVerifier
+
+                ver = SyntheticVerifier(acc_cal, source=str(acceptance), seed=seed,
+                                        cost=verifier_cost or "auto")
+            else:
+                ver = make_verifier(cfg.verifier, threads=threads)
+        syn = None
+        if synthetic:
+            syn, cal = _prepare_synthetic(tgt, drf, ver, cfg, probs, acc_cal, cal,
+                                          str(acceptance), seed, device, dtype)
         with _LazyBar() as bar:
             record = run_configurations(
                 tgt, drf, ver, [cfg], probs, output,
@@ -131,7 +174,8 @@ def decode(
                                      engine=engine, max_steps=cfg.max_steps,
                                      max_step_tokens=cfg.max_step_tokens,
                                      delimiter=cfg.step_delimiter,
-                                     config_file=str(config) if config is not None else None),
+                                     config_file=str(config) if config is not None else None,
+                                     device=device, dtype=dtype, synthetic=syn),
                 calibration=cal, include_baseline=baseline, resume=resume, progress=bar,
             )
     con = console()
@@ -145,7 +189,9 @@ def decode(
         return
     from rich.table import Table
 
-    t = Table(title=f"decode: {problems} gsm_symbolic problems (seed {seed}), {engine}")
+    what = (f"synthetic acceptance from {acceptance}, {target} / {draft} on {device}"
+            if synthetic else engine)
+    t = Table(title=f"decode: {problems} gsm_symbolic problems (seed {seed}), {what}")
     for col in ("config", "tokens", "seconds", "tokens/s", "speedup", "α1 run", "accuracy"):
         t.add_column(col, justify="left" if col == "config" else "right", no_wrap=True)
     for r in rows:
@@ -156,6 +202,76 @@ def decode(
                   "-" if acc is None else f"{acc:.2f}", f"{r['accuracy']:.2f}")
     con.print(t)
     con.print(f"wrote {output}")
+
+
+def _check_synthetic_options(engine: str, acceptance: str | None, verifier: str | None,
+                             verifier_cost: str | None) -> Any:
+    """The acceptance calibration of ``--engine synthetic`` (None for another engine);
+    the options that belong to one and not the other are refused, named."""
+    if engine != "synthetic":
+        if acceptance is not None:
+            raise ValueError(f"--acceptance is for --engine synthetic only (got --engine "
+                             f"{engine}: real models decide from real text)")
+        if verifier_cost is not None:
+            raise ValueError("--verifier-cost is for --engine synthetic only")
+        if verifier == "synthetic":
+            raise ValueError("--verifier synthetic needs --engine synthetic and --acceptance")
+        return None
+    if acceptance is None:
+        raise ValueError("--acceptance CALIBRATION_FILE_OR_PRESET is required with "
+                         "--engine synthetic")
+    if verifier is not None and verifier != "synthetic":
+        raise ValueError(f"--verifier {verifier} cannot judge synthetic steps: with --engine "
+                         "synthetic the verifier is synthetic (leave --verifier out)")
+    from profiler.engines.synthetic import load_acceptance
+    from profiler.verifiers import VERIFIER_COSTS
+
+    if verifier_cost is not None and verifier_cost not in VERIFIER_COSTS:
+        raise ValueError(f"--verifier-cost must be one of {', '.join(VERIFIER_COSTS)}, "
+                         f"got {verifier_cost!r}")
+    try:
+        return load_acceptance(acceptance)
+    except ValueError as e:
+        raise ValueError(f"--acceptance: {e}") from e
+
+
+def _architecture(name: str, option: str) -> None:
+    """Refuse an architecture that is neither a preset nor a readable config.json."""
+    from specmodel.hardware.shape import load_shape
+
+    try:
+        load_shape(name)
+    except ValueError as e:
+        raise ValueError(f"{option}: {e}") from e
+
+
+def _prepare_synthetic(tgt: Any, drf: Any, ver: Any, cfg: Any, probs: Any, acc_cal: Any,
+                       cal: Any, acceptance: str, seed: int, device: str, dtype: str
+                       ) -> tuple[Any, Any]:
+    """Bind (capture) the forwards the run will use, time the engines, price the
+    verifier; the run record's synthetic settings and its calibration (the one given,
+    else the acceptance calibration with the costs measured here)."""
+    from profiler.engines.synthetic import prepare_run, with_costs
+    from profiler.problems import format_prompt
+    from specmodel.formats.run_record import SyntheticAcceptance
+
+    prompt = max(tgt.count_tokens(format_prompt(p)) for p in probs)
+    costs = prepare_run(tgt, drf, [cfg], prompt)
+    step_seconds = tgt.lengths.mean * costs["T"][1]
+    if ver is not None:
+        ver.price(step_seconds)
+    if cal is None:
+        models = {"target": tgt.model, "draft": drf.model if drf else "",
+                  "verifier": ver.name if ver else ""}
+        cal = with_costs(acc_cal, costs, f"{tgt.model} / {drf.model if drf else '-'} on "
+                         f"{device} {dtype}", {k: v for k, v in models.items() if v})
+    syn = SyntheticAcceptance(
+        acceptance=acceptance, calibration=acc_cal.name,
+        step_acceptance=ver.acceptance.source if ver is not None else "-",
+        verifier_cost=ver.cost if ver is not None else "free",
+        verifier_pair_seconds=ver.pair_seconds if ver is not None else 0.0,
+        seed=seed, **{k: v for k, v in tgt.describe().items()})
+    return syn, cal
 
 
 class _LazyBar:

@@ -36,7 +36,7 @@ from specmodel.formats.run_record import ConfigRun, RunRecord, RunSettings, load
 __all__ = ["BASELINE", "RESUME_SETTINGS", "check_resume", "run_configurations"]
 
 RESUME_SETTINGS = ("dataset", "problems", "seed", "threads", "max_steps", "max_step_tokens",
-                   "delimiter")
+                   "delimiter", "device", "dtype", "synthetic")
 """The :class:`RunSettings` fields a resumed record must share with the run."""
 
 BASELINE = SpecConfig(k1=1, k2=1)
@@ -68,7 +68,11 @@ def _key(engine: str, models: dict[str, str], settings: RunSettings, versions: d
          problems: list[int], configs: dict[str, SpecConfig]) -> dict[str, Any]:
     """A run record's resume key, flat enough for :func:`resume_mismatch`."""
     out: dict[str, Any] = {"engine": engine, "models": dict(models)}
-    out.update({name: getattr(settings, name) for name in RESUME_SETTINGS})
+    for name in RESUME_SETTINGS:
+        v = getattr(settings, name)
+        # a measured time is not a setting: it may differ between a run and its resume
+        out[name] = (v.model_dump(mode="json", exclude={"verifier_pair_seconds"})
+                     if hasattr(v, "model_dump") else v)
     out["versions"] = versions
     out["problem indices"] = problems
     for label, cfg in configs.items():

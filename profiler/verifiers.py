@@ -9,6 +9,9 @@ The LR paper's three families, each reporting its own cost:
   two steps agree: cosine alone accepts steps that differ only in a number.
 * :class:`JudgeVerifier` — an LLM judge with the paper's Appendix A prompt; one
   forward pass, accept when the reply starts like "aligned".
+* :class:`SyntheticVerifier` — no text compared: accepts with a calibration's step
+  acceptance (by draft depth, else α1), drawn reproducibly; for synthetic-acceptance
+  runs (:mod:`profiler.engines.synthetic`).
 
 :func:`make_verifier` builds the one a :class:`specmodel.config.VerifierSpec` names,
 through the registry :data:`VERIFIERS`.  torch / transformers are imported inside
@@ -35,6 +38,7 @@ __all__ = [
     "EmbeddingVerifier",
     "ExactMatch",
     "JudgeVerifier",
+    "SyntheticVerifier",
     "Verdict",
     "Verifier",
     "VerifierBuilder",
@@ -230,6 +234,67 @@ class JudgeVerifier:
         return out
 
 
+VERIFIER_COSTS = ("auto", "free", "calibration")
+"""How a :class:`SyntheticVerifier` costs: auto (the calibration's measured verifier cost
+when it has one, else free), free, or calibration (its ``step.verifier_cost``)."""
+
+
+class SyntheticVerifier:
+    """Accept a draft step with a calibration's step acceptance.
+
+    The depth of a draft (0: the first draft after the committed prefix's last target
+    step; the synthetic engine writes it into the step's first word,
+    :func:`profiler.engines.synthetic.draft_depth`) picks the conditional rate of
+    ``step.acceptance_by_position`` when the calibration has one, else α1.  The verdict
+    is a fixed function of the seed and the two texts (call order does not matter).
+
+    Cost: free, or a fixed time per pair — ``step.verifier_cost`` (in target steps) ×
+    the target's step time, which :meth:`price` sets once the target is known; the
+    verifier sleeps that long, so it costs wall-clock time like a real one.
+    """
+
+    def __init__(self, calibration: Any, *, source: str, seed: int = 0,
+                 cost: str = "auto") -> None:
+        from profiler.engines.synthetic import StepAcceptance
+
+        if cost not in VERIFIER_COSTS:
+            raise ValueError(f"verifier cost must be one of {', '.join(VERIFIER_COSTS)}, "
+                             f"got {cost!r}")
+        measured = calibration.step.verifier_cost
+        if cost == "calibration" and measured is None:
+            raise ValueError(f"verifier cost calibration: calibration {calibration.name} has "
+                             "no step.verifier_cost; use free")
+        self.cost = "calibration" if cost == "calibration" or (
+            cost == "auto" and measured is not None) else "free"
+        """free or calibration (resolved)."""
+        self.verifier_cost = float(measured) if self.cost == "calibration" else 0.0
+        """Target steps per pair."""
+        self.pair_seconds = 0.0
+        """Seconds per pair (set by :meth:`price`)."""
+        self.acceptance = StepAcceptance.from_step(calibration.step)
+        self.seed = seed
+        self.calibration = calibration.name
+        self.name = f"synthetic:{source}"
+
+    def price(self, target_step_seconds: float) -> float:
+        """Set the time per pair from the target's step time; returns it (0 when free)."""
+        self.pair_seconds = self.verifier_cost * max(0.0, float(target_step_seconds))
+        return self.pair_seconds
+
+    def verify(self, pairs: Sequence[tuple[str, str]]) -> list[Verdict]:
+        """Draw a verdict per pair at its draft's depth."""
+        from profiler.engines.synthetic import draft_depth, uniform
+
+        out = []
+        for target, draft in pairs:
+            p = self.acceptance.rate(draft_depth(draft))
+            u = uniform("verify", self.seed, target, draft)
+            out.append(Verdict(u < p, p, self.pair_seconds))
+        if self.pair_seconds > 0 and pairs:
+            time.sleep(self.pair_seconds * len(pairs))
+        return out
+
+
 VerifierBuilder = Callable[[VerifierSpec, int], Verifier]
 """``builder(spec, threads) -> Verifier``."""
 
@@ -256,8 +321,17 @@ def _judge(spec: VerifierSpec, threads: int) -> Verifier:
     return JudgeVerifier(resolve_model(spec.model or DEFAULT_JUDGE_MODEL), threads=threads)
 
 
+def _synthetic(spec: VerifierSpec, threads: int) -> Verifier:
+    from profiler.engines.synthetic import load_acceptance
+
+    if not spec.model:
+        raise ValueError("the synthetic verifier needs its calibration as verifier.model "
+                         "(a calibration file or preset)")
+    return SyntheticVerifier(load_acceptance(spec.model), source=spec.model)
+
+
 VERIFIERS: dict[str, VerifierBuilder] = {"exact": _exact, "embedding": _embedding,
-                                         "judge": _judge}
+                                         "judge": _judge, "synthetic": _synthetic}
 """Verifier kind (:data:`specmodel.config.VERIFIER_KINDS`) → builder."""
 assert tuple(VERIFIERS) == VERIFIER_KINDS, "every verifier kind needs a builder"
 
@@ -265,7 +339,8 @@ assert tuple(VERIFIERS) == VERIFIER_KINDS, "every verifier kind needs a builder"
 def make_verifier(spec: VerifierSpec, *, threads: int = 1) -> Verifier:
     """Build the verifier ``spec`` names: exact match, the embedding verifier (its model,
     MiniLM by default, at its threshold) or the LLM judge (its model, Qwen2.5-Coder-0.5B
-    by default); models are pack names or folders."""
+    by default), or the synthetic verifier (``spec.model``: its calibration); models
+    are pack names or folders."""
     builder = VERIFIERS.get(spec.kind)
     if builder is None:  # unreachable for a validated VerifierSpec
         raise ValueError(f"verifier must be one of {', '.join(VERIFIERS)}, got {spec.kind!r}")

@@ -61,8 +61,10 @@ DRAFT_MODEL_METHODS = frozenset({"draft_model", "eagle", "eagle3"})
 DECODER_TOKEN_METHODS: tuple[str, ...] = ("ngram", "draft_model")
 """Token methods this project's decoder runs inside each step (the others are vLLM's)."""
 
-VerifierKind = Literal["exact", "embedding", "judge"]
-"""Step verifier families (the Lookahead Reasoning paper's three)."""
+VerifierKind = Literal["exact", "embedding", "judge", "synthetic"]
+"""Step verifier families: the Lookahead Reasoning paper's three, and ``synthetic``
+(accepts with a calibration's step acceptance, no text compared; for synthetic-acceptance
+runs on random-weight models, :mod:`profiler.engines.synthetic`)."""
 VERIFIER_KINDS: tuple[str, ...] = get_args(VerifierKind)
 """The allowed verifier families."""
 
@@ -137,24 +139,26 @@ class VerifierSpec(_Config):
     """Which step verifier judges draft steps, and its settings."""
 
     kind: VerifierKind = "embedding"
-    """exact (lossless), embedding (cosine similarity + numbers check) or judge (an LLM)."""
+    """exact (lossless), embedding (cosine similarity + numbers check), judge (an LLM) or
+    synthetic (a calibration's acceptance, drawn at random)."""
     threshold: float = Field(0.9, gt=0, le=1, allow_inf_nan=False)
     """embedding: the cosine similarity a draft step must reach."""
     model: str | None = None
     """The verifier's model (pack name or folder): the judge LLM, or the sentence-embedding
-    model; None = the default (MiniLM for embedding, Qwen2.5-Coder-0.5B for judge)."""
+    model; None = the default (MiniLM for embedding, Qwen2.5-Coder-0.5B for judge).
+    synthetic: the calibration (file or preset name) whose step acceptance it draws."""
 
     @classmethod
     def from_name(cls, name: str) -> VerifierSpec:
         """From the name a verifier reports (e.g. ``'embedding:minilm-l6-v2@0.85+numbers'``,
         ``'judge:qwen2.5-coder-1.5b'``, ``'exact'``), as run records and calibrations
         store it; the model is the name's folder part."""
-        m = re.fullmatch(r"(exact|embedding|judge)(?::([^@+]+))?(?:@([0-9.]+))?(?:\+.*)?",
+        m = re.fullmatch(r"(exact|embedding|judge|synthetic)(?::([^@+]+))?(?:@([0-9.]+))?(?:\+.*)?",
                          name.strip())
         if m is None:
             raise SpecmodelError(
-                f"verifier name must look like exact, embedding:MODEL@THRESHOLD or "
-                f"judge:MODEL, got {name!r}"
+                f"verifier name must look like exact, embedding:MODEL@THRESHOLD, "
+                f"judge:MODEL or synthetic:CALIBRATION, got {name!r}"
             )
         kind, model, threshold = m.groups()
         kw: dict[str, Any] = {"kind": kind}

@@ -4,6 +4,8 @@
   :class:`StepBatch`, :class:`EngineError` and helpers;
 * :mod:`profiler.engines.hf` — :class:`HFEngine` (Hugging Face transformers);
 * :mod:`profiler.engines.vllm_engine` — :class:`VLLMEngine` (vLLM);
+* :mod:`profiler.engines.synthetic` — :class:`SyntheticEngine` (real forwards of a
+  random-weight architecture, output drawn from a calibration's acceptance);
 * here, the registry: :data:`ENGINES` (kind → builder) and :func:`make_engine`.
 
 Token-level speculation is :class:`specmodel.config.TokenSpeculation`.  Importing
@@ -12,8 +14,9 @@ this package imports neither torch, transformers nor vllm.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 from profiler.engines.base import (
     STEP_DELIMITER,
@@ -26,6 +29,7 @@ from profiler.engines.base import (
     init_worker_thread,
 )
 from profiler.engines.hf import HFEngine
+from profiler.engines.synthetic import SyntheticEngine
 from profiler.engines.vllm_engine import VLLMEngine
 from specmodel.config import TokenSpeculation
 
@@ -39,6 +43,7 @@ __all__ = [
     "HFEngine",
     "StepBatch",
     "StepOutput",
+    "SyntheticEngine",
     "VLLMEngine",
     "counter_delta",
     "cut_at_step",
@@ -47,7 +52,9 @@ __all__ = [
 ]
 
 EngineBuilder = Callable[..., Engine]
-"""``builder(model, *, threads, delimiter, speculation, device, dtype) -> Engine``."""
+"""``builder(model, *, threads, delimiter, speculation, device, dtype, **options) -> Engine``
+(``options``: what :func:`make_engine` passes on, e.g. the synthetic engine's
+``acceptance`` and ``role``)."""
 
 
 def _transformers(model: str | Path, *, threads: int, delimiter: str,
@@ -64,7 +71,18 @@ def _vllm(model: str | Path, *, threads: int, delimiter: str,
                       device=device, dtype=dtype)
 
 
-ENGINES: dict[str, EngineBuilder] = {"transformers": _transformers, "vllm": _vllm}
+def _synthetic(model: str | Path, *, threads: int, delimiter: str,
+               speculation: TokenSpeculation | None, device: str = "cpu",
+               dtype: str = "float32", **options: Any) -> Engine:
+    if options.get("acceptance") is None:
+        raise ValueError("the synthetic engine needs an acceptance calibration "
+                         "(--acceptance CALIBRATION_FILE_OR_PRESET)")
+    return SyntheticEngine(model, threads=threads, delimiter=delimiter,
+                           speculation=speculation, device=device, dtype=dtype, **options)
+
+
+ENGINES: dict[str, EngineBuilder] = {"transformers": _transformers, "vllm": _vllm,
+                                     "synthetic": _synthetic}
 """Engine kind → builder (what :func:`make_engine` and ``--engine`` accept)."""
 ENGINE_KINDS: tuple[str, ...] = tuple(ENGINES)
 """The engine kinds, in order."""
@@ -79,11 +97,16 @@ def make_engine(
     speculation: TokenSpeculation | None = None,
     device: str = "cpu",
     dtype: str = "float32",
+    options: Mapping[str, Any] | None = None,
 ) -> Engine:
-    """Build an engine by kind (:data:`ENGINES`): 'transformers' (:class:`HFEngine`) or
-    'vllm' (:class:`VLLMEngine`), on ``device`` (cpu or cuda) in ``dtype``."""
+    """Build an engine by kind (:data:`ENGINES`): 'transformers' (:class:`HFEngine`),
+    'vllm' (:class:`VLLMEngine`) or 'synthetic' (:class:`SyntheticEngine`; ``options``
+    must hold its ``acceptance`` calibration, and may hold ``role``, ``seed``, …), on
+    ``device`` (cpu or cuda) in ``dtype``."""
     builder = ENGINES.get(kind)
     if builder is None:
         raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {kind!r}")
+    if options and kind != "synthetic":
+        raise ValueError(f"engine {kind} takes no options, got {', '.join(options)}")
     return builder(model, threads=threads, delimiter=delimiter, speculation=speculation,
-                   device=device, dtype=dtype)
+                   device=device, dtype=dtype, **dict(options or {}))

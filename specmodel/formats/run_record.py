@@ -38,6 +38,7 @@ __all__ = [
     "RunRecord",
     "RunSettings",
     "StepRecord",
+    "SyntheticAcceptance",
     "Totals",
     "check_consistency",
     "load_run_record",
@@ -152,6 +153,35 @@ class ConfigRun(_Record):
     """Per problem: output, committed steps (draft or target), tokens, times, correctness."""
 
 
+class SyntheticAcceptance(_Record):
+    """How a synthetic-acceptance run drew its decisions (``decode --engine synthetic``):
+    real forwards of random-weight architectures, the verifier's and token verification's
+    decisions drawn from a calibration instead of read from real text."""
+
+    acceptance: str = Field(min_length=1)
+    """The calibration as given (file or preset name)."""
+    calibration: str = Field(min_length=1)
+    """Its name."""
+    step_acceptance: str
+    """The step verifier's law (by depth, or α1 at every depth)."""
+    token_acceptance: str
+    """Token verification's law (by position, or α2 i.i.d.)."""
+    step_lengths: str
+    """The step-length law (the histogram, or a geometric law with the mean)."""
+    verifier_cost: Literal["free", "calibration"] = "free"
+    """Whether the synthetic verifier was free or cost the calibration's verifier_cost."""
+    verifier_pair_seconds: float = Field(0.0, ge=0)
+    """Seconds the verifier spent per (target, draft) pair."""
+    context_bucket: int = Field(ge=1)
+    """Forwards ran at the context rounded up to a multiple of this."""
+    prefill: bool = True
+    """Whether uncached prefix tokens were prefilled."""
+    execution: str
+    """'cuda graphs' or 'eager'."""
+    seed: int = 0
+    """The engines' and verifier's seed."""
+
+
 class RunSettings(_Record):
     """How the problems were chosen and the models run (the same for every configuration)."""
 
@@ -175,6 +205,14 @@ class RunSettings(_Record):
     """Token cap per step, when one cap was set for the whole run."""
     delimiter: str | None = None
     """The step delimiter, when one was set for the whole run."""
+    device: str | None = None
+    """Device the engines ran on (cpu or cuda; None in records from before it was
+    recorded)."""
+    dtype: str | None = None
+    """Their dtype (None in records from before it was recorded)."""
+    synthetic: SyntheticAcceptance | None = None
+    """Set when the acceptance was synthetic (drawn from a calibration, not real text);
+    None: real models, real text."""
     legacy: dict[str, Any] = Field(default_factory=dict)
     """Version-1 records only: settings that this format does not name, kept as written."""
 

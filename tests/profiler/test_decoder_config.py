@@ -50,7 +50,8 @@ def scripted_run(monkeypatch):
 
     built: dict[str, list] = {"engines": [], "verifiers": []}
 
-    def make_engine(kind, model, *, threads, delimiter, speculation=None):
+    def make_engine(kind, model, *, threads, delimiter, speculation=None, device="cpu",
+                    dtype="float32", options=None):
         built["engines"].append((kind, str(model), delimiter))
         return Scripted(frozenset(), delimiter=delimiter)
 

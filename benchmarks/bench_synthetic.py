@@ -1,0 +1,275 @@
+"""Synthetic-acceptance runs: the decoder's real schedule on real forwards, measured.
+
+The target and draft are architectures with random weights
+(:class:`profiler.engines.synthetic.SyntheticEngine`); the step verifier's and token
+verification's decisions and the step lengths are drawn from a calibration
+(``--acceptance``).  So the decoder's schedule — sync Algorithm 1, async, the hybrid
+with token speculation inside each step — runs on real forwards of models of any
+size, and its wall-clock speedup is measured, not assumed.  Each configuration runs
+``--rounds`` times, interleaved (round 1 in order, round 2 in reverse, …), and its
+measured speedup (tokens/s over the baseline's in the same round) is compared with
+what ``specmodel validate`` predicts from the acceptance calibration with c1, c2 and
+T(b) timed on the same engines (the papers' f·g, and the same priced by T(b)).
+
+Writes one run record per round (readable by ``specmodel validate``) and a summary.
+
+Usage::
+
+    python -m benchmarks.bench_synthetic                       # CPU, small architectures
+    python -m benchmarks.bench_synthetic --device cuda --dtype bfloat16 \\
+        --target qwen2.5-32b --draft deepseek-r1-distill-qwen-1.5b \\
+        --out benchmarks/results/synthetic_gpu.json
+
+Imports only what ``specmodel decode`` needs (torch, pydantic, numpy); the problems
+are built in (no reasoning-gym).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # run as a script from anywhere
+    sys.path.insert(0, str(ROOT))
+
+BUILTIN = {
+    "bench-target": {"model_type": "qwen2", "hidden_size": 512, "intermediate_size": 1536,
+                     "num_hidden_layers": 8, "num_attention_heads": 8,
+                     "num_key_value_heads": 4, "vocab_size": 8192,
+                     "tie_word_embeddings": True},
+    "bench-draft": {"model_type": "qwen2", "hidden_size": 256, "intermediate_size": 768,
+                    "num_hidden_layers": 2, "num_attention_heads": 4,
+                    "num_key_value_heads": 2, "vocab_size": 8192,
+                    "tie_word_embeddings": True},
+}
+"""The CPU defaults: an 8-layer target (about 21 M weights) and a 2-layer draft."""
+
+QUESTIONS = [
+    "A baker makes 48 rolls in the morning and 36 in the afternoon. He sells 70 of them. "
+    "How many rolls are left?",
+    "Mia reads 12 pages a day for 9 days and then 15 pages a day for 4 days. How many pages "
+    "has she read?",
+    "A train travels 180 km in 3 hours and then 120 km in 2 hours. What is its average speed?",
+    "Tom buys 5 notebooks at 3 dollars each and 2 pens at 4 dollars each. He pays with a 50 "
+    "dollar bill. How much change does he get?",
+    "A garden has 6 rows of 14 tulips. A quarter of them are red. How many are not red?",
+    "Sara saves 25 dollars a week. After 8 weeks she spends 60 dollars. How much is left?",
+]
+
+
+def _problems(n: int, prompt_words: int) -> list[Any]:
+    from profiler.problems import Problem
+
+    out = []
+    for i in range(n):
+        q = QUESTIONS[i % len(QUESTIONS)]
+        if prompt_words > 0:  # a longer context: pad the question with filler words
+            words = q.split()
+            q = " ".join(words + [f"x{j}" for j in range(max(0, prompt_words - len(words)))])
+        out.append(Problem(i, q, "nan", ""))  # synthetic text has no answer: never right
+    return out
+
+
+def _arch(name: str, tmp: Path) -> str:
+    if name in BUILTIN:
+        p = tmp / f"{name}.json"
+        p.write_text(json.dumps(BUILTIN[name]))
+        return str(p)
+    return name
+
+
+def _configs(k1: int, k2: int, max_steps: int, max_step_tokens: int) -> list[Any]:
+    from specmodel.config import SpecConfig
+
+    common = {"max_steps": max_steps, "max_step_tokens": max_step_tokens,
+              "verifier": {"kind": "synthetic", "model": "x"}}
+    return [SpecConfig(**common),
+            SpecConfig(k2=k2, **common),
+            SpecConfig(mode="sync", k1=k1, **common),
+            SpecConfig(mode="async", k1=k1, **common),
+            SpecConfig(mode="sync", k1=k1, k2=k2, **common),
+            SpecConfig(mode="async", k1=k1, k2=k2, **common)]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    ap.add_argument("--dtype", default=None,
+                    help="float32, bfloat16 or float16 (default: float32 on cpu, bfloat16 "
+                         "on cuda)")
+    ap.add_argument("--target", default="bench-target",
+                    help="architecture name or config.json (default: the built-in 8-layer)")
+    ap.add_argument("--draft", default="bench-draft",
+                    help="architecture name or config.json (default: the built-in 2-layer)")
+    ap.add_argument("--acceptance", default="lr-paper-gsm8k-deepseek",
+                    help="calibration file or preset the decisions are drawn from")
+    ap.add_argument("--k1", type=int, default=3)
+    ap.add_argument("--k2", type=int, default=3)
+    ap.add_argument("--problems", type=int, default=3)
+    ap.add_argument("--max-steps", type=int, default=12)
+    ap.add_argument("--max-step-tokens", type=int, default=48)
+    ap.add_argument("--prompt-words", type=int, default=0,
+                    help="pad each question to this many words (a longer context)")
+    ap.add_argument("--no-prefill", dest="prefill", action="store_false",
+                    help="skip the prefill forwards of uncached prefix tokens (the papers' "
+                         "model has none)")
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=1, help="CPU threads per model")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", default=None,
+                    help="summary JSON (default: benchmarks/results/synthetic_<device>.json)")
+    a = ap.parse_args(argv)
+    dtype = a.dtype or ("bfloat16" if a.device == "cuda" else "float32")
+    out = Path(a.out or ROOT / "benchmarks" / "results" / f"synthetic_{a.device}.json")
+    try:
+        summary = run(a, dtype, out)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
+    print(f"wrote {out}")
+    return 0
+
+
+def run(a: argparse.Namespace, dtype: str, out: Path) -> dict[str, Any]:
+    from profiler.engines import make_engine
+    from profiler.engines.synthetic import load_acceptance, prepare_run, with_costs
+    from profiler.environment import machine_description, package_versions
+    from profiler.problems import format_prompt
+    from profiler.runs import run_configurations
+    from profiler.verifiers import SyntheticVerifier
+    from specmodel.formats.run_record import RunSettings, SyntheticAcceptance
+    from specmodel.prediction import compare
+
+    acc = load_acceptance(a.acceptance)
+    tmp = Path(tempfile.mkdtemp(prefix="bench-synthetic-"))
+    target, draft = _arch(a.target, tmp), _arch(a.draft, tmp)
+    configs = [c.replace(verifier={"model": a.acceptance})
+               for c in _configs(a.k1, a.k2, a.max_steps, a.max_step_tokens)]
+    problems = _problems(a.problems, a.prompt_words)
+    where = {"threads": a.threads, "device": a.device, "dtype": dtype}
+    t0 = time.perf_counter()
+    tgt = make_engine("synthetic", target, **where, options={
+        "acceptance": acc, "role": "target", "seed": a.seed, "prefill": a.prefill})
+    drf = make_engine("synthetic", draft, **where, options={
+        "acceptance": acc, "role": "draft", "seed": a.seed, "prefill": a.prefill})
+    ver = SyntheticVerifier(acc, source=a.acceptance, seed=a.seed)
+    build_s = time.perf_counter() - t0
+    prompt = max(tgt.count_tokens(format_prompt(p)) for p in problems)
+    print(f"built {a.target} and {a.draft} on {a.device} {dtype} in {build_s:.1f} s; "
+          f"preparing forwards (prompt {prompt} tokens) ...", flush=True)
+    costs = prepare_run(tgt, drf, configs, prompt)
+    ver.price(tgt.lengths.mean * costs["T"][1])
+    models = {"target": a.target, "draft": a.draft, "verifier": ver.name}
+    cal = with_costs(acc, costs, f"{a.target} / {a.draft} on {a.device} {dtype}", models)
+    print(f"prepared in {costs['prepare_seconds']:.1f} s: T(1) {costs['T'][1] * 1e3:.2f} ms, "
+          f"c1 {costs['c1']:.3f}, c2 {costs['c2'] or 0.0:.3f}", flush=True)
+    syn = SyntheticAcceptance(acceptance=a.acceptance, calibration=acc.name,
+                              step_acceptance=ver.acceptance.source, verifier_cost=ver.cost,
+                              verifier_pair_seconds=ver.pair_seconds, seed=a.seed,
+                              **tgt.describe())
+    settings = RunSettings(problems=a.problems, seed=a.seed, threads=a.threads,
+                           engine="synthetic", max_steps=a.max_steps,
+                           max_step_tokens=a.max_step_tokens, device=a.device, dtype=dtype,
+                           synthetic=syn)
+    records = []
+    for r in range(a.rounds):
+        order = configs if r % 2 == 0 else configs[::-1]
+        path = out.with_name(f"{out.stem}_round{r + 1}.run.json")
+        path.unlink(missing_ok=True)
+
+        def show(done: int, total: int, msg: str, r: int = r) -> None:
+            print(f"  round {r + 1} [{done}/{total}] {msg}", flush=True)
+
+        rec = run_configurations(tgt, drf, ver, order, problems, path, models=models,
+                                 settings=settings, calibration=cal, include_baseline=True,
+                                 progress=show)
+        records.append((path, rec))
+    rows = []
+    for c in configs:
+        measured, per_round, alpha1, alpha2 = [], [], [], []
+        pred = priced = None
+        for _, rec in records:
+            row = next(x for x in compare(rec, cal) if x.config == c.label)
+            pred, priced = row.predicted_speedup, row.predicted_priced
+            measured.append(row.measured_speedup)
+            run_ = next(x for x in rec.configs if x.label == c.label)
+            t = run_.totals
+            per_round.append(1e3 * t.seconds / max(1, t.output_tokens))
+            if t.step_acceptance is not None:
+                alpha1.append(t.step_acceptance)
+            drafts = sum(p.spec_metrics.get("num_drafts", 0) for p in run_.problems)
+            first = sum((p.spec_metrics.get("num_accepted_tokens_per_pos") or [0])[0]
+                        for p in run_.problems)
+            if drafts:
+                alpha2.append(first / drafts)
+        mean = statistics.fmean(measured)
+        rows.append({
+            "config": c.label, "mode": c.mode, "k1": c.k1, "k2": c.k2,
+            "predicted": pred, "priced": priced, "measured": measured,
+            "measured_mean": mean,
+            "error": None if pred is None else pred / mean - 1,
+            "priced_error": None if priced is None else priced / mean - 1,
+            "ms_per_token": per_round,
+            "step_acceptance_run": statistics.fmean(alpha1) if alpha1 else None,
+            "token_acceptance_pos0_run": statistics.fmean(alpha2) if alpha2 else None,
+        })
+    _print(rows, a, dtype, costs)
+    machine = machine_description()
+    return {
+        "benchmark": "synthetic-acceptance decoder runs (bench_synthetic.py)",
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "machine": machine,
+        "device": a.device, "dtype": dtype, "threads": a.threads,
+        "versions": package_versions(("specmodel", "torch")),
+        "target": a.target, "draft": a.draft,
+        "architectures": {"target": tgt.shape.to_dict(), "draft": drf.shape.to_dict()},
+        "acceptance": a.acceptance, "prefill": a.prefill,
+        "synthetic": syn.model_dump(mode="json"),
+        "problems": a.problems, "max_steps": a.max_steps,
+        "max_step_tokens": a.max_step_tokens, "prompt_tokens": prompt, "rounds": a.rounds,
+        "costs": {"context": costs["context"], "T_ms": {str(b): t * 1e3 for b, t in
+                                                        costs["T"].items()},
+                  "draft_T1_ms": costs["draft_T1"] * 1e3, "c1": costs["c1"],
+                  "c2": costs["c2"], "verify_ms": costs.get("V", 0.0) * 1e3,
+                  "prepare_seconds": costs["prepare_seconds"]},
+        "calibration": {"name": cal.name, "alpha1": cal.step.alpha1, "c1": cal.step.c1,
+                        "alpha2": cal.token.alpha2, "c2": cal.token.c2},
+        "records": [str(p) for p, _ in records],
+        "rows": rows,
+    }
+
+
+def _print(rows: list[dict[str, Any]], a: argparse.Namespace, dtype: str,
+           costs: dict[str, Any]) -> None:
+    def f(v: float | None, pct: bool = False) -> str:
+        if v is None:
+            return "-"
+        return f"{v:+.1%}" if pct else f"{v:.3f}"
+
+    head = ("config", "predicted", "priced", "measured (rounds)", "mean", "error",
+            "priced err", "α1 run", "ms/token")
+    body = [(r["config"], f(r["predicted"]), f(r["priced"]),
+             " ".join(f"{m:.3f}" for m in r["measured"]), f(r["measured_mean"]),
+             f(r["error"], True), f(r["priced_error"], True), f(r["step_acceptance_run"]),
+             " ".join(f"{m:.2f}" for m in r["ms_per_token"])) for r in rows]
+    widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(head)]
+    print(f"\nsynthetic acceptance ({a.acceptance}), {a.target} / {a.draft} on {a.device} "
+          f"{dtype}; T(1) {costs['T'][1] * 1e3:.2f} ms, c1 {costs['c1']:.3f}, "
+          f"c2 {costs['c2'] or 0.0:.3f}")
+    print("  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True)))
+    for b in body:
+        print("  ".join(v.ljust(w) for v, w in zip(b, widths, strict=True)))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

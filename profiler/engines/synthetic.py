@@ -1,0 +1,674 @@
+"""Synthetic-acceptance engine: real forwards of a random-weight decoder, decisions drawn
+from a calibration.
+
+:class:`SyntheticEngine` implements the :class:`~profiler.engines.base.Engine`
+protocol on :class:`profiler.hardware.ReferenceDecoder` (any architecture, random
+weights, nothing downloaded).  It does not read its logits: what it *writes* is
+drawn from a calibration's acceptance model, what it *costs* is the real forwards
+a real engine would run for that output:
+
+* a step's length is drawn from the calibration's step-length histogram
+  (``step.step_tokens_histogram``), else a geometric law with its mean
+  (``step.step_tokens_mean``, else :data:`DEFAULT_STEP_TOKENS`), capped by
+  ``max_tokens``;
+* plain decoding runs one decode forward (b = the batch's prefixes, q = 1) per token
+  until the longest step of the batch is done (a padded batch, as the transformers
+  engine runs it);
+* token-level speculation (k2 = γ + 1) runs passes: γ draft forwards (the drafter's
+  architecture for ``draft_model``; free for ``ngram``) and one verify forward of
+  q = k2 tokens per sequence; the draft tokens accepted in a pass are drawn from the
+  calibration's token acceptance by position (conditional), else α2 i.i.d.; a pass
+  writes accepted + 1 tokens.  The counters are vLLM's (num_drafts, …);
+* a prefix the engine has not seen is prefilled first (one eager forward over its
+  uncached tokens, their count rounded up to a power of two; prefix caching at step
+  boundaries).
+
+The context L of a forward is the batch's longest prefix in synthetic tokens (the
+prompt's words count as its tokens), bucketed upward to ``context_bucket`` so that a
+forward is reused.  On CUDA every distinct (b, q, L) forward is captured once as a
+CUDA graph and replayed (a bounded LRU of graphs); on the CPU it runs eagerly.  The
+clock is read after the engine's stream has synchronized.
+
+The text is synthetic words (``t17``: a target's token, ``d17``: a draft's), the
+first word of a step carrying its draft depth (``d17/2``: the third draft step in a
+row), which :class:`profiler.verifiers.SyntheticVerifier` reads to draw the step
+verdict at that depth.  Everything is a function of the engine's seed and the prefix
+(and the sampling seed for sampled branches): deterministic, like greedy decoding.
+
+No torch at import; torch is imported when an engine is built.
+"""
+
+from __future__ import annotations
+
+import bisect
+import copy
+import hashlib
+import math
+import random
+import re
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from profiler.engines.base import (
+    STEP_DELIMITER,
+    EngineError,
+    StepBatch,
+    StepOutput,
+    check_step_request,
+    counter_delta,
+)
+from specmodel.config import DECODER_TOKEN_METHODS, TokenSpeculation
+
+if TYPE_CHECKING:
+    from specmodel.formats.calibration import Calibration, StepLevel, TokenLevel
+
+__all__ = [
+    "DEFAULT_STEP_TOKENS",
+    "ROLES",
+    "StepAcceptance",
+    "StepLengths",
+    "SyntheticEngine",
+    "TokenAcceptance",
+    "draft_depth",
+    "load_acceptance",
+    "measure_costs",
+    "prepare_run",
+    "uniform",
+    "with_costs",
+]
+
+DEFAULT_STEP_TOKENS = 24.0
+"""Mean step length (tokens) when a calibration has neither histogram nor mean."""
+ROLES = ("target", "draft")
+"""What an engine plays: its words are ``t…`` (target) or ``d…`` (draft)."""
+_TAG = {"target": "t", "draft": "d"}
+_DEPTH_WORD = re.compile(r"^([td])\d+/(\d+)$")
+
+
+# --- acceptance models ------------------------------------------------------------------
+def load_acceptance(name_or_path: str | Path) -> Calibration:
+    """A calibration by file path (an existing file) or preset name; one-line errors."""
+    from specmodel.formats.calibration import list_presets, load_calibration, load_preset
+
+    text = str(name_or_path)
+    if Path(text).is_file():
+        return load_calibration(text)
+    if text in list_presets():
+        return load_preset(text)
+    raise ValueError(f"acceptance must be a calibration file or one of the presets "
+                     f"{', '.join(list_presets())}; {text!r} is neither")
+
+
+def uniform(*parts: object) -> float:
+    """A uniform number in [0, 1) that is a fixed function of ``parts`` (BLAKE2b)."""
+    h = hashlib.blake2b("\x1f".join(map(str, parts)).encode(), digest_size=8).digest()
+    return int.from_bytes(h, "big") / 2.0**64
+
+
+def _rng(*parts: object) -> random.Random:
+    h = hashlib.blake2b("\x1f".join(map(str, parts)).encode(), digest_size=16).digest()
+    return random.Random(int.from_bytes(h, "big"))
+
+
+@dataclass(frozen=True)
+class StepLengths:
+    """The step-length law: a histogram, or a geometric law with a mean (support >= 1)."""
+
+    lengths: tuple[int, ...]
+    """Histogram lengths (empty: geometric)."""
+    cumulative: tuple[int, ...]
+    """Cumulative counts of ``lengths``."""
+    mean: float
+    """The law's mean (tokens)."""
+    source: str
+    """Where the law came from, as the run record says it."""
+
+    @classmethod
+    def from_step(cls, step: StepLevel) -> StepLengths:
+        """The calibration's histogram, else its mean (geometric), else the default mean."""
+        hist = {int(k): int(v) for k, v in (step.step_tokens_histogram or {}).items()
+                if int(k) >= 1 and int(v) > 0}
+        if hist:
+            lengths = tuple(sorted(hist))
+            cum, total = [], 0
+            for n in lengths:
+                total += hist[n]
+                cum.append(total)
+            mean = sum(n * hist[n] for n in lengths) / total
+            return cls(lengths, tuple(cum), mean,
+                       f"histogram ({total} steps, {len(lengths)} lengths, mean {mean:.1f})")
+        if step.step_tokens_mean is not None:
+            m = max(1.0, float(step.step_tokens_mean))
+            return cls((), (), m, f"geometric, mean {m:.1f} (step_tokens_mean; no histogram)")
+        return cls((), (), DEFAULT_STEP_TOKENS,
+                   f"geometric, mean {DEFAULT_STEP_TOKENS:g} (default: the calibration has "
+                   "no step lengths)")
+
+    def draw(self, rng: random.Random) -> int:
+        """One step length (>= 1)."""
+        if self.lengths:
+            i = bisect.bisect_right(self.cumulative, rng.randrange(self.cumulative[-1]))
+            return self.lengths[i]
+        if self.mean <= 1.0:
+            return 1
+        p = 1.0 / self.mean
+        return 1 + int(math.log(1.0 - rng.random()) / math.log(1.0 - p))
+
+
+@dataclass(frozen=True)
+class StepAcceptance:
+    """Step acceptance by draft depth (conditional on the shallower drafts accepted), or α1
+    at every depth; a depth beyond the list takes its last rate."""
+
+    rates: tuple[float, ...]
+    """Acceptance at depth 0, 1, …"""
+    source: str
+    """Where the rates came from."""
+
+    @classmethod
+    def from_step(cls, step: StepLevel) -> StepAcceptance:
+        if step.acceptance_by_position:
+            r = tuple(float(x) for x in step.acceptance_by_position)
+            return cls(r, "by depth " + ", ".join(f"{x:.3f}" for x in r)
+                       + " (acceptance_by_position, conditional)")
+        return cls((float(step.alpha1),), f"alpha1 {step.alpha1:.3f} at every depth")
+
+    def rate(self, depth: int) -> float:
+        return self.rates[min(max(depth, 0), len(self.rates) - 1)]
+
+
+@dataclass(frozen=True)
+class TokenAcceptance:
+    """Token acceptance by draft position (conditional), or α2 i.i.d."""
+
+    rates: tuple[float, ...]
+    """Acceptance at draft position 0, 1, … (the last repeats)."""
+    source: str
+    """Where the rates came from."""
+
+    @classmethod
+    def from_token(cls, token: TokenLevel) -> TokenAcceptance:
+        if token.acceptance_by_position:
+            r = tuple(float(x) for x in token.acceptance_by_position)
+            return cls(r, "by position " + ", ".join(f"{x:.3f}" for x in r)
+                       + " (acceptance_by_position, conditional)")
+        return cls((float(token.alpha2),), f"alpha2 {token.alpha2:.3f} i.i.d.")
+
+    def draw(self, rng: random.Random, gamma: int) -> int:
+        """Draft tokens accepted in one pass of ``gamma`` (stops at the first rejection)."""
+        a = 0
+        while a < gamma and rng.random() < self.rates[min(a, len(self.rates) - 1)]:
+            a += 1
+        return a
+
+
+def draft_depth(step_text: str) -> int:
+    """The draft depth a synthetic step's first word carries (0 when it carries none)."""
+    words = step_text.split(maxsplit=1)
+    m = _DEPTH_WORD.match(words[0]) if words else None
+    return int(m.group(2)) if m else 0
+
+
+# --- forwards -----------------------------------------------------------------------------
+_CAPTURE_LOCK = threading.Lock()
+"""One CUDA graph capture at a time in the process (the async decoder runs two engines)."""
+
+
+class _Forwards:
+    """One architecture's forwards, bound once per (b, q, L) and kept in a bounded LRU:
+    CUDA graphs replayed on the engine's own stream on CUDA, eager functions on the CPU."""
+
+    def __init__(self, model: str, device: str, dtype: str, seed: int, *,
+                 max_entries: int, memory_fraction: float) -> None:
+        import torch
+
+        from profiler.hardware import ReferenceDecoder
+        from specmodel.hardware.shape import load_shape
+
+        self.torch, self.device = torch, device
+        self.shape = load_shape(model)
+        self.decoder = ReferenceDecoder(self.shape, device, dtype, seed)
+        self.max_entries = max_entries
+        self.cache: OrderedDict[tuple[int, int, int, bool], tuple[Any, int]] = OrderedDict()
+        self.bytes = 0
+        self.max_bytes: int | None = None
+        self.stream = None
+        self.build_seconds = 0.0
+        """Time spent binding and capturing (outside any timed forward's share)."""
+        self.lock = threading.Lock()
+        if device == "cuda":
+            self.stream = torch.cuda.Stream()
+            free, _ = torch.cuda.mem_get_info()
+            self.max_bytes = int(memory_fraction * free)
+
+    def _build(self, b: int, q: int, L: int, graph: bool) -> tuple[Any, int]:
+        from profiler.hardware import Point
+
+        torch = self.torch
+        point = Point("decode" if q == 1 else "verify", b, q, L)
+        need = self.decoder.buffer_bytes(point)
+        while self.cache and (len(self.cache) >= self.max_entries or (
+                self.max_bytes is not None and self.bytes + need > self.max_bytes)):
+            self.sync()  # nothing of the evicted forward may still be running
+            _, (_, n) = self.cache.popitem(last=False)
+            self.bytes -= n
+        fn = self.decoder.bind(point)
+        if self.device != "cuda" or not graph:
+            return fn, need
+        with _CAPTURE_LOCK:
+            assert self.stream is not None
+            self.stream.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(self.stream):
+                for _ in range(2):
+                    fn()
+            self.stream.synchronize()
+            cuda_graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(cuda_graph, stream=self.stream,
+                                  capture_error_mode="thread_local"):
+                fn()
+            self.stream.synchronize()
+        return cuda_graph.replay, need
+
+    def run(self, b: int, q: int, L: int, graph: bool = True) -> None:
+        """One forward of b sequences × q new tokens over an L-token context (on CUDA a
+        captured graph's replay, or eager with ``graph`` False)."""
+        key = (b, q, L, graph)
+        entry = self.cache.get(key)
+        if entry is None:
+            t0 = time.perf_counter()
+            entry = self._build(b, q, L, graph)
+            self.cache[key] = entry
+            self.bytes += entry[1]
+            self.build_seconds += time.perf_counter() - t0
+        else:
+            self.cache.move_to_end(key)
+        if self.stream is not None:
+            with self.torch.cuda.stream(self.stream):
+                entry[0]()
+        else:
+            entry[0]()
+
+    def sync(self) -> None:
+        """Wait for the forwards launched so far (this engine's stream only)."""
+        if self.stream is not None:
+            self.stream.synchronize()
+
+    def time_forward(self, b: int, q: int, L: int, repeats: int = 5) -> float:
+        """Median seconds of one forward (bound and warmed first)."""
+        with self.torch.inference_mode():
+            self.run(b, q, L)
+            self.run(b, q, L)
+            self.sync()
+            out = []
+            for _ in range(repeats):
+                t0 = time.perf_counter()
+                self.run(b, q, L)
+                self.sync()
+                out.append(time.perf_counter() - t0)
+        out.sort()
+        return out[len(out) // 2]
+
+
+def _check_method(speculation: TokenSpeculation | None) -> None:
+    if speculation is not None and speculation.method not in DECODER_TOKEN_METHODS:
+        raise EngineError(f"token method {speculation.method!r} does not run on the synthetic "
+                          f"engine (it runs {', '.join(DECODER_TOKEN_METHODS)})")
+
+
+@dataclass
+class _Plan:
+    """What one sequence of a batch will write: its words and its speculation passes."""
+
+    words: list[str]
+    finished: Literal["stop", "length"]
+    passes: list[int]
+    """Tokens written by each pass (token speculation; empty without)."""
+
+
+class SyntheticEngine:
+    """An architecture with random weights whose output is drawn from ``acceptance``
+    (see the module docstring)."""
+
+    name = "synthetic"
+
+    def __init__(
+        self,
+        model: str | Path,
+        *,
+        acceptance: Calibration,
+        role: str = "target",
+        threads: int = 1,
+        delimiter: str = STEP_DELIMITER,
+        speculation: TokenSpeculation | None = None,
+        device: str = "cpu",
+        dtype: str = "float32",
+        seed: int = 0,
+        context_bucket: int = 256,
+        prefill: bool = True,
+        max_graphs: int = 64,
+        memory_fraction: float = 0.4,
+    ) -> None:
+        from profiler.hardware import check_device
+
+        if role not in ROLES:
+            raise ValueError(f"role must be one of {', '.join(ROLES)}, got {role!r}")
+        if threads < 1:
+            raise ValueError(f"threads must be >= 1, got {threads}")
+        if not delimiter:
+            raise ValueError("delimiter must be a non-empty string")
+        if context_bucket < 1:
+            raise ValueError(f"context_bucket must be >= 1, got {context_bucket}")
+        _check_method(speculation)
+        check_device(device, dtype)
+        import torch
+
+        if device == "cpu":
+            torch.set_num_threads(threads)
+        self.model, self.role, self.delimiter = str(model), role, delimiter
+        self.device, self.dtype, self.seed = device, dtype, seed
+        self.context_bucket, self.prefill = context_bucket, prefill
+        self.acceptance = acceptance
+        self.lengths = StepLengths.from_step(acceptance.step)
+        self.token_acceptance = TokenAcceptance.from_token(acceptance.token)
+        self._opts = {"max_entries": max_graphs, "memory_fraction": memory_fraction}
+        self._fwd = _Forwards(self.model, device, dtype, seed, **self._opts)
+        self.shape = self._fwd.shape
+        self.speculation: TokenSpeculation | None = None
+        self._drafter: _Forwards | None = None
+        self._drafters: dict[str, _Forwards] = {}
+        self._known: OrderedDict[bytes, None] = OrderedDict()
+        self._set_speculation(speculation)
+
+    # -- protocol ------------------------------------------------------------------------
+    def count_tokens(self, text: str) -> int:
+        """Synthetic tokens are words: whitespace-separated pieces."""
+        return len(text.split())
+
+    def with_speculation(self, speculation: TokenSpeculation | None) -> SyntheticEngine:
+        """The same forwards (and prefix cache) with other token speculation."""
+        if speculation == self.speculation:
+            return self
+        _check_method(speculation)
+        other = copy.copy(self)
+        other._set_speculation(speculation)
+        return other
+
+    def spec_decode_metrics(self) -> dict[str, Any]:
+        """Cumulative counters (vLLM's names); {} without token speculation."""
+        if self.speculation is None:
+            return {}
+        c = self._counters
+        return {k: list(v) if isinstance(v, list) else v for k, v in c.items()}
+
+    def generate_steps(
+        self, prefixes: Sequence[str], max_tokens: int, *, temperature: float = 0.0,
+        seed: int | None = None,
+    ) -> StepBatch:
+        """One drawn step per prefix; the real forwards of the padded batch, timed."""
+        prompts, cap, temp = check_step_request(prefixes, max_tokens, temperature)
+        before = self.spec_decode_metrics()
+        plans = [self._plan(p, cap, temp, seed, i) for i, p in enumerate(prompts)]
+        contexts = [self.count_tokens(p) for p in prompts]
+        uncached = [self._uncached(p) for p in prompts] if self.prefill else [0] * len(prompts)
+        b = len(prompts)
+        torch = self._fwd.torch
+        fwd = self._fwd
+        built = fwd.build_seconds + (self._drafter.build_seconds if self._drafter else 0.0)
+        fwd.sync()
+        t0 = time.perf_counter()
+        with torch.inference_mode():
+            base = max(contexts)
+            todo = max(uncached)
+            if todo > 0:
+                q = 1 << (todo - 1).bit_length()  # prefill: eager (vLLM graphs decode only)
+                fwd.run(b, q, self._bucket(base - todo), graph=False)
+            if self.speculation is None:
+                for t in range(max(len(p.words) for p in plans)):
+                    fwd.run(b, 1, self._bucket(base + t))
+            else:
+                self._passes(plans, base, b)
+            fwd.sync()
+            if self._drafter is not None:
+                self._drafter.sync()
+        seconds = time.perf_counter() - t0
+        # binding and capturing a new forward is a one-time setup cost, not the step's
+        built = fwd.build_seconds + (self._drafter.build_seconds if self._drafter else 0.0) \
+            - built
+        seconds = max(seconds - built, 1e-9)
+        outputs = []
+        for p, plan in zip(prompts, plans, strict=True):
+            text = " ".join(plan.words) + self.delimiter
+            self._remember(p)
+            self._remember(p + text)
+            outputs.append(StepOutput(text, len(plan.words), plan.finished))
+        return StepBatch(outputs, seconds,
+                         counter_delta(self.spec_decode_metrics(), before) if before else {})
+
+    # -- helpers -----------------------------------------------------------------------------
+    def _set_speculation(self, speculation: TokenSpeculation | None) -> None:
+        self.speculation = speculation
+        self._drafter = None
+        self._counters = _zero_counters(speculation.num_speculative_tokens if speculation
+                                        else 0)
+        if speculation is None or speculation.method != "draft_model":
+            return
+        arch = speculation.drafter.model
+        assert arch  # TokenDrafter requires a model for draft_model
+        if arch not in self._drafters:  # shared by every copy: built and captured once
+            self._drafters[arch] = _Forwards(arch, self.device, self.dtype, self.seed + 1,
+                                             **self._opts)
+        self._drafter = self._drafters[arch]
+
+    def _bucket(self, L: int) -> int:
+        g = self.context_bucket
+        return max(0, -(-L // g) * g)
+
+    def _plan(self, prefix: str, cap: int, temp: float, seed: int | None, i: int) -> _Plan:
+        sampled = temp > 0
+        # not the architecture: two targets of one acceptance write the same steps
+        rng = _rng(self.seed, self.role, sampled and seed, sampled and i, prefix)
+        n = self.lengths.draw(rng)
+        finished: Literal["stop", "length"] = "stop"
+        if n > cap:
+            n, finished = cap, "length"
+        tag = _TAG[self.role]
+        depth = self._depth(prefix) if self.role == "draft" else 0
+        vocab = self.shape.vocab_size
+        words = [f"{tag}{rng.randrange(vocab)}" for _ in range(n)]
+        words[0] += f"/{depth}"
+        passes: list[int] = []
+        if self.speculation is not None:
+            gamma = self.speculation.num_speculative_tokens
+            c = self._counters
+            done = 0
+            while done < n:
+                a = self.token_acceptance.draw(rng, gamma)
+                c["num_drafts"] += 1
+                c["num_draft_tokens"] += gamma
+                c["num_accepted_tokens"] += a
+                for j in range(a):
+                    c["num_accepted_tokens_per_pos"][j] += 1
+                passes.append(min(a + 1, n - done))
+                done += a + 1
+        return _Plan(words, finished, passes)
+
+    def _passes(self, plans: list[_Plan], base: int, b: int) -> None:
+        """Token-speculation passes of the padded batch: γ draft forwards (draft_model)
+        and one verify forward of k2 tokens per sequence, per pass."""
+        assert self.speculation is not None
+        gamma = self.speculation.num_speculative_tokens
+        fwd, drafter = self._fwd, self._drafter
+        done = [0] * len(plans)
+        for j in range(max(len(p.passes) for p in plans)):
+            at = base + max(done)
+            if drafter is not None:
+                for t in range(gamma):
+                    drafter.run(b, 1, self._bucket(at + t))
+            fwd.run(b, gamma + 1, self._bucket(at))
+            for i, p in enumerate(plans):
+                if j < len(p.passes):
+                    done[i] += p.passes[j]
+
+    def _depth(self, prefix: str) -> int:
+        """Draft steps in a row at the end of ``prefix`` (the depth of the next draft)."""
+        depth = 0
+        for piece in reversed(prefix.split(self.delimiter)):
+            if not piece.strip():
+                continue
+            first = piece.split(maxsplit=1)[0]
+            m = _DEPTH_WORD.match(first)
+            if m is None or m.group(1) != "d":
+                break
+            depth += 1
+        return depth
+
+    @staticmethod
+    def _key(text: str) -> bytes:
+        return hashlib.blake2b(text.encode(), digest_size=16).digest()
+
+    def _remember(self, text: str) -> None:
+        self._known[self._key(text)] = None
+        self._known.move_to_end(self._key(text))
+        while len(self._known) > 4096:
+            self._known.popitem(last=False)
+
+    def _uncached(self, prefix: str) -> int:
+        """Tokens of ``prefix`` after its longest step-boundary prefix this engine has seen."""
+        d = self.delimiter
+        cuts = [len(prefix)]
+        i = prefix.rfind(d)
+        while i >= 0:
+            cuts.append(i + len(d))
+            i = prefix.rfind(d, 0, i)
+        for cut in cuts:
+            if self._key(prefix[:cut]) in self._known:
+                return self.count_tokens(prefix[cut:])
+        return self.count_tokens(prefix)
+
+    # -- costs -----------------------------------------------------------------------------
+    def time_forward(self, batch: int, new_tokens: int, context: int,
+                     repeats: int = 5) -> float:
+        """Median seconds of one target forward (b, q, L bucketed), warmed first."""
+        return self._fwd.time_forward(batch, new_tokens, self._bucket(context), repeats)
+
+    def time_draft_forward(self, batch: int, context: int, repeats: int = 5) -> float:
+        """Median seconds of one token-drafter decode forward (0 without a draft model)."""
+        if self._drafter is None:
+            return 0.0
+        return self._drafter.time_forward(batch, 1, self._bucket(context), repeats)
+
+    def prepare(self, batches: Sequence[int], contexts: Sequence[int]) -> float:
+        """Bind (and on CUDA capture) the decode and speculation forwards of ``batches`` at
+        the buckets of ``contexts`` before anything is timed; the seconds it took."""
+        t0 = time.perf_counter()
+        buckets = sorted({self._bucket(L) for L in contexts})
+        q = 1 if self.speculation is None else self.speculation.num_speculative_tokens + 1
+        with self._fwd.torch.inference_mode():
+            for b in sorted(set(batches)):
+                for L in buckets:
+                    self._fwd.run(b, 1, L)
+                    if q > 1:
+                        self._fwd.run(b, q, L)
+                    if self._drafter is not None:
+                        self._drafter.run(b, 1, L)
+        self._fwd.sync()
+        return time.perf_counter() - t0
+
+    def describe(self) -> dict[str, Any]:
+        """What the run record says about this engine's synthetic output."""
+        return {
+            "step_lengths": self.lengths.source,
+            "token_acceptance": self.token_acceptance.source,
+            "context_bucket": self.context_bucket,
+            "prefill": self.prefill,
+            "execution": "cuda graphs" if self.device == "cuda" else "eager",
+        }
+
+
+def _zero_counters(gamma: int) -> dict[str, Any]:
+    return {"num_drafts": 0, "num_draft_tokens": 0, "num_accepted_tokens": 0,
+            "num_accepted_tokens_per_pos": [0] * gamma}
+
+
+# --- what the synthetic engines cost, as a calibration ----------------------------------
+def measure_costs(target: SyntheticEngine, draft: SyntheticEngine | None, *, context: int,
+                  widths: Sequence[int] = (1,), k2: int = 1, repeats: int = 5
+                  ) -> dict[str, Any]:
+    """The model's cost inputs, timed on the engines' own forwards at ``context``:
+    T(b) of the target (decode, b sequences) for ``widths``, c1 = T_draft(1) / T(1), and
+    for k2 > 1 the effective c2 = (V(k2) + γ·T_drafter(1) − T(1)) / (γ·T(1)) of the
+    target's token speculation (one pass costs 1 + γ·c2 target forwards, as g assumes)."""
+    widths = sorted({1, *widths})
+    T = {b: target.time_forward(b, 1, context, repeats) for b in widths}
+    out: dict[str, Any] = {"context": target._bucket(context), "T": T}
+    out["draft_T1"] = draft.time_forward(1, 1, context, repeats) if draft is not None else None
+    out["c1"] = out["draft_T1"] / T[1] if draft is not None else None
+    out["c2"] = None
+    if k2 > 1:
+        gamma = k2 - 1
+        V = target.time_forward(1, k2, context, repeats)
+        drafter = target.time_draft_forward(1, context, repeats)
+        out.update(V=V, drafter_T1=drafter,
+                   c2=max(0.0, (V + gamma * drafter - T[1]) / (gamma * T[1])))
+    return out
+
+
+def prepare_run(target: SyntheticEngine, draft: SyntheticEngine | None,
+                configs: Sequence[Any], prompt_tokens: int) -> dict[str, Any]:
+    """Bind (on CUDA: capture) every decode and speculation forward that ``configs``
+    (:class:`~specmodel.config.SpecConfig`) will run from prompts of ``prompt_tokens``,
+    so that no timed step pays for it, then time the costs (:func:`measure_costs`, at
+    the middle of the contexts, for the widest configuration and the largest k2)."""
+    longest = prompt_tokens + max(c.max_steps * c.max_step_tokens for c in configs)
+    contexts = [*range(prompt_tokens, longest + 1, target.context_bucket), longest]
+    t0 = time.perf_counter()
+    widest = 1
+    for cfg in configs:
+        tree = sum(cfg.width ** i for i in range(cfg.k1))  # sync tree nodes (W = 1: k1)
+        widest = max(widest, tree, cfg.k1 * cfg.k2)
+        target.with_speculation(cfg.token_speculation()).prepare(range(1, tree + 1), contexts)
+        if draft is not None and cfg.k1 > 1:
+            draft.prepare(range(1, cfg.width ** (cfg.k1 - 1) + 1), contexts)
+    deepest = max(configs, key=lambda c: c.k2)
+    costs = measure_costs(target.with_speculation(deepest.token_speculation()), draft,
+                          context=(prompt_tokens + longest) // 2, widths=range(1, widest + 1),
+                          k2=deepest.k2)
+    costs["prepare_seconds"] = time.perf_counter() - t0
+    return costs
+
+
+def with_costs(calibration: Calibration, costs: dict[str, Any], what: str,
+               models: dict[str, str] | None = None) -> Calibration:
+    """``calibration`` (the acceptance) with c1, c2 and T(b) replaced by ``costs``
+    (:func:`measure_costs`), so that its prediction prices the synthetic run's own
+    forwards; c1 is kept below 1 (the format's bound) and the provenance says so;
+    ``models`` (role -> architecture) replaces the provenance's models."""
+    from specmodel.formats.calibration import Calibration as Cal
+
+    data = calibration.model_dump(mode="json")
+    notes = []
+    if costs.get("c1") is not None:
+        c1 = min(float(costs["c1"]), 0.999)
+        data["step"]["c1"] = c1
+        notes.append(f"c1 {costs['c1']:.4f}" + (" (kept at 0.999)" if c1 != costs["c1"] else ""))
+    if costs.get("c2") is not None:
+        data["token"]["c2"] = float(costs["c2"])
+        notes.append(f"c2 {costs['c2']:.4f} (verify forward {costs['V'] * 1e3:.2f} ms)")
+    data["batch_cost"] = {"points": [{"batch": b, "time": t} for b, t in
+                                     sorted(costs["T"].items())], "unit": "s/step"}
+    notes.append("T(b) " + ", ".join(f"{b}: {t * 1e3:.2f} ms" for b, t in
+                                     sorted(costs["T"].items())))
+    data["name"] = f"{calibration.name}+synthetic-costs"
+    prov = data["provenance"]
+    if models is not None:
+        prov["models"] = dict(models)
+    prov["description"] = (
+        f"acceptance (α1, α2, by position, step lengths) of calibration {calibration.name}; "
+        f"costs measured on the synthetic engines' forwards ({what}, context "
+        f"{costs['context']}): " + "; ".join(notes) + ". " + prov["description"])
+    return Cal.model_validate(data)

@@ -1,0 +1,241 @@
+"""Synthetic-acceptance runs: the engine's draws, the synthetic verifier, and
+``specmodel decode --engine synthetic`` end to end (tiny random-weight architectures on
+the CPU; nothing is downloaded)."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+
+from cli.main import main
+from profiler.engines import make_engine
+from profiler.engines.synthetic import (
+    StepLengths,
+    SyntheticEngine,
+    draft_depth,
+)
+from profiler.verifiers import SyntheticVerifier, make_verifier
+from specmodel.config import TokenDrafter, TokenSpeculation, VerifierSpec
+from specmodel.formats.calibration import Calibration, load_preset, save_calibration
+from specmodel.formats.run_record import load_run_record
+
+TINY = {"model_type": "qwen2", "hidden_size": 64, "intermediate_size": 128,
+        "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+        "vocab_size": 512}
+"""The test architecture: hidden 64, 2 layers, 4 heads, 2 KV heads, vocabulary 512."""
+
+
+def within(observed: float, p: float, n: int, sigmas: float = 4.0) -> bool:
+    """Whether a proportion over ``n`` draws is within ``sigmas`` standard errors of p."""
+    return abs(observed - p) <= sigmas * math.sqrt(p * (1 - p) / n) + 1e-12
+
+
+def calibration(**step_token: dict) -> Calibration:
+    """The measured preset with ``step`` / ``token`` fields replaced."""
+    data = load_preset("measured-qwen2.5-coder-0.5b-smollm2-135m").model_dump(mode="json")
+    for section, changes in step_token.items():
+        data[section].update(changes)
+    return Calibration.model_validate(data)
+
+
+@pytest.fixture
+def arch(tmp_path: Path) -> str:
+    p = tmp_path / "tiny.json"
+    p.write_text(json.dumps(TINY))
+    return str(p)
+
+
+@pytest.fixture
+def arch2(tmp_path: Path) -> str:
+    p = tmp_path / "tiny1.json"
+    p.write_text(json.dumps({**TINY, "num_hidden_layers": 1}))
+    return str(p)
+
+
+# --- step lengths -----------------------------------------------------------------------
+def test_step_lengths_law() -> None:
+    cal = calibration(step={"step_tokens_histogram": {"4": 1, "9": 3}})
+    law = StepLengths.from_step(cal.step)
+    rng = random.Random(1)
+    draws = [law.draw(rng) for _ in range(20000)]
+    assert set(draws) == {4, 9}
+    assert within(draws.count(4) / len(draws), 0.25, len(draws))
+    assert "histogram" in law.source
+    geo = StepLengths.from_step(calibration(step={"step_tokens_histogram": None,
+                                                  "step_tokens_mean": 12.0}).step)
+    g = [geo.draw(rng) for _ in range(20000)]
+    sd = math.sqrt(12.0 * 11.0)  # geometric on {1, 2, …} with mean m: variance m(m − 1)
+    assert abs(sum(g) / len(g) - 12.0) < 4 * sd / math.sqrt(len(g))
+    assert min(g) >= 1 and "geometric" in geo.source
+
+
+def test_engine_steps_follow_histogram_and_are_deterministic(arch: str) -> None:
+    cal = calibration(step={"step_tokens_histogram": {"3": 1, "6": 1}})
+    eng = SyntheticEngine(arch, acceptance=cal, seed=3)
+    prefixes = [f"Question {i}: how many?\n\n" for i in range(160)]
+    lengths = []
+    for i in range(0, len(prefixes), 16):
+        batch = eng.generate_steps(prefixes[i:i + 16], 48)
+        assert batch.seconds > 0 and batch.batch == 16
+        for out in batch.outputs:
+            assert out.text.endswith("\n\n") and out.finished == "stop"
+            assert out.tokens == eng.count_tokens(out.text)
+            lengths.append(out.tokens)
+    assert set(lengths) == {3, 6}
+    assert within(lengths.count(3) / len(lengths), 0.5, len(lengths))
+    moved = Path(arch).with_name("elsewhere.json")
+    moved.write_text(Path(arch).read_text())
+    again = SyntheticEngine(str(moved), acceptance=cal, seed=3).generate_steps(prefixes[:4], 48)
+    assert [o.text for o in again.outputs] == [
+        o.text for o in eng.generate_steps(prefixes[:4], 48).outputs]
+    capped = eng.generate_steps(prefixes[:8], 4).outputs
+    assert all(o.tokens <= 4 for o in capped)
+    assert {o.finished for o in capped if o.tokens == 4} == {"length"}
+    sampled = eng.generate_steps(prefixes[:1] * 3, 48, temperature=0.8, seed=5).outputs
+    assert len({o.text for o in sampled}) == 3  # branches of one prefix differ
+
+
+def test_draft_depth_counts_drafts_in_a_row(arch: str) -> None:
+    cal = calibration()
+    tgt = SyntheticEngine(arch, acceptance=cal, role="target")
+    drf = SyntheticEngine(arch, acceptance=cal, role="draft")
+    prefix = "Question: q\n\n"
+    t = tgt.generate_steps([prefix], 48).outputs[0].text
+    d0 = drf.generate_steps([prefix + t], 48).outputs[0].text
+    d1 = drf.generate_steps([prefix + t + d0], 48).outputs[0].text
+    assert (draft_depth(t), draft_depth(d0), draft_depth(d1)) == (0, 0, 1)
+    assert draft_depth("no synthetic words") == 0
+
+
+# --- the synthetic verifier ---------------------------------------------------------------
+def test_verifier_alpha1_and_depth() -> None:
+    cal = calibration(step={"alpha1": 0.3, "acceptance_by_position": None})
+    ver = SyntheticVerifier(cal, source="x", seed=1)
+    pairs = [(f"t{i}/0 t1\n\n", f"d{i}/0 d2\n\n") for i in range(4000)]
+    verdicts = ver.verify(pairs)
+    rate = sum(v.accepted for v in verdicts) / len(verdicts)
+    assert within(rate, 0.3, len(pairs))
+    assert [v.accepted for v in ver.verify(pairs[:50])] == [v.accepted for v in verdicts[:50]]
+    assert ver.cost == "calibration" and ver.price(0.01) > 0  # the preset has a verifier cost
+    by_depth = SyntheticVerifier(
+        calibration(step={"acceptance_by_position": [0.8, 0.5, 0.2]}), source="x")
+    for depth, p in ((0, 0.8), (1, 0.5), (2, 0.2), (5, 0.2)):
+        pairs = [(f"t{i}/0\n\n", f"d{i}/{depth}\n\n") for i in range(3000)]
+        rate = sum(v.accepted for v in by_depth.verify(pairs)) / len(pairs)
+        assert within(rate, p, len(pairs)), (depth, rate)
+    free = SyntheticVerifier(cal, source="x", cost="free")
+    assert free.price(1.0) == 0.0 and free.cost == "free"
+
+
+def test_verifier_registry(tmp_path: Path) -> None:
+    path = tmp_path / "cal.json"
+    save_calibration(calibration(), path)
+    ver = make_verifier(VerifierSpec(kind="synthetic", model=str(path)))
+    assert isinstance(ver, SyntheticVerifier) and ver.name == f"synthetic:{path}"
+    assert VerifierSpec.from_name(ver.name).kind == "synthetic"
+    with pytest.raises(ValueError, match=r"verifier\.model"):
+        make_verifier(VerifierSpec(kind="synthetic"))
+
+
+# --- token speculation --------------------------------------------------------------------
+@pytest.mark.parametrize("rates", [[0.7, 0.5, 0.3], None])
+def test_token_counters_follow_acceptance(arch: str, arch2: str, rates: list | None) -> None:
+    cal = calibration(token={"acceptance_by_position": rates, "alpha2": 0.6},
+                      step={"step_tokens_histogram": {"40": 1}})
+    method = "ngram" if rates else "draft_model"
+    spec = TokenSpeculation(drafter=TokenDrafter(method=method, model=arch2 if rates is None
+                                                 else None), num_speculative_tokens=3)
+    eng = make_engine("synthetic", arch, speculation=spec,
+                      options={"acceptance": cal, "seed": 7})
+    for i in range(0, 48, 8):
+        batch = eng.generate_steps([f"Q{j}\n\n" for j in range(i, i + 8)], 48)
+        assert batch.spec_metrics["num_drafts"] > 0
+    m = eng.spec_decode_metrics()
+    assert m["num_draft_tokens"] == 3 * m["num_drafts"]
+    pos = m["num_accepted_tokens_per_pos"]
+    assert sum(pos) == m["num_accepted_tokens"] and len(pos) == 3
+    expected = rates or [0.6, 0.6, 0.6]
+    reached = [m["num_drafts"], *pos[:2]]
+    for i, p in enumerate(expected):
+        assert within(pos[i] / reached[i], p, reached[i]), (i, pos, reached)
+    assert eng.with_speculation(None).spec_decode_metrics() == {}
+
+
+# --- the command line ---------------------------------------------------------------------
+def _decode(args: list[str], capsys) -> tuple[int, str]:
+    code = main(["decode", *args])
+    out, err = capsys.readouterr()
+    return code, out + err
+
+
+@pytest.mark.parametrize("extra", [["--mode", "sync", "--k1", "3", "--width", "2"],
+                                   ["--mode", "async", "--k1", "3"],
+                                   ["--mode", "async", "--k1", "2", "--k2", "3"]],
+                         ids=["sync", "async", "hybrid"])
+def test_decode_synthetic_writes_a_record(arch: str, arch2: str, tmp_path: Path, capsys,
+                                          extra: list[str]) -> None:
+    out = tmp_path / "run.json"
+    code, text = _decode(["--engine", "synthetic", "--acceptance", "lr-paper-gsm8k-deepseek",
+                          "--target", arch, "--draft", arch2, "--problems", "2",
+                          "--max-steps", "4", "--max-step-tokens", "24", "-o", str(out),
+                          *extra], capsys)
+    assert code == 0, text
+    rec = load_run_record(out, require_baseline=True)
+    assert rec.engine == "synthetic"
+    syn = rec.settings.synthetic
+    assert syn is not None and syn.calibration == "lr-paper-gsm8k-deepseek"
+    assert "geometric" in syn.step_lengths  # the paper preset has no histogram
+    assert rec.settings.device == "cpu" and rec.models["verifier"].startswith("synthetic:")
+    assert rec.calibration is not None and rec.calibration.name.endswith("+synthetic-costs")
+    spec = rec.configs[-1]
+    assert spec.totals.drafted_steps > 0
+    if "--k2" in extra:
+        assert sum(p.spec_metrics.get("num_drafts", 0) for p in spec.problems) > 0
+    code = main(["validate", str(out), "--json"])
+    rows = json.loads(capsys.readouterr().out)
+    assert code == 0 and {r["config"] for r in rows} == {c.label for c in rec.configs}
+
+
+@pytest.mark.parametrize(("args", "named"), [
+    (["--acceptance", "lr-paper-gsm8k-deepseek"], "--acceptance"),
+    (["--engine", "synthetic"], "--acceptance"),
+    (["--engine", "synthetic", "--acceptance", "nope"], "--acceptance"),
+    (["--engine", "synthetic", "--acceptance", "lr-paper-gsm8k-deepseek",
+      "--verifier", "exact", "--k1", "2"], "--verifier"),
+    (["--engine", "synthetic", "--acceptance", "lr-paper-gsm8k-deepseek",
+      "--verifier-cost", "dear"], "--verifier-cost"),
+    (["--verifier", "synthetic", "--k1", "2"], "--verifier synthetic"),
+    (["--engine", "synthetic", "--acceptance", "lr-paper-gsm8k-deepseek",
+      "--target", "BROKEN"], "intermediate_size"),
+    (["--engine", "synthetic", "--acceptance", "lr-paper-gsm8k-deepseek",
+      "--target", "ARCH", "--device", "tpu"], "device"),
+    (["--engine", "synthetic", "--acceptance", "lr-paper-gsm8k-deepseek",
+      "--target", "ARCH", "--dtype", "int8"], "dtype"),
+])
+def test_decode_bad_input_exits_2(arch: str, tmp_path: Path, capsys, args: list[str],
+                                  named: str) -> None:
+    broken = tmp_path / "broken.json"
+    broken.write_text(json.dumps({k: v for k, v in TINY.items() if k != "intermediate_size"}))
+    args = [str(broken) if a == "BROKEN" else arch if a == "ARCH" else a for a in args]
+    code, text = _decode([*args, "--problems", "1", "--max-steps", "2",
+                          "-o", str(tmp_path / "r.json")], capsys)
+    assert code == 2, text
+    assert named in text and "Traceback" not in text
+    assert len([ln for ln in text.strip().splitlines() if ln.strip()]) <= 2
+
+
+def test_decode_cuda_absent_exits_2(arch: str, tmp_path: Path, capsys) -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is visible")
+    code, text = _decode(["--engine", "synthetic", "--acceptance", "lr-paper-gsm8k-deepseek",
+                          "--target", arch, "--device", "cuda", "--problems", "1",
+                          "-o", str(tmp_path / "r.json")], capsys)
+    assert code == 2 and "CUDA is not available" in text
