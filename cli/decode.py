@@ -347,7 +347,9 @@ def validate(
               "predicted_ms_per_token": None if r.predicted_speedup is None
               else ms(r.config, r.predicted_speedup),
               "priced_ms_per_token": None if r.predicted_priced is None
-              else ms(r.config, r.predicted_priced)} for r in rows]
+              else ms(r.config, r.predicted_priced),
+              "decoder_ms_per_token": None if r.predicted_decoder is None
+              else ms(r.config, r.predicted_decoder)} for r in rows]
     if json_out:
         render.emit_json([{**r.model_dump(), **t} for r, t in zip(rows, times, strict=True)])
         return
@@ -360,25 +362,30 @@ def validate(
     used = (cal or record.calibration).name  # type: ignore[union-attr]
     render.show(render.table(
         f"{run_record.name}: predicted ({used}) vs measured speedup",
-        ("config", "predicted", "measured", "error", "priced", "priced err", "α1 run", "acc"),
+        ("config", "predicted", "measured", "error", "priced", "priced err", "decoder",
+         "decoder err", "α1 run", "acc"),
         [(r.config, fmt(r.predicted_speedup), fmt(r.measured_speedup), fmt(r.error, True),
-          fmt(r.predicted_priced), fmt(r.priced_error, True), fmt(r.step_acceptance),
+          fmt(r.predicted_priced), fmt(r.priced_error, True), fmt(r.predicted_decoder),
+          fmt(r.decoder_error, True), fmt(r.step_acceptance),
           f"{r.accuracy:.2f}") for r in rows],
-        justify=("left",) + ("right",) * 7, no_wrap=True))
+        justify=("left",) + ("right",) * 9, no_wrap=True))
     if base_ms is not None:
         render.show(render.table(
             "ms per generated token (one request at a time)",
-            ("config", "measured", "predicted", "priced"),
+            ("config", "measured", "predicted", "priced", "decoder"),
             [(r.config, *("-" if t[k] is None else f"{t[k]:.1f}" for k in
                           ("measured_ms_per_token", "predicted_ms_per_token",
-                           "priced_ms_per_token"))) for r, t in zip(rows, times, strict=True)],
-            justify=("left", "right", "right", "right"), no_wrap=True))
+                           "priced_ms_per_token", "decoder_ms_per_token")))
+             for r, t in zip(rows, times, strict=True)],
+            justify=("left", "right", "right", "right", "right"), no_wrap=True))
     render.dim("speedup = the target alone's time per generated token ÷ the configuration's, "
                "one request at a time; predicted ms/token = the target's measured ms/token "
                "÷ the predicted speedup")
     render.dim("predicted: the papers' f(k1)·g(k2); priced: the same priced by the "
-               "calibration's T(b); error = predicted/measured − 1; α1 run: accepted/judged "
-               "draft steps in this run; acc: final-answer accuracy")
+               "calibration's T(b); decoder: a Monte-Carlo of the decoder's own schedule "
+               "with each call priced (prefill, overhead and contention assumed where the "
+               "calibration has no measurement); error = predicted/measured − 1; α1 run: "
+               "accepted/judged draft steps in this run; acc: final-answer accuracy")
     m = record.machine
     cpu, cores = (m.cpu, m.cores) if m is not None else ("?", "?")
     render.dim(f"measured {record.created} on {cpu} ({cores} "
