@@ -7,7 +7,10 @@ usage error) becomes one line on stderr and exit code 2.
 
 from __future__ import annotations
 
+import copy
+import os
 import sys
+from collections.abc import Sequence
 from typing import Annotated, Any
 
 import typer
@@ -22,7 +25,7 @@ from cli.common import (
     model_inputs,
 )
 
-app = typer.Typer(
+_app = typer.Typer(
     name="specmodel",
     help="Predict, optimize and realize the speedup of speculative decoding.",
     add_completion=False,
@@ -40,8 +43,8 @@ def _print_version(value: bool) -> None:
         raise typer.Exit(0)
 
 
-@app.callback()
-def _app(
+@_app.callback()
+def _main_options(
     version: Annotated[bool, typer.Option(
         "--version", callback=_print_version, is_eager=True,
         help="Print specmodel's version and exit.")] = False,
@@ -49,7 +52,7 @@ def _app(
     """Predict, optimize and realize the speedup of speculative decoding."""
 
 
-@app.command()
+@_app.command()
 @model_inputs(budget=True, mode=True, options={"n_samples": "--samples", "samples": "--samples",
                                                "serving_batch": "--concurrency",
                                                "concurrency": "--concurrency",
@@ -297,7 +300,7 @@ def _print_priced(inputs: ModelInputs, res: Any, priced: Any, mc: Any) -> None:
     _print_mc(mc)
 
 
-@app.command()
+@_app.command()
 @model_inputs(mode=True, options={"k1": "--k1", "k2": "--k2", "n_samples": "--samples",
                                   "samples": "--samples", "step_tokens": "--step-tokens"})
 def simulate(
@@ -334,7 +337,7 @@ def simulate(
         render.dim(f"Note: {check.note}")
 
 
-@app.command()
+@_app.command()
 @model_inputs(budget=True)
 def theorems(inputs: ModelInputs, json_out: JsonOut = False) -> None:
     """Which theorem conditions hold, what they predict, what is actually optimal."""
@@ -356,7 +359,7 @@ def theorems(inputs: ModelInputs, json_out: JsonOut = False) -> None:
         render.line(f"• {note}")
 
 
-@app.command()
+@_app.command()
 def presets(json_out: JsonOut = False) -> None:
     """List the embedded calibrations."""
     from specmodel.formats.calibration import DEFAULT_PRESET, list_presets, load_preset
@@ -376,20 +379,33 @@ def presets(json_out: JsonOut = False) -> None:
          for name, cal in cals.items()]))
 
 
-def _register_optional() -> None:
-    """Commands that live in their own modules (cli/<command>.py)."""
-    import importlib
-
-    for name in ("cli.export", "cli.plot", "cli.compare", "cli.models", "cli.profile",
-                 "cli.decode", "cli.report", "cli.errata"):
-        try:
-            mod = importlib.import_module(name)
-        except ImportError:
-            continue
-        mod.register(app)
+_registered = False
 
 
-_register_optional()
+def _whole_app() -> typer.Typer:
+    """The app with every command: this module's, and those that live in their own
+    modules (cli/<command>.py), imported and registered on first use."""
+    global _registered
+    if not _registered:
+        _registered = True
+        import importlib
+
+        for name in ("cli.export", "cli.plot", "cli.compare", "cli.models", "cli.profile",
+                     "cli.decode", "cli.report", "cli.errata"):
+            try:
+                mod = importlib.import_module(name)
+            except ImportError:
+                continue
+            mod.register(_app)
+    return _app
+
+
+def __getattr__(name: str) -> Any:
+    """``cli.main.app``: the whole app (:func:`_whole_app`).  Resolved on first use, so
+    that running one of this module's commands imports none of the other modules."""
+    if name == "app":
+        return _whole_app()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 _EXTRAS = {"torch": "live", "vllm": "live", "transformers": "live", "accelerate": "live",
@@ -411,6 +427,12 @@ def main(argv: list[str] | None = None) -> int:
     (:mod:`cli.interrupt`), exit 130."""
     from cli import interrupt
 
+    # pydantic looks for plugins (entry points of the group "pydantic") the first time it
+    # builds a validator, which means reading the metadata of every installed distribution
+    # (some 15 ms of a command's start, with the ~190 distributions of a full install).
+    # The command line runs without them unless the user's own PYDANTIC_DISABLE_PLUGINS
+    # says otherwise (issue 15).
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     interrupt.reset()
     try:
         with interrupt.sigint_handler():
@@ -423,6 +445,42 @@ def main(argv: list[str] | None = None) -> int:
     return code
 
 
+def _app_for(args: Sequence[str]) -> typer.Typer:
+    """The app that runs ``args``: when they start with a command's name, a copy of the
+    app holding that command only (with the same callback and settings), else the whole
+    app.
+
+    typer builds the click command of every registered command each time an app is
+    called (signatures, options, help: about 35 ms for the twenty here); a command's
+    parsing, help, usage lines and error messages depend only on it and the group's
+    own options, so building just the one named is the same to the user and keeps
+    ``specmodel optimize`` quick to start (issue 15); this module's own commands are
+    found without importing the others.  Anything else (no command, an option first, an
+    unknown name) goes to the whole app, whose help and "No such command" list every
+    command.
+    """
+    if args and not args[0].startswith("-"):
+        one = _only(_app, args[0])  # this module's commands first: nothing more to import
+        if one is None:
+            one = _only(_whole_app(), args[0])
+        if one is not None:
+            return one
+    return _whole_app()
+
+
+def _only(app: typer.Typer, name: str) -> typer.Typer | None:
+    """A copy of ``app`` with only its command (or command group) ``name``; None when it
+    has no such command."""
+    commands = [c for c in app.registered_commands if c.callback is not None
+                and (c.name or typer.main.get_command_name(c.callback.__name__)) == name]
+    groups = [g for g in app.registered_groups if g.name == name]
+    if len(commands) + len(groups) != 1:
+        return None
+    one = copy.copy(app)
+    one.registered_commands, one.registered_groups = commands, groups
+    return one
+
+
 def _run(argv: list[str] | None) -> int | None:
     """Run the app; the exit code, or None when it was interrupted."""
     from pydantic import ValidationError
@@ -432,7 +490,8 @@ def _run(argv: list[str] | None) -> int | None:
     from specmodel.errors import describe_validation_error
 
     try:
-        code = app(args=argv, standalone_mode=False)
+        code = _app_for(sys.argv[1:] if argv is None else argv)(args=argv,
+                                                                 standalone_mode=False)
     except typer.Exit as e:  # typer turns a KeyboardInterrupt into Exit(130)
         return None if interrupt.was_interrupted(e) else int(e.exit_code)
     except typer.Abort as e:  # click turns a KeyboardInterrupt (or EOF) into Abort

@@ -73,9 +73,7 @@ STEP_DELIMITER = "\n\n"
 
 
 class _Config(BaseModel):
-    model_config = ConfigDict(
-        extra="forbid", frozen=True, strict=True, use_attribute_docstrings=True
-    )
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 class TokenDrafter(_Config):

@@ -88,8 +88,7 @@ class _Strict(BaseModel):
     finite (NaN and ±inf are rejected with 'finite number').  Files are validated in
     pydantic's strict JSON mode (:func:`_validated`): no string → number coercion."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False,
-                              use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class Measurement(_Strict):

@@ -67,8 +67,7 @@ ScheduleRange = Annotated[list[Annotated[int, Field(ge=0)]], Field(min_length=3,
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True,
-                              use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 class Prediction(_Strict):
