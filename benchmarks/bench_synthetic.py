@@ -71,6 +71,8 @@ def _problems(n: int, prompt_words: int) -> list[Any]:
     out = []
     for i in range(n):
         q = QUESTIONS[i % len(QUESTIONS)]
+        if i >= len(QUESTIONS):  # a prompt of its own (the draws are functions of it)
+            q = f"Problem {i}. {q}"
         if prompt_words > 0:  # a longer context: pad the question with filler words
             words = q.split()
             q = " ".join(words + [f"x{j}" for j in range(max(0, prompt_words - len(words)))])
@@ -122,6 +124,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="skip the prefill forwards of uncached prefix tokens (the papers' "
                          "model has none)")
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--profile-repeats", type=int, default=3,
+                    help="timed forwards per verification/prefill point in each profiling "
+                         "pass (4× for decode points); a pass runs before the rounds and "
+                         "after each")
     ap.add_argument("--threads", type=int, default=1, help="CPU threads per model")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default=None,
@@ -142,11 +148,19 @@ def main(argv: list[str] | None = None) -> int:
 
 def run(a: argparse.Namespace, dtype: str, out: Path) -> dict[str, Any]:
     from profiler.engines import make_engine
-    from profiler.engines.synthetic import load_acceptance, prepare_run, with_costs
+    from profiler.engines.synthetic import (
+        architectures,
+        load_acceptance,
+        merge_profiles,
+        prepare_run,
+        profile_costs,
+        with_costs,
+    )
     from profiler.environment import machine_description, package_versions
     from profiler.problems import format_prompt
     from profiler.runs import run_configurations
     from profiler.verifiers import SyntheticVerifier
+    from specmodel.formats.jsonio import write_json_atomic
     from specmodel.formats.run_record import RunSettings, SyntheticAcceptance
     from specmodel.prediction import compare
 
@@ -164,18 +178,31 @@ def run(a: argparse.Namespace, dtype: str, out: Path) -> dict[str, Any]:
         "acceptance": acc, "role": "draft", "seed": a.seed, "prefill": a.prefill})
     ver = SyntheticVerifier(acc, source=a.acceptance, seed=a.seed)
     build_s = time.perf_counter() - t0
-    prompt = max(tgt.count_tokens(format_prompt(p)) for p in problems)
+    lengths = [tgt.count_tokens(format_prompt(p)) for p in problems]
+    prompt = max(lengths)
     print(f"built {a.target} and {a.draft} on {a.device} {dtype} in {build_s:.1f} s; "
           f"preparing forwards (prompt {prompt} tokens) ...", flush=True)
     costs = prepare_run(tgt, drf, configs, prompt)
     ver.price(tgt.lengths.mean * costs["T"][1])
     models = {"target": a.target, "draft": a.draft, "verifier": ver.name}
-    cal = with_costs(acc, costs, f"{a.target} / {a.draft} on {a.device} {dtype}", models)
+    t1 = time.perf_counter()
+
+    def profile() -> list[Any]:
+        return profile_costs(tgt, drf, configs, prompt, repeats=a.profile_repeats,
+                             progress=lambda m: print("  " + m, flush=True))
+
+    passes = [profile()]
+    hardware = passes[0]
+    profile_s = time.perf_counter() - t1
+    cal = with_costs(acc, costs, f"{a.target} / {a.draft} on {a.device} {dtype}", models,
+                     hardware)
     print(f"prepared in {costs['prepare_seconds']:.1f} s: T(1) {costs['T'][1] * 1e3:.2f} ms, "
           f"c1 {costs['c1']:.3f}, c2 {costs['c2'] or 0.0:.3f}", flush=True)
     syn = SyntheticAcceptance(acceptance=a.acceptance, calibration=acc.name,
                               step_acceptance=ver.acceptance.source, verifier_cost=ver.cost,
                               verifier_pair_seconds=ver.pair_seconds, seed=a.seed,
+                              prompt_tokens=round(sum(lengths) / len(lengths)),
+                              architectures=architectures(tgt, drf, configs),
                               **tgt.describe())
     settings = RunSettings(problems=a.problems, seed=a.seed, threads=a.threads,
                            engine="synthetic", max_steps=a.max_steps,
@@ -194,13 +221,28 @@ def run(a: argparse.Namespace, dtype: str, out: Path) -> dict[str, Any]:
                                  settings=settings, calibration=cal, include_baseline=True,
                                  progress=show)
         records.append((path, rec))
+        t1 = time.perf_counter()
+        passes.append(profile())  # after every round: the machine's state drifts
+        profile_s += time.perf_counter() - t1
+    # the decoder model's costs: every profiling pass (before, between and after the
+    # rounds; none of them the decode run), merged; written into every round's record
+    hardware = merge_profiles(passes)
+    cal = with_costs(acc, costs, f"{a.target} / {a.draft} on {a.device} {dtype}", models,
+                     hardware)
+    for i, (path, rec) in enumerate(records):
+        rec = rec.model_copy(update={"calibration": cal})
+        write_json_atomic(rec, path)
+        records[i] = (path, rec)
     rows = []
+    compared = [{x.config: x for x in compare(rec, cal)} for _, rec in records]
     for c in configs:
         measured, per_round, alpha1, alpha2 = [], [], [], []
-        pred = priced = None
-        for _, rec in records:
-            row = next(x for x in compare(rec, cal) if x.config == c.label)
+        pred = priced = decoder = None
+        interval = None
+        for (_, rec), cmp in zip(records, compared, strict=True):
+            row = cmp[c.label]
             pred, priced = row.predicted_speedup, row.predicted_priced
+            decoder, interval = row.predicted_decoder, row.decoder_interval
             measured.append(row.measured_speedup)
             run_ = next(x for x in rec.configs if x.label == c.label)
             t = run_.totals
@@ -219,6 +261,10 @@ def run(a: argparse.Namespace, dtype: str, out: Path) -> dict[str, Any]:
             "measured_mean": mean,
             "error": None if pred is None else pred / mean - 1,
             "priced_error": None if priced is None else priced / mean - 1,
+            "decoder": decoder, "decoder_interval": interval,
+            "decoder_error": None if decoder is None else decoder / mean - 1,
+            "decoder_errors_by_round": [None if decoder is None else decoder / m - 1
+                                        for m in measured],
             "ms_per_token": per_round,
             "step_acceptance_run": statistics.fmean(alpha1) if alpha1 else None,
             "token_acceptance_pos0_run": statistics.fmean(alpha2) if alpha2 else None,
@@ -241,7 +287,14 @@ def run(a: argparse.Namespace, dtype: str, out: Path) -> dict[str, Any]:
                                                         costs["T"].items()},
                   "draft_T1_ms": costs["draft_T1"] * 1e3, "c1": costs["c1"],
                   "c2": costs["c2"], "verify_ms": costs.get("V", 0.0) * 1e3,
-                  "prepare_seconds": costs["prepare_seconds"]},
+                  "prepare_seconds": costs["prepare_seconds"], "profile_seconds": profile_s,
+                  "profile_passes": len(passes),
+                  "contention": hardware[0].concurrent if hardware else None,
+                  "contention_draft": hardware[1].concurrent if len(hardware) > 1 else None},
+        "mean_abs_error": {name: (statistics.fmean(errs) if errs else None) for name, errs in (
+            (n, [abs(r[k]) for r in rows if (r["k1"] > 1 or r["k2"] > 1) and r[k] is not None])
+            for n, k in (("f·g", "error"), ("priced", "priced_error"),
+                         ("decoder", "decoder_error")))},
         "calibration": {"name": cal.name, "alpha1": cal.step.alpha1, "c1": cal.step.c1,
                         "alpha2": cal.token.alpha2, "c2": cal.token.c2},
         "records": [str(p) for p, _ in records],
@@ -256,11 +309,12 @@ def _print(rows: list[dict[str, Any]], a: argparse.Namespace, dtype: str,
             return "-"
         return f"{v:+.1%}" if pct else f"{v:.3f}"
 
-    head = ("config", "predicted", "priced", "measured (rounds)", "mean", "error",
-            "priced err", "α1 run", "ms/token")
-    body = [(r["config"], f(r["predicted"]), f(r["priced"]),
+    head = ("config", "f·g", "priced", "decoder", "measured (rounds)", "mean", "f·g err",
+            "priced err", "decoder err", "α1 run", "ms/token")
+    body = [(r["config"], f(r["predicted"]), f(r["priced"]), f(r["decoder"]),
              " ".join(f"{m:.3f}" for m in r["measured"]), f(r["measured_mean"]),
-             f(r["error"], True), f(r["priced_error"], True), f(r["step_acceptance_run"]),
+             f(r["error"], True), f(r["priced_error"], True), f(r["decoder_error"], True),
+             f(r["step_acceptance_run"]),
              " ".join(f"{m:.2f}" for m in r["ms_per_token"])) for r in rows]
     widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(head)]
     print(f"\nsynthetic acceptance ({a.acceptance}), {a.target} / {a.draft} on {a.device} "
@@ -269,6 +323,13 @@ def _print(rows: list[dict[str, Any]], a: argparse.Namespace, dtype: str,
     print("  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True)))
     for b in body:
         print("  ".join(v.ljust(w) for v, w in zip(b, widths, strict=True)))
+    spec = [r for r in rows if r["k1"] > 1 or r["k2"] > 1]
+    for key, name in (("error", "f·g"), ("priced_error", "priced"),
+                      ("decoder_error", "decoder")):
+        errs = [abs(r[key]) for r in spec if r[key] is not None]
+        if errs:
+            print(f"mean |error| {name}: {statistics.fmean(errs):.1%} over {len(errs)} "
+                  "configurations (baseline excluded)")
 
 
 if __name__ == "__main__":

@@ -251,11 +251,12 @@ def _prepare_synthetic(tgt: Any, drf: Any, ver: Any, cfg: Any, probs: Any, acc_c
     """Bind (capture) the forwards the run will use, time the engines, price the
     verifier; the run record's synthetic settings and its calibration (the one given,
     else the acceptance calibration with the costs measured here)."""
-    from profiler.engines.synthetic import prepare_run, with_costs
+    from profiler.engines.synthetic import architectures, prepare_run, profile_costs, with_costs
     from profiler.problems import format_prompt
     from specmodel.formats.run_record import SyntheticAcceptance
 
-    prompt = max(tgt.count_tokens(format_prompt(p)) for p in probs)
+    lengths = [tgt.count_tokens(format_prompt(p)) for p in probs]
+    prompt = max(lengths)
     costs = prepare_run(tgt, drf, [cfg], prompt)
     step_seconds = tgt.lengths.mean * costs["T"][1]
     if ver is not None:
@@ -263,14 +264,18 @@ def _prepare_synthetic(tgt: Any, drf: Any, ver: Any, cfg: Any, probs: Any, acc_c
     if cal is None:
         models = {"target": tgt.model, "draft": drf.model if drf else "",
                   "verifier": ver.name if ver else ""}
+        hardware = profile_costs(tgt, drf if cfg.k1 > 1 else None, [cfg], prompt)
         cal = with_costs(acc_cal, costs, f"{tgt.model} / {drf.model if drf else '-'} on "
-                         f"{device} {dtype}", {k: v for k, v in models.items() if v})
+                         f"{device} {dtype}", {k: v for k, v in models.items() if v},
+                         hardware)
     syn = SyntheticAcceptance(
         acceptance=acceptance, calibration=acc_cal.name,
         step_acceptance=ver.acceptance.source if ver is not None else "-",
         verifier_cost=ver.cost if ver is not None else "free",
         verifier_pair_seconds=ver.pair_seconds if ver is not None else 0.0,
-        seed=seed, **{k: v for k, v in tgt.describe().items()})
+        seed=seed, prompt_tokens=round(sum(lengths) / len(lengths)),
+        architectures=architectures(tgt, drf if cfg.k1 > 1 else None, [cfg]),
+        **{k: v for k, v in tgt.describe().items()})
     return syn, cal
 
 

@@ -533,6 +533,7 @@ def measure(
                                          layout)
                     row["ms"] = [statistics.median(ms), min(ms), max(ms)]
                     row["n"] = len(ms)
+                    row["mean_ms"] = statistics.fmean(ms)
                 except (RuntimeError, ValueError) as e:
                     first = str(e).strip().splitlines()[0][:160] if str(e).strip() else ""
                     if _is_oom(torch, e):

@@ -165,6 +165,10 @@ def run_configurations(
                                               verifier if cfg.k1 > 1 else None, cfg)
             runs = []
             for p in problems:
+                for eng in (target, draft):  # a problem starts with a cold prefix cache
+                    forget = getattr(eng, "forget", None)
+                    if forget is not None:
+                        forget()
                 runs.append(dec.decode(p))
                 count += 1
                 if progress is not None:

@@ -163,7 +163,7 @@ def compare(record: RunRecord, calibration: Calibration | None = None, *,
             closed, priced = predict(cal, s)
         except ValueError:
             closed, priced = None, None
-        dec = decoder_prediction(cal, s, seed=seed) if decoder else None
+        dec = decoder_prediction(cal, s, seed=seed, record=record) if decoder else None
         rows.append(
             ValidationRow(
                 config=c.label,
@@ -187,12 +187,41 @@ def compare(record: RunRecord, calibration: Calibration | None = None, *,
 
 
 def decoder_prediction(cal: Calibration, config: SpecConfig, *, seed: int = 0,
-                       problems: int = 200, draws: int = 16, draw_problems: int = 50) -> Any:
+                       problems: int = 200, draws: int = 16, draw_problems: int = 50,
+                       record: RunRecord | None = None) -> Any:
     """The decoder model's :class:`~specmodel.decodermodel.DecoderPrediction` for one
-    configuration from a calibration, or None where the models cannot be built."""
-    from specmodel.decodermodel import predict_calibrated
+    configuration from a calibration, or None where the models cannot be built.
+
+    For a synthetic-acceptance run (``record.settings.synthetic``) whose calibration
+    carries hardware profiles of the run's architectures (written by the run's separate
+    profiling pass, :func:`profiler.engines.synthetic.profile_costs`), the costs come
+    from those profiles and the engine is the synthetic engine's
+    (:meth:`~specmodel.decodermodel.EngineBehaviour.synthetic`), with the run's prompt
+    length; otherwise from the calibration alone (:func:`predict_calibrated`)."""
+    from specmodel.decodermodel import (
+        AcceptanceModel,
+        CostModel,
+        EngineBehaviour,
+        Workload,
+        predict,
+        predict_calibrated,
+    )
 
     try:
+        syn = record.settings.synthetic if record is not None else None
+        arch = (syn.architectures or {}) if syn is not None else {}
+        names = {p.architecture.name for p in cal.hardware or []}
+        if syn is not None and arch.get("target") in names:
+            drafter = (config.token.model if config.k2 > 1
+                       and config.token.method == "draft_model" else None)
+            costs = CostModel.from_calibration(
+                cal, target_architecture=arch["target"],
+                draft_architecture=arch.get("draft"),
+                token_drafter_architecture=arch.get(drafter, drafter) if drafter else None,
+                engine=EngineBehaviour.synthetic(syn.context_bucket, syn.prefill))
+            return predict(config, AcceptanceModel.from_calibration(cal), costs,
+                           Workload.of(config, syn.prompt_tokens), problems=problems,
+                           draws=draws, draw_problems=draw_problems, seed=seed)
         return predict_calibrated(cal, config, problems=problems, draws=draws,
                                   draw_problems=draw_problems, seed=seed)
     except ValueError:

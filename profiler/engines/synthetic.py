@@ -76,8 +76,13 @@ __all__ = [
     "TokenAcceptance",
     "draft_depth",
     "load_acceptance",
+    "measure_contention",
     "measure_costs",
+    "merge_profiles",
+    "architectures",
     "prepare_run",
+    "profile_costs",
+    "step_law_histogram",
     "uniform",
     "with_costs",
 ]
@@ -449,6 +454,11 @@ class SyntheticEngine:
         return StepBatch(outputs, seconds,
                          counter_delta(self.spec_decode_metrics(), before) if before else {})
 
+    def forget(self) -> None:
+        """Forget every cached prefix (a new problem starts cold, as the decoder model
+        assumes; shared with every :meth:`with_speculation` copy)."""
+        self._known.clear()
+
     # -- helpers -----------------------------------------------------------------------------
     def _set_speculation(self, speculation: TokenSpeculation | None) -> None:
         self.speculation = speculation
@@ -642,16 +652,275 @@ def prepare_run(target: SyntheticEngine, draft: SyntheticEngine | None,
     return costs
 
 
+def _grid(target: SyntheticEngine, configs: Sequence[Any], prompt_tokens: int
+          ) -> dict[str, Any]:
+    """What forwards ``configs`` can run from prompts of ``prompt_tokens``: widths,
+    contexts (bucketed; 0 for a prefill from scratch), q of verification and prefill."""
+    k1 = max(c.k1 for c in configs)
+    cap = max(c.max_step_tokens for c in configs)
+    steps = max(c.max_steps for c in configs)
+    longest = prompt_tokens + (steps + k1) * cap
+    g = target.context_bucket
+    contexts = sorted({target._bucket(L) for L in range(max(1, prompt_tokens), longest + g, g)})
+    tree = max(sum(c.width ** i for i in range(c.k1)) if c.mode == "sync" else c.k1
+               for c in configs)
+    draft_b = max([c.width ** (c.k1 - 1) for c in configs if c.k1 > 1] or [1])
+
+    def pow2(n: int) -> int:
+        return 1 << (max(1, n) - 1).bit_length()
+
+    prefill_t = [1 << i for i in range(1, pow2(max(prompt_tokens, (k1 - 1) * cap, cap))
+                                       .bit_length())]
+    prefill_d = [1 << i for i in range(1, pow2(max(prompt_tokens, 2 * cap)).bit_length())]
+    k2s = sorted({c.k2 for c in configs if c.k2 > 1})
+    drafters = sorted({c.token.model for c in configs
+                       if c.k2 > 1 and c.token.method == "draft_model" and c.token.model})
+    return {"contexts": contexts, "target_b": tree, "draft_b": draft_b,
+            "prefill_target": prefill_t, "prefill_draft": prefill_d, "k2": k2s,
+            "drafters": drafters}
+
+
+def measure_contention(target: str, draft: str, *, context: int, device: str = "cpu",
+                       dtype: str = "float32", threads: int = 1, seconds: float = 1.0,
+                       forwards: int = 150, rounds: int = 3, seed: int = 0
+                       ) -> tuple[float, float]:
+    """(target's, draft's) slowdown when their decode forwards (b = 1 at ``context``) run
+    at the same time in two threads of this process (as the async decoder's workers do),
+    on fresh random-weight decoders: the median forward time together over alone.  Each
+    phase (target alone, draft alone, both) lasts ``seconds`` or until each side has run
+    ``forwards`` forwards, whichever comes first; the phases are interleaved ``rounds``
+    times."""
+    import statistics
+
+    import torch
+
+    from profiler.hardware import Point, ReferenceDecoder
+    from specmodel.hardware.shape import load_shape
+
+    if device == "cpu":
+        torch.set_num_threads(threads)
+    fns = []
+    for i, arch in enumerate((target, draft)):
+        dec = ReferenceDecoder(load_shape(arch), device, dtype, seed + i)
+        fns.append(dec.bind(Point("decode", 1, 1, context)))
+    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+
+    def loop(fn: Any, until: float, out: list[float], stop: threading.Event,
+             count: list[int], sides: int) -> None:
+        with torch.inference_mode():
+            for _ in range(2):
+                fn()
+            sync()
+            n = 0
+            while not stop.is_set() and time.perf_counter() < until:
+                t0 = time.perf_counter()
+                fn()
+                sync()
+                out.append(time.perf_counter() - t0)
+                n += 1
+                if n == forwards:
+                    count[0] += 1  # (the GIL makes this safe enough for a stop flag)
+                    if count[0] >= sides:
+                        stop.set()
+
+    alone: list[list[float]] = [[], []]
+    both: list[list[float]] = [[], []]
+    for _ in range(rounds):
+        for i, fn in enumerate(fns):
+            loop(fn, time.perf_counter() + seconds, alone[i], threading.Event(), [0], 1)
+        stop, count = threading.Event(), [0]
+        until = time.perf_counter() + seconds
+        th = [threading.Thread(target=loop, args=(fn, until, both[i], stop, count, 2))
+              for i, fn in enumerate(fns)]
+        for t in th:
+            t.start()
+        for t in th:
+            t.join()
+    ratio = [statistics.median(both[i]) / statistics.median(alone[i]) for i in range(2)]
+    return ratio[0], ratio[1]
+
+
+def profile_costs(target: SyntheticEngine, draft: SyntheticEngine | None,
+                  configs: Sequence[Any], prompt_tokens: int, *, repeats: int = 5,
+                  warmup: int = 1, contention_seconds: float = 1.0,
+                  progress: Any = None) -> list[Any]:
+    """Hardware profiles (:class:`~specmodel.formats.hardware.HardwareProfile`) of the
+    forwards ``configs`` can run, measured by :func:`profiler.hardware.measure` on fresh
+    random-weight decoders of the same architectures (not the run's): for the target
+    T(b, L) and F(b, q, L) for verification (q = k2) and prefill (q a power of two) at
+    every bucketed context; for the step draft T(b, L) and its prefills; for each token
+    drafter T(b, L); and the target's and the draft's slowdown when both run at once
+    (``concurrent``, :func:`measure_contention`).  The decoder model
+    (:meth:`specmodel.decodermodel.CostModel.from_calibration`) prices a run from them."""
+    from profiler.hardware import Point, measure, read_config
+    from specmodel.formats.hardware import HardwareProfile
+
+    g = _grid(target, configs, prompt_tokens)
+    ctx = g["contexts"]
+    dev = {"device": target.device, "dtype": target.dtype,
+           "path": "graph" if target.device == "cuda" else "eager",
+           "repeats": repeats, "warmup": warmup, "threads": 1, "seed": target.seed + 7}
+    if target.device == "cpu":
+        import torch
+
+        dev["threads"] = torch.get_num_threads()
+    jobs: list[tuple[str, list[list[Point]]]] = []
+    bt = range(1, g["target_b"] + 1)
+    pts = [Point("decode", b, 1, L) for L in ctx for b in bt]
+    # verification at every context; prefills (rarer, dearer) at the first, middle and
+    # last context and from scratch, interpolated in L between
+    few = sorted({0, ctx[0], ctx[len(ctx) // 2], ctx[-1]})
+    pre_t = g["prefill_target"] if target.prefill else []
+    pts_v = [Point("verify", b, q, L) for L in ctx for b in bt for q in g["k2"]]
+    pts_v += [Point("verify", b, q, L) for L in few for b in bt for q in pre_t
+              if L == 0 or q not in g["k2"]]
+    jobs.append((target.model, [pts, pts_v]))
+    if draft is not None and any(c.k1 > 1 for c in configs):
+        bd = range(1, g["draft_b"] + 1)
+        pts = [Point("decode", b, 1, L) for L in ctx for b in bd]
+        pts_v = [Point("verify", b, q, L) for L in few for b in bd
+                 for q in g["prefill_draft"]] if draft.prefill else []
+        jobs.append((draft.model, [pts, pts_v]))
+    for arch in g["drafters"]:
+        if arch not in (j[0] for j in jobs):
+            jobs.append((arch, [[Point("decode", b, 1, L) for L in ctx for b in bt], []]))
+    out = []
+    for arch, (pts_d, pts_v) in jobs:
+        shape, config = read_config(arch)
+        # decode forwards are many and cheap: more repeats for a stable mean; decode and
+        # verification in alternating chunks, so that a burst of load on a shared
+        # machine does not fall on one kind only
+        data = None
+        chunks = max(1, min(len(pts_d), len(pts_v), 4))
+        for c in range(chunks):
+            for sub, rep in ((pts_d[c::chunks], 4 * repeats), (pts_v[c::chunks], repeats)):
+                if not sub:
+                    continue
+                more = measure(shape, config, sub, **{**dev, "repeats": rep})
+                if data is None:
+                    data = more
+                else:
+                    data["points"] += more["points"]
+                    data["measure_seconds"] += more["measure_seconds"]
+        assert data is not None
+        pts = [*pts_d, *pts_v]
+        out.append(data)
+        if progress is not None:
+            progress(f"profiled {shape.name}: {len(pts)} forwards in "
+                     f"{data['measure_seconds']:.1f} s")
+    if draft is not None and len(out) > 1:
+        mid = ctx[len(ctx) // 2]
+        tc, dc = measure_contention(target.model, draft.model, context=mid,
+                                    device=target.device, dtype=target.dtype,
+                                    threads=dev["threads"], seconds=contention_seconds)
+        out[0]["concurrent"] = {out[1]["architecture"]["name"]: round(tc, 4)}
+        out[1]["concurrent"] = {out[0]["architecture"]["name"]: round(dc, 4)}
+        if progress is not None:
+            progress(f"contention (both decoding at once, L = {mid}): target {tc:.3f}×, "
+                     f"draft {dc:.3f}×")
+    return [HardwareProfile.model_validate(d) for d in out]
+
+
+def architectures(target: SyntheticEngine, draft: SyntheticEngine | None,
+                  configs: Sequence[Any]) -> dict[str, str]:
+    """Role → the architecture name its hardware profile carries: ``target``, ``draft``
+    and each token drafter by its model (what the run record's synthetic settings keep)."""
+    from specmodel.hardware.shape import load_shape
+
+    out = {"target": target.shape.name}
+    if draft is not None:
+        out["draft"] = draft.shape.name
+    for m in _grid(target, configs, 1)["drafters"]:
+        out[m] = load_shape(m).name
+    return out
+
+
+def merge_profiles(passes: Sequence[Sequence[Any]]) -> list[Any]:
+    """Profiles of the same architectures measured in several passes (each a
+    :func:`profile_costs` list) as one list: per point, the median over the passes of
+    their means and medians, the smallest minimum and largest maximum, the forwards
+    summed; ``concurrent`` the median over the passes.  Passes taken at different times
+    (before, between and after a run's rounds) describe a shared machine's average state
+    better than one pass (its load drifts)."""
+    import statistics
+
+    from specmodel.formats.hardware import HardwareProfile
+
+    first = passes[0]
+    out = []
+    for i, prof in enumerate(first):
+        same = [p[i] for p in passes]
+        rows: dict[tuple[Any, ...], list[Any]] = {}
+        for p in same:
+            for pt in p.points:
+                rows.setdefault((pt.kind, pt.batch, pt.new_tokens, pt.context,
+                                 pt.shared_prefix), []).append(pt)
+        points = []
+        for pts in rows.values():
+            timed = [p for p in pts if p.ms is not None]
+            if not timed:
+                points.append(pts[0].model_dump(mode="json"))
+                continue
+            med = statistics.median(p.ms[0] for p in timed)
+            lo, hi = min(p.ms[1] for p in timed), max(p.ms[2] for p in timed)
+            means = [p.mean_ms for p in timed if p.mean_ms is not None]
+            points.append({**timed[0].model_dump(mode="json"),
+                           "ms": [med, min(lo, med), max(hi, med)],
+                           "n": sum(p.n or 0 for p in timed) or None,
+                           "mean_ms": statistics.median(means) if means else None})
+        conc: dict[str, float] | None = None
+        if all(p.concurrent for p in same):
+            conc = {k: statistics.median(p.concurrent[k] for p in same)
+                    for k in same[0].concurrent or {}}
+        out.append(HardwareProfile.model_validate({
+            **prof.model_dump(mode="json"), "points": points, "concurrent": conc,
+            "measure_seconds": sum(p.measure_seconds for p in same),
+            "date": same[-1].date}))
+    return out
+
+
+def step_law_histogram(step: StepLevel, top: int = 1 << 20) -> dict[int, int] | None:
+    """The synthetic engine's step-length law as a histogram (counts out of ``top``) when
+    the calibration has none (a geometric law with its mean, as :class:`StepLengths`
+    draws it), so a model reading the calibration draws the same lengths; None when it
+    has one."""
+    law = StepLengths.from_step(step)
+    if law.lengths:
+        return None
+    if law.mean <= 1.0:
+        return {1: top}
+    p = 1.0 / law.mean
+    out, k = {}, 1
+    while True:
+        c = round(top * p * (1 - p) ** (k - 1))
+        if c < 1 and k > law.mean:
+            break
+        if c >= 1:
+            out[k] = c
+        k += 1
+    return out
+
+
 def with_costs(calibration: Calibration, costs: dict[str, Any], what: str,
-               models: dict[str, str] | None = None) -> Calibration:
+               models: dict[str, str] | None = None, hardware: Sequence[Any] = ()
+               ) -> Calibration:
     """``calibration`` (the acceptance) with c1, c2 and T(b) replaced by ``costs``
     (:func:`measure_costs`), so that its prediction prices the synthetic run's own
     forwards; c1 is kept below 1 (the format's bound) and the provenance says so;
-    ``models`` (role -> architecture) replaces the provenance's models."""
+    ``models`` (role -> architecture) replaces the provenance's models; ``hardware``
+    (:func:`profile_costs`) is added to its hardware profiles; the step-length law the
+    engine draws is written as a histogram when the calibration has none
+    (:func:`step_law_histogram`)."""
     from specmodel.formats.calibration import Calibration as Cal
+    from specmodel.formats.hardware import HardwareProfile
 
     data = calibration.model_dump(mode="json")
     notes = []
+    hist = step_law_histogram(calibration.step)
+    if hist is not None:
+        data["step"]["step_tokens_histogram"] = {str(k): v for k, v in hist.items()}
+        law = StepLengths.from_step(calibration.step).source
+        notes.append(f"step lengths: the engine's law ({law}) as a histogram")
     if costs.get("c1") is not None:
         c1 = min(float(costs["c1"]), 0.999)
         data["step"]["c1"] = c1
@@ -663,6 +932,13 @@ def with_costs(calibration: Calibration, costs: dict[str, Any], what: str,
                                      sorted(costs["T"].items())], "unit": "s/step"}
     notes.append("T(b) " + ", ".join(f"{b}: {t * 1e3:.2f} ms" for b, t in
                                      sorted(costs["T"].items())))
+    if hardware:
+        keys = {p.key() for p in hardware}
+        data["hardware"] = [p for p in data.get("hardware") or []
+                            if HardwareProfile.model_validate(p).key() not in keys] + [
+            p.model_dump(mode="json") for p in hardware]
+        notes.append("hardware profiles of " + ", ".join(
+            p.architecture.name for p in hardware) + " (separate decoders, before the run)")
     data["name"] = f"{calibration.name}+synthetic-costs"
     prov = data["provenance"]
     if models is not None:

@@ -39,7 +39,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-__all__ = ["CostModel", "EngineBehaviour", "Surface"]
+__all__ = ["CostModel", "EngineBehaviour", "Forwards", "Surface"]
 
 
 @dataclass(frozen=True)
@@ -149,6 +149,46 @@ class Surface:
         return Surface(tuple((b, L, t * factor) for b, L, t in self.points), self.notes)
 
 
+@dataclass(frozen=True)
+class Forwards:
+    """Time of one forward of ``b`` sequences × ``q`` new tokens (logits at each) at
+    context ``L``, F(b, q, L): verification of q tokens, or a prefill of q tokens.
+
+    One :class:`Surface` per measured q; between two measured q linear in q; below the
+    smallest q its time; above the largest q linear extrapolation from the last two
+    (never decreasing)."""
+
+    by_q: tuple[tuple[int, Surface], ...]
+    """(q, its T(b, L) surface), by q."""
+
+    @classmethod
+    def from_points(cls, points: Mapping[tuple[int, int, int], float], name: str = "F"
+                    ) -> Forwards:
+        """From {(b, q, L): seconds}."""
+        if not points:
+            raise ValueError(f"{name}: forwards need at least one point")
+        qs = sorted({q for _, q, _ in points})
+        return cls(tuple((q, Surface.from_points(
+            {(b, L): t for (b, qq, L), t in points.items() if qq == q}, f"{name}(q={q})"))
+            for q in qs))
+
+    def time(self, b: float, q: float, L: float = 0.0) -> float:
+        """F(b, q, L)."""
+        qs = [q_ for q_, _ in self.by_q]
+        if q <= qs[0] or len(qs) == 1:
+            return self.by_q[0][1].time(b, L) if q <= qs[0] else self.by_q[-1][1].time(b, L)
+        if q >= qs[-1]:
+            (q0, s0), (q1, s1) = self.by_q[-2], self.by_q[-1]
+            t0, t1 = s0.time(b, L), s1.time(b, L)
+            return t1 + max(0.0, (t1 - t0) / (q1 - q0)) * (q - q1)
+        j = bisect.bisect_left(qs, q)
+        (q0, s0), (q1, s1) = self.by_q[j - 1], self.by_q[j]
+        if q == q1:
+            return s1.time(b, L)
+        t0, t1 = s0.time(b, L), s1.time(b, L)
+        return t0 + (q - q0) / (q1 - q0) * (t1 - t0)
+
+
 def _interp_b(curve: tuple[list[float], list[float]], b: float) -> float:
     """Piecewise linear in b; the first value below; linear (never decreasing) above."""
     bs, ts = curve
@@ -190,6 +230,32 @@ class EngineBehaviour:
     decoder's scheduler); paper: each target step starts when its prefix exists, up to
     k1 in flight, each on its own (the papers' process)."""
 
+    step_cache: bool = False
+    """Every call (batched and speculative ones included) reuses the KV cache of the
+    longest step-boundary prefix the engine has seen in the problem (prefix caching, as
+    the synthetic engine and vLLM do); ``prefix_cache`` is then moot."""
+    prefill: Literal["per_token", "one_forward", "none"] = "per_token"
+    """How the uncached tokens are prefilled: ``per_token`` (``prefill_per_token`` per
+    token of the padded batch), ``one_forward`` (one forward of the batch × the most
+    uncached tokens rounded up to a power of two, priced by the engine's
+    :class:`Forwards`; the synthetic engine) or ``none``."""
+    context_bucket: int = 0
+    """0: a call's forwards are priced at its prefixes' mean starting context; > 0: each
+    forward at the batch's longest prefix plus the tokens written so far, rounded up to
+    a multiple of this (the synthetic engine)."""
+
+    @classmethod
+    def synthetic(cls, context_bucket: int = 256, prefill: bool = True) -> EngineBehaviour:
+        """The synthetic-acceptance engine (:class:`profiler.engines.synthetic.SyntheticEngine`):
+        prefix caching at step boundaries, uncached tokens prefilled by one forward, token
+        speculation batched (the padded batch's passes), each forward at its own bucketed
+        context, the batch running to its longest member."""
+        return cls(prefix_cache=True, speculation_batched=True, batch_time="longest",
+                   draft_token_speculation=False, branches_one_call=False,
+                   async_schedule="decoder", step_cache=True,
+                   prefill="one_forward" if prefill else "none",
+                   context_bucket=context_bucket)
+
     @classmethod
     def papers(cls) -> EngineBehaviour:
         """The papers' idealisation (with which the closed forms hold)."""
@@ -225,6 +291,18 @@ class CostModel:
     drafts it (c2)."""
     contention: float = 1.0
     """Each model's time is multiplied by this while both run at once (async)."""
+    draft_contention: float | None = None
+    """The step draft's slowdown while both run (None: ``contention``); ``contention`` is
+    then the target's."""
+    target_forwards: Forwards | None = None
+    """F(b, q, L) of the target: its verification forwards (token speculation is then
+    priced γ drafter forwards + F(b, k2, L) per pass instead of by c2) and its prefill
+    forwards (``EngineBehaviour.prefill`` = one_forward)."""
+    draft_forwards: Forwards | None = None
+    """F(b, q, L) of the step draft (its prefill forwards)."""
+    token_drafter_decode: Surface | None = None
+    """The token-level drafter's decode forward (with ``target_forwards``; None: the
+    drafter is free, e.g. n-gram)."""
     unit: Literal["s", "T"] = "T"
     """Absolute seconds, or units of one target decode forward."""
     engine: EngineBehaviour = field(default_factory=EngineBehaviour)
@@ -238,8 +316,12 @@ class CostModel:
             v = float(getattr(self, name))
             if not (math.isfinite(v) and v >= 0):
                 raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
-        if not (math.isfinite(self.contention) and self.contention >= 1.0):
-            raise ValueError(f"contention must be >= 1, got {self.contention!r}")
+        for name in ("contention", "draft_contention"):
+            v = getattr(self, name)
+            if v is not None and not (math.isfinite(v) and v >= 1.0):
+                raise ValueError(f"{name} must be >= 1, got {v!r}")
+        if self.engine.context_bucket < 0:
+            raise ValueError(f"context_bucket must be >= 0, got {self.engine.context_bucket}")
 
     # -- construction ----------------------------------------------------------------
 
@@ -258,6 +340,7 @@ class CostModel:
         *,
         target_architecture: str | None = None,
         draft_architecture: str | None = None,
+        token_drafter_architecture: str | None = None,
         prefill_per_token: float | None = None,
         call_overhead: float | None = None,
         contention: float | None = None,
@@ -271,6 +354,11 @@ class CostModel:
         verifier: ``verifier_cost`` × the target's step time (T(1) × the mean step
         length), else free.  Prefill, overhead and contention: as given, else assumed
         (0, 0, 1) — the calibration format has no measurement of them yet.
+
+        From the hardware profiles also, where measured: each model's forwards of q > 1
+        tokens (:class:`Forwards`: verification and prefill), the token drafter's decode
+        (``token_drafter_architecture``) and the contention of the target and the draft
+        running at once (each profile's ``concurrent`` entry for the other).
         """
         src: dict[str, str] = {}
         step, tok = cal.step, cal.token
@@ -279,7 +367,8 @@ class CostModel:
         if draft_architecture is not None:
             prof = _profile(cal, draft_architecture)
             if prof is not None and prof.decode_surface():
-                draft = Surface.from_points(prof.decode_surface(), "draft T(b, L)")
+                draft = Surface.from_points(prof.decode_surface(statistic=_stat(prof)),
+                                            "draft T(b, L)")
                 if unit != "s":
                     raise ValueError("the draft has a measured surface in seconds but the "
                                      "target's costs are relative: give the target's too")
@@ -315,21 +404,58 @@ class CostModel:
             src[name] = f"given: {value:g}"
             return float(value)
 
+        fwd: dict[str, Any] = {}
+        for key, arch in (("target_forwards", target_architecture),
+                          ("draft_forwards", draft_architecture)):
+            prof = _profile(cal, arch)
+            if prof is not None and prof.forward_points():
+                fwd[key] = Forwards.from_points(prof.forward_points(_stat(prof)),
+                                                f"{arch} F(b, q, L)")
+                src[key] = (f"measured: hardware profile of {arch}, forwards of q > 1 tokens "
+                            f"({len(prof.forward_points())} points)")
+        if token_drafter_architecture is not None:
+            prof = _profile(cal, token_drafter_architecture)
+            if prof is not None and prof.decode_surface():
+                fwd["token_drafter_decode"] = Surface.from_points(
+                    prof.decode_surface(statistic=_stat(prof)), "token drafter T(b, L)")
+                src["token_drafter_decode"] = (
+                    f"measured: hardware profile of {token_drafter_architecture}")
+            else:
+                src["token_drafter_decode"] = (
+                    f"missing: no hardware profile of {token_drafter_architecture}; "
+                    "its forwards are free")
+        if contention is None:
+            tp, dp = _profile(cal, target_architecture), _profile(cal, draft_architecture)
+            tc = (tp.concurrent or {}).get(draft_architecture) if tp is not None else None
+            dc = (dp.concurrent or {}).get(target_architecture) if dp is not None else None
+            if tc is not None and dc is not None:
+                contention = max(1.0, float(tc))
+                fwd["draft_contention"] = max(1.0, float(dc))
+                src["draft_contention"] = (
+                    f"measured: {dc:.3g}× (hardware profile of {draft_architecture}, "
+                    f"concurrent with {target_architecture}; below 1 kept at 1)")
         pre = given("prefill_per_token", prefill_per_token, 0.0, "prefill")
         src["draft_prefill_per_token"] = (
             "assumed: c1 × the target's prefill per token" if pre > 0
             else src["prefill_per_token"])
         over = given("call_overhead", call_overhead, 0.0, "per-call overhead")
         cont = given("contention", contention, 1.0, "the concurrency slowdown")
+        if "draft_contention" in fwd:
+            src["contention"] = (f"measured: {cont:.3g}× (hardware profile of "
+                                 f"{target_architecture}, concurrent with "
+                                 f"{draft_architecture}; below 1 kept at 1)")
         eng = engine or EngineBehaviour()
         src["engine"] = ("decoder's transformers engine: KV reuse on single-prefix calls, "
                          "token speculation one prefix at a time and on the target only, "
                          "a batch runs until its longest member stops"
-                         if eng == EngineBehaviour() else f"given: {eng}")
+                         if eng == EngineBehaviour() else
+                         "synthetic engine: prefix caching at step boundaries, prefill "
+                         "forwards, batched token speculation, bucketed contexts"
+                         if eng.step_cache else f"given: {eng}")
         return cls(target, draft, prefill_per_token=pre, draft_prefill_per_token=pre * step.c1,
                    call_overhead=over, verifier_per_pair=per_pair, verifier_per_batch=0.0,
                    token_draft_per_forward=tok.c2, contention=cont, unit=unit, engine=eng,
-                   sources=src)
+                   sources=src, **fwd)
 
     def replace(self, **changes: Any) -> CostModel:
         """A copy with fields changed (their sources marked "given")."""
@@ -360,6 +486,8 @@ class CostModel:
                 and self.prefill_per_token == 0 and self.draft_prefill_per_token == 0
                 and self.call_overhead == 0 and self.verifier_per_pair == 0
                 and self.verifier_per_batch == 0 and self.contention == 1.0
+                and self.draft_contention in (None, 1.0) and self.target_forwards is None
+                and self.draft_forwards is None and self.token_drafter_decode is None
                 and self.engine == EngineBehaviour.papers())
 
     def to_dict(self) -> dict[str, Any]:
@@ -374,6 +502,8 @@ class CostModel:
             "verifier_per_batch": self.verifier_per_batch,
             "token_draft_per_forward": self.token_draft_per_forward,
             "contention": self.contention,
+            "draft_contention": self.draft_contention,
+            "engine": {k: getattr(self.engine, k) for k in self.engine.__dataclass_fields__},
             "sources": dict(self.sources),
             "notes": self.notes(),
         }
@@ -382,6 +512,13 @@ class CostModel:
 _FIELDS = ("target_decode", "draft_decode", "prefill_per_token", "draft_prefill_per_token",
            "call_overhead", "verifier_per_pair", "verifier_per_batch",
            "token_draft_per_forward", "contention", "engine")
+"""The fields every cost model names a source for."""
+
+
+def _stat(prof: Any) -> Literal["median", "mean"]:
+    """The mean forward time where the profile recorded it (what a run of forwards costs
+    on average), else the median."""
+    return "mean" if prof.has_means() else "median"
 
 
 def _profile(cal: Any, architecture: str | None) -> Any:
@@ -397,8 +534,9 @@ def _surface_of(cal: Any, architecture: str | None, role: str, src: dict[str, st
                 key: str) -> tuple[Surface, Literal["s", "T"]]:
     prof = _profile(cal, architecture)
     if prof is not None and prof.decode_surface():
-        s = Surface.from_points(prof.decode_surface(), f"{role} T(b, L)")
-        src[key] = f"measured: hardware profile ({prof.summary()})"
+        stat = _stat(prof)
+        s = Surface.from_points(prof.decode_surface(statistic=stat), f"{role} T(b, L)")
+        src[key] = f"measured: hardware profile ({prof.summary()}; {stat} times)"
         return s, "s"
     if architecture is not None:
         src[key + "_profile"] = (f"missing: no hardware profile of {architecture} in the "

@@ -60,7 +60,7 @@ import numpy as np
 
 from specmodel.config import SpecConfig
 from specmodel.decodermodel.acceptance import AcceptanceModel, StepLengths
-from specmodel.decodermodel.costs import CostModel, Surface
+from specmodel.decodermodel.costs import CostModel, Forwards, Surface
 from specmodel.montecarlo.acceptance import sample_accepted_prefix
 from specmodel.montecarlo.estimate import Estimate, ratio_estimate
 
@@ -114,8 +114,13 @@ class _Engine:
 
     def __init__(self, decode: Surface, prefill: float, costs: CostModel,
                  lengths: StepLengths, k2: int, acc: AcceptanceModel, segs: _Segments,
-                 cap: int, rng: np.random.Generator) -> None:
+                 cap: int, rng: np.random.Generator, forwards: Forwards | None = None,
+                 drafter: Surface | None = None) -> None:
         self.decode = decode
+        self.forwards = forwards
+        self.drafter = drafter
+        self.known: set[tuple[int, ...]] = set()
+        self._memo: dict[tuple[int, int, int], float] = {}
         self.prefill = prefill
         self.costs = costs
         self.lengths = lengths
@@ -168,6 +173,87 @@ class _Engine:
         return (self.costs.token_draft_per_forward * (self.k2 - 1) * self.decode.time(1, L)
                 + self.decode.time(b, L))
 
+    # -- the synthetic engine's calls (EngineBehaviour.step_cache) ---------------------
+
+    def _bucket(self, L: int) -> int:
+        g = self.costs.engine.context_bucket
+        return -(-L // g) * g if g > 0 else L
+
+    def _fwd(self, b: int, q: int, L: int) -> float:
+        """One forward of b × q at bucketed context L (q = 0: the token drafter's decode)."""
+        key = (b, q, L)
+        t = self._memo.get(key)
+        if t is None:
+            if q == 1:
+                t = self.decode.time(b, L)
+            elif q == 0:
+                t = 0.0 if self.drafter is None else self.drafter.time(b, L)
+            elif self.forwards is not None:
+                t = self.forwards.time(b, q, L)
+            else:  # no measured forwards: the c2 price of a pass, less its decode
+                t = self.decode.time(b, L) + self.costs.token_draft_per_forward * (
+                    q - 1) * self.decode.time(1, L)
+            self._memo[key] = t
+        return t
+
+    def _uncached(self, prefix: tuple[int, ...]) -> int:
+        for cut in range(len(prefix), 0, -1):
+            if prefix[:cut] in self.known:
+                return self.segs.length(prefix) - self.segs.length(prefix[:cut])
+        return self.segs.length(prefix)
+
+    def _pass_list(self, n: int) -> list[int]:
+        """Tokens each token-speculation pass writes for a step of ``n`` (the last one
+        capped at the step's end)."""
+        out: list[int] = []
+        done = 0
+        buf = self._emitted
+        while done < n:
+            if not buf:
+                buf.extend((sample_accepted_prefix(self.rng, self.profile, self.k2 - 1,
+                                                   4096) + 1).tolist())
+            a = buf.pop()
+            out.append(min(a, n - done))
+            done += a
+        return out
+
+    def _call_steps(self, prefixes: list[tuple[int, ...]], n: list[int],
+                    outs: list[tuple[int, int]]) -> float:
+        """A call on an engine with prefix caching at step boundaries (the synthetic
+        engine): prefill the most uncached tokens, then the padded batch's forwards."""
+        eng = self.costs.engine
+        b = len(prefixes)
+        base = max(self.segs.length(p) for p in prefixes)
+        t = self.costs.call_overhead
+        if eng.prefill != "none":
+            todo = max(self._uncached(p) for p in prefixes)
+            if todo > 0:
+                if eng.prefill == "one_forward":
+                    q = 1 << (todo - 1).bit_length()
+                    t += self._fwd(b, q, self._bucket(base - todo)) if q > 1 else \
+                        self._fwd(b, 1, self._bucket(base - todo))
+                else:
+                    t += self.prefill * b * todo
+        if self.k2 > 1:
+            gamma = self.k2 - 1
+            plans = [self._pass_list(int(k)) for k in n]
+            done = [0] * b
+            for j in range(max(len(p) for p in plans)):
+                at = base + max(done)
+                for s in range(gamma):
+                    t += self._fwd(b, 0, self._bucket(at + s))
+                t += self._fwd(b, self.k2, self._bucket(at))
+                for i, p in enumerate(plans):
+                    if j < len(p):
+                        done[i] += p[j]
+        else:
+            for s in range(int(max(n))):
+                t += self._fwd(b, 1, self._bucket(base + s))
+        for p, (seg, _) in zip(prefixes, outs, strict=True):
+            self.known.add(p)
+            self.known.add((*p, seg))
+        return t
+
     def call(self, prefixes: list[tuple[int, ...]]) -> tuple[float, list[tuple[int, int]]]:
         """(seconds, [(segment, tokens)]) of one generate_steps call."""
         b = len(prefixes)
@@ -175,8 +261,12 @@ class _Engine:
         self.rows += b
         n = self._lengths_of(b)
         outs = [(self.segs.new(t), t) for t in n]
-        ctx = [self.segs.length(p) for p in prefixes]
         eng = self.costs.engine
+        if eng.step_cache:
+            t = self._call_steps(prefixes, n, outs)
+            self.seconds += t
+            return t, outs
+        ctx = [self.segs.length(p) for p in prefixes]
         over = self.costs.call_overhead
         spec = self.k2 > 1
         if spec and not eng.speculation_batched:  # one prefix after another, no KV reuse
@@ -215,11 +305,12 @@ class _Run:
         cap = self.work.max_step_tokens
         self.target = _Engine(self.costs.target_decode, self.costs.prefill_per_token,
                               self.costs, self.acc.target_steps, k2, self.acc, self.segs,
-                              cap, self.rng)
+                              cap, self.rng, self.costs.target_forwards,
+                              self.costs.token_drafter_decode)
         dk2 = k2 if self.costs.engine.draft_token_speculation else 1
         self.draft = _Engine(self.costs.draft_decode, self.costs.draft_prefill_per_token,
                              self.costs, self.acc.draft_steps, dk2, self.acc, self.segs,
-                             cap, self.rng)
+                             cap, self.rng, self.costs.draft_forwards)
 
     judged: int = field(init=False, default=0)
     accepted: int = field(init=False, default=0)
@@ -248,6 +339,8 @@ class _Run:
     def problem(self) -> tuple[int, float]:
         self.segs.tokens = self.segs.tokens[:1]
         self.target.cache = self.draft.cache = None
+        self.target.known.clear()
+        self.draft.known.clear()
         if self.cfg.k1 == 1:
             return self.plain()
         if self.cfg.mode == "sync":
@@ -367,27 +460,32 @@ class _Run:
         # jobs: [epoch, remaining seconds, payload]
         djob: list[Any] | None = None
         tjob: list[Any] | None = None
-        slow = self.costs.contention
+        t_slow = self.costs.contention
+        d_slow = (t_slow if self.costs.draft_contention is None
+                  else self.costs.draft_contention)
+
+        def live_jobs() -> list[tuple[list[Any], float]]:
+            live = [(j, f) for j, f in ((djob, d_slow), (tjob, t_slow))
+                    if j is not None and j[1] > 0]
+            return live if len(live) == 2 else [(j, 1.0) for j, _ in live]
 
         def advance(dt: float) -> None:
             while dt > 1e-15:
-                live = [j for j in (djob, tjob) if j is not None and j[1] > 0]
+                live = live_jobs()
                 if not live:
                     return
-                f = slow if len(live) == 2 else 1.0
-                step = min(dt, min(j[1] * f for j in live))
-                for j in live:
+                step = min(dt, min(j[1] * f for j, f in live))
+                for j, f in live:
                     j[1] -= step / f
                 dt -= step
                 if dt <= 1e-15:
                     return
 
         def next_done() -> float:
-            live = [j for j in (djob, tjob) if j is not None and j[1] > 0]
+            live = live_jobs()
             if not live:
                 return 0.0
-            f = slow if len(live) == 2 else 1.0
-            return min(j[1] * f for j in live)
+            return min(j[1] * f for j, f in live)
 
         def prefix_at(pos: int) -> tuple[int, ...]:
             return (*committed, *(s for s, _ in chain[: pos - steps]))

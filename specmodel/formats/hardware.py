@@ -23,8 +23,7 @@ __all__ = ["ArchitectureRecord", "CostPointRecord", "DeviceRecord", "HardwarePro
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False,
-                              use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class ArchitectureRecord(_Strict):
@@ -95,6 +94,9 @@ class CostPointRecord(_Strict):
     """[median, min, max] of the forward's time in milliseconds."""
     n: int | None = Field(default=None, ge=1)
     """Timed forwards behind ``ms``."""
+    mean_ms: float | None = Field(default=None, gt=0)
+    """The mean of the same forwards' times (what a loop of them costs on average,
+    preemptions included); None in profiles written before it was recorded."""
     skipped: str | None = None
     """Why the point was not timed (memory, an attention backend that cannot run it)."""
 
@@ -150,6 +152,11 @@ class HardwareProfile(_Strict):
     """Time to measure every point."""
     points: list[CostPointRecord] = Field(min_length=1)
     """The timed (or skipped) forwards."""
+    concurrent: dict[str, float] | None = None
+    """Architecture name → how many times slower this architecture's decode forwards
+    (b = 1) ran while that architecture's ran at the same time in another thread of the
+    same process on the same device (median over median; the async decoder's two workers);
+    None if not measured."""
 
     def key(self) -> tuple[str, str, str, str, str, str]:
         """What makes two profiles the same measurement slot: architecture, device name,
@@ -164,10 +171,24 @@ class HardwareProfile(_Strict):
                 and (kind is None or p.kind == kind)
                 and (shared_prefix is None or p.shared_prefix == shared_prefix)]
 
-    def decode_surface(self, *, shared_prefix: bool = False) -> dict[tuple[int, int], float]:
-        """(b, L) → seconds of one decode forward, from the timed decode points."""
-        return {(p.batch, p.context): p.ms[0] / 1e3 for p in self.timed(
+    def decode_surface(self, *, shared_prefix: bool = False,
+                       statistic: Literal["median", "mean"] = "median"
+                       ) -> dict[tuple[int, int], float]:
+        """(b, L) → seconds of one decode forward, from the timed decode points (their
+        median, or their mean where recorded)."""
+        return {(p.batch, p.context): _stat(p, statistic) for p in self.timed(
             "decode", shared_prefix=shared_prefix) if p.ms is not None}
+
+    def forward_points(self, statistic: Literal["median", "mean"] = "median"
+                       ) -> dict[tuple[int, int, int], float]:
+        """(b, q, L) → seconds of the timed forwards with q > 1 new tokens per sequence and
+        logits at each (verify points, unshared; median, or mean where recorded)."""
+        return {(p.batch, p.new_tokens, p.context): _stat(p, statistic) for p in self.timed(
+            "verify", shared_prefix=False) if p.ms is not None}
+
+    def has_means(self) -> bool:
+        """Whether every timed point recorded its mean."""
+        return all(p.mean_ms is not None for p in self.timed())
 
     def contexts(self) -> list[int]:
         """The context lengths with timed (unshared) decode points."""
@@ -186,6 +207,13 @@ class HardwareProfile(_Strict):
                 f"{'' if self.layout == 'gqa' else ', ' + self.layout}): "
                 f"{len(self.points) - skipped} points timed"
                 f"{f', {skipped} skipped' if skipped else ''}")
+
+
+def _stat(p: CostPointRecord, statistic: str) -> float:
+    assert p.ms is not None
+    if statistic == "mean" and p.mean_ms is not None:
+        return p.mean_ms / 1e3
+    return p.ms[0] / 1e3
 
 
 def load_hardware_profile(path: str | Path) -> HardwareProfile:

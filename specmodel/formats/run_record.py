@@ -59,8 +59,7 @@ class _Record(BaseModel):
     """Base of every run-record section: unknown fields rejected, every number finite.
     Files are validated in pydantic's strict JSON mode (no string → number coercion)."""
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False,
-                              use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 class StepRecord(_Record):
@@ -180,6 +179,12 @@ class SyntheticAcceptance(_Record):
     """'cuda graphs' or 'eager'."""
     seed: int = 0
     """The engines' and verifier's seed."""
+    prompt_tokens: int | None = Field(None, ge=0)
+    """The problems' mean prompt length in synthetic tokens (the decoder model's workload);
+    None if not recorded."""
+    architectures: dict[str, str] | None = None
+    """Role (target, draft, and each token drafter by its model) → the architecture name
+    of its hardware profile in the calibration; None if not recorded."""
 
 
 class RunSettings(_Record):

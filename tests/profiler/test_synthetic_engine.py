@@ -197,9 +197,14 @@ def test_decode_synthetic_writes_a_record(arch: str, arch2: str, tmp_path: Path,
     assert spec.totals.drafted_steps > 0
     if "--k2" in extra:
         assert sum(p.spec_metrics.get("num_drafts", 0) for p in spec.problems) > 0
+    # the costs the decoder model prices the run with: profiled apart, before the run
+    assert syn.prompt_tokens and syn.architectures and "target" in syn.architectures
+    assert {p.architecture.name for p in rec.calibration.hardware or []} >= {
+        syn.architectures["target"], syn.architectures["draft"]}
     code = main(["validate", str(out), "--json"])
     rows = json.loads(capsys.readouterr().out)
     assert code == 0 and {r["config"] for r in rows} == {c.label for c in rec.configs}
+    assert all(r["predicted_decoder"] is not None for r in rows)
 
 
 @pytest.mark.parametrize(("args", "named"), [
@@ -239,3 +244,62 @@ def test_decode_cuda_absent_exits_2(arch: str, tmp_path: Path, capsys) -> None:
                           "--target", arch, "--device", "cuda", "--problems", "1",
                           "-o", str(tmp_path / "r.json")], capsys)
     assert code == 2 and "CUDA is not available" in text
+
+
+# --- the decoder model's costs, measured apart from the run -------------------------------
+def test_step_law_histogram_is_the_engines_law() -> None:
+    from profiler.engines.synthetic import step_law_histogram
+
+    cal = calibration(step={"step_tokens_histogram": None, "step_tokens_mean": 12.0})
+    hist = step_law_histogram(cal.step)
+    assert hist is not None and min(hist) == 1
+    total = sum(hist.values())
+    assert sum(k * v for k, v in hist.items()) / total == pytest.approx(12.0, rel=1e-3)
+    assert hist[1] / total == pytest.approx(1 / 12, rel=1e-3)  # geometric: P(1) = 1/mean
+    assert step_law_histogram(calibration(step={"step_tokens_histogram": {"3": 1}}).step) \
+        is None
+
+
+def test_forget_makes_every_prefix_uncached(arch: str) -> None:
+    eng = SyntheticEngine(arch, acceptance=calibration())
+    prefix = "Question: q\n\n"
+    out = eng.generate_steps([prefix], 48).outputs[0].text
+    assert eng._uncached(prefix + out) == 0
+    copy = eng.with_speculation(TokenSpeculation(
+        drafter=TokenDrafter(method="ngram"), num_speculative_tokens=2))
+    eng.forget()  # shared by every copy
+    assert copy._uncached(prefix + out) == eng.count_tokens(prefix + out)
+
+
+def test_profile_costs_feed_the_decoder_model(arch: str, arch2: str) -> None:
+    from profiler.engines.synthetic import (
+        architectures,
+        merge_profiles,
+        profile_costs,
+        with_costs,
+    )
+    from specmodel.config import SpecConfig
+    from specmodel.decodermodel import CostModel, EngineBehaviour
+
+    acc = load_preset("lr-paper-gsm8k-deepseek")
+    tgt = SyntheticEngine(arch, acceptance=acc, role="target")
+    drf = SyntheticEngine(arch2, acceptance=acc, role="draft")
+    cfgs = [SpecConfig(mode="async", k1=2, k2=2, max_steps=2, max_step_tokens=8)]
+    profs = profile_costs(tgt, drf, cfgs, 5, repeats=1, contention_seconds=0.05)
+    names = architectures(tgt, drf, cfgs)
+    assert [p.architecture.name for p in profs] == [names["target"], names["draft"]]
+    t = profs[0]
+    assert {b for b, _ in t.decode_surface()} == {1, 2}
+    assert {q for _, q, _ in t.forward_points()} >= {2, 4, 8}  # k2 and prefills
+    assert t.has_means() and t.concurrent is not None and names["draft"] in t.concurrent
+    merged = merge_profiles([profs, profs])  # passes at several times: per-point medians
+    assert merged[0].decode_surface(statistic="mean") == t.decode_surface(statistic="mean")
+    assert merged[0].concurrent == t.concurrent
+    assert all(p.n == 2 * q.n for p, q in zip(merged[0].timed(), t.timed(), strict=True))
+    cal = with_costs(acc, {"context": 256, "T": {1: 0.01}, "c1": 0.1}, "test",
+                     hardware=profs)
+    assert cal.step.step_tokens_histogram  # the engine's geometric law, written out
+    costs = CostModel.from_calibration(cal, target_architecture=names["target"],
+                                       draft_architecture=names["draft"],
+                                       engine=EngineBehaviour.synthetic())
+    assert costs.target_forwards is not None and costs.draft_contention is not None
