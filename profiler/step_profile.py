@@ -21,12 +21,15 @@ accepted / pairs with a Wilson 95 % interval (the calibration stores the
 Jeffreys-smoothed (x + ½)/(n + 1) so that 0 or n acceptances still give a rate
 in (0, 1)); c1 = Σ draft time / Σ target time with its delta-method standard
 error (the ratio estimator of specmodel.montecarlo.estimate); the verifier's
-cost in target-step units; the step-length histogram of the target.
+cost in target-step units; the step-length histograms of the target and of the draft;
+the lag-1 correlation (phi coefficient) of the verdicts at consecutive steps of one
+problem (:func:`verdict_correlation`).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections import Counter
 from collections.abc import Sequence
@@ -45,7 +48,7 @@ if TYPE_CHECKING:
     from specmodel.formats.calibration import StepLevel
 
 __all__ = ["RECORD_KIND", "StepPair", "StepSummary", "check_record", "profile_steps",
-           "read_pairs", "read_record", "summarize"]
+           "read_pairs", "read_record", "summarize", "verdict_correlation"]
 
 RECORD_KIND = "specmodel-step-pairs"
 """The ``kind`` of a pairs record's header line."""
@@ -306,6 +309,12 @@ class StepSummary:
     """Mean target step length in tokens."""
     step_tokens_histogram: dict[int, int]
     """Target step length -> count."""
+    draft_step_tokens_histogram: dict[int, int] | None = None
+    """Draft step length (draft tokenizer) -> count, from the same prefixes."""
+    verdict_correlation: float | None = None
+    """Lag-1 phi coefficient of consecutive verdicts of one problem (None: undefined)."""
+    verdict_pairs: int | None = None
+    """Consecutive (step i, step i + 1) pairs behind ``verdict_correlation``."""
 
     def step_section(self, verifier_name: str) -> StepLevel:
         """The calibration's ``step`` section (a draft no faster than the target is an error)."""
@@ -324,6 +333,9 @@ class StepSummary:
             step_tokens_mean=self.step_tokens_mean,
             step_tokens_histogram=self.step_tokens_histogram,
             samples=self.pairs,
+            draft_step_tokens_histogram=self.draft_step_tokens_histogram,
+            verdict_correlation=self.verdict_correlation,
+            verdict_pairs=self.verdict_pairs,
         )
 
 
@@ -338,6 +350,8 @@ def summarize(pairs: Sequence[StepPair]) -> StepSummary:
     c1 = ratio_estimate([p.draft_seconds for p in pairs], [p.target_seconds for p in pairs])
     mean_target = sum(p.target_seconds for p in pairs) / n
     hist = Counter(p.target_tokens for p in pairs)
+    draft_hist = Counter(p.draft_tokens for p in pairs)
+    phi, lag_pairs = verdict_correlation(pairs)
     return StepSummary(
         pairs=n,
         accepted=x,
@@ -348,4 +362,33 @@ def summarize(pairs: Sequence[StepPair]) -> StepSummary:
         verifier_cost=sum(p.verify_seconds for p in pairs) / n / mean_target,
         step_tokens_mean=sum(p.target_tokens for p in pairs) / n,
         step_tokens_histogram=dict(sorted(hist.items())),
+        draft_step_tokens_histogram=dict(sorted(draft_hist.items())),
+        verdict_correlation=phi,
+        verdict_pairs=lag_pairs,
     )
+
+
+def verdict_correlation(pairs: Sequence[StepPair]) -> tuple[float | None, int]:
+    """(phi, n): the lag-1 correlation of verdicts over the ``n`` pairs (step i, step
+    i + 1) of the same problem, phi = (n11·n00 − n10·n01) / sqrt(n1·n0·m1·m0) (the
+    Pearson correlation of the two 0/1 verdicts); phi is None when undefined (n < 2,
+    or the earlier or the later verdicts all the same).  A pair recorded twice for one
+    (problem, step) counts once (the last)."""
+    verdicts = {(p.problem, p.step): bool(p.accepted) for p in pairs}
+    n11 = n10 = n01 = n00 = 0
+    for (problem, step), first in verdicts.items():
+        second = verdicts.get((problem, step + 1))
+        if second is None:
+            continue
+        if first:
+            n11 += second
+            n10 += not second
+        else:
+            n01 += second
+            n00 += not second
+    n = n11 + n10 + n01 + n00
+    den = (n11 + n10) * (n01 + n00) * (n11 + n01) * (n10 + n00)
+    if n < 2 or den == 0:
+        return None, n
+    phi = (n11 * n00 - n10 * n01) / math.sqrt(den)
+    return min(1.0, max(-1.0, phi)), n

@@ -31,7 +31,8 @@ from specmodel.config import SpecConfig
 from specmodel.formats.calibration import Calibration
 from specmodel.formats.run_record import RunRecord
 
-__all__ = ["MODELS", "ValidationRow", "calibration_mismatches", "compare", "predict"]
+__all__ = ["MODELS", "RoundsRow", "RoundsSummary", "ValidationRow", "calibration_mismatches",
+           "compare", "compare_rounds", "predict"]
 
 MODELS = {
     "predicted_speedup": "papers' f(k1)·g(k2) (flat batch cost, free verifier, i.i.d.)",
@@ -226,3 +227,144 @@ def decoder_prediction(cal: Calibration, config: SpecConfig, *, seed: int = 0,
                                   draw_problems=draw_problems, seed=seed)
     except ValueError:
         return None
+
+
+class RoundsRow(BaseModel):
+    """One configuration measured in several rounds (interleaved runs of the same
+    sweep): each model's prediction against the mean measured speedup, with the
+    measurement's own spread beside it."""
+
+    config: str
+    """The configuration's label."""
+    mode: str
+    """sync or async."""
+    k1: int
+    """Target steps in parallel."""
+    k2: int
+    """Target positions per token pass."""
+    width: int = 1
+    """Draft branches per position."""
+    measured: list[float]
+    """The measured speedup of every round (each over the baseline of its own round)."""
+    measured_mean: float
+    """Their mean: what each prediction is held against."""
+    measured_spread: float
+    """(max − min) / mean of the rounds' speedups: the measurement's own spread."""
+    predicted_speedup: float | None
+    """The papers' f(k1)·g(k2)."""
+    predicted_priced: float | None
+    """f·g priced by the calibration's T(b)."""
+    predicted_decoder: float | None
+    """The decoder model's speedup."""
+    decoder_interval: tuple[float, float] | None = None
+    """The decoder model's 95 % interval."""
+    error: float | None
+    """predicted_speedup / measured_mean − 1."""
+    priced_error: float | None
+    """predicted_priced / measured_mean − 1."""
+    decoder_error: float | None
+    """predicted_decoder / measured_mean − 1."""
+    step_acceptance: float | None
+    """Accepted / judged draft steps over all rounds (None without step speculation)."""
+    ms_per_token: list[float]
+    """Measured ms per generated token of every round."""
+
+
+class RoundsSummary(BaseModel):
+    """The errors, rankings and recommendations of a multi-round sweep
+    (:func:`compare_rounds`).  The baseline (speedup 1 by definition) is in ``rows``
+    but not in the error statistics; rankings and recommendations cover every row."""
+
+    rows: list[RoundsRow]
+    """One per configuration, in the first round's order."""
+    rounds: int
+    """How many run records (rounds) were compared."""
+    mean_abs_error: dict[str, float | None]
+    """Model ("f·g", "priced", "decoder") → mean |error| over the speculative rows."""
+    max_abs_error: dict[str, float | None]
+    """Model → the largest |error| over the speculative rows."""
+    spearman: dict[str, float | None]
+    """Model → Spearman rank correlation of its predictions with the mean measured
+    speedups over every row that model predicts (None with fewer than three)."""
+    best_measured: str
+    """The configuration with the highest mean measured speedup."""
+    recommended: dict[str, str | None]
+    """Model → the configuration it predicts fastest among those run."""
+    recommended_vs_best: dict[str, float | None]
+    """Model → its recommendation's mean measured speedup ÷ the best measured."""
+    models: dict[str, str] = MODELS
+    """The model behind each predicted number."""
+
+
+_SUMMARY_KEYS = (("f·g", "predicted_speedup", "error"),
+                 ("priced", "predicted_priced", "priced_error"),
+                 ("decoder", "predicted_decoder", "decoder_error"))
+
+
+def compare_rounds(records: list[RunRecord], calibration: Calibration | None = None, *,
+                   decoder: bool = True, seed: int = 0) -> RoundsSummary:
+    """Predicted against the mean measured speedup over several rounds of one sweep.
+
+    Every record must hold the same configurations (the baseline included); each
+    round's speedup is over its own baseline.  The predictions (one calibration, the
+    first record's unless ``calibration`` is given) are computed once; errors are
+    against the mean of the rounds, with their spread beside it.
+    """
+    if not records:
+        raise ValueError("records must not be empty")
+    first = compare(records[0], calibration, decoder=decoder, seed=seed)
+    labels = [r.config for r in first]
+    rounds = [first] + [compare(rec, calibration or records[0].calibration, decoder=False)
+                        for rec in records[1:]]
+    for i, rows in enumerate(rounds[1:], start=2):
+        if sorted(r.config for r in rows) != sorted(labels):
+            raise ValueError(f"records: round {i} holds {sorted(r.config for r in rows)}, "
+                             f"round 1 {sorted(labels)}; every round must run the same "
+                             "configurations")
+    out = []
+    for row in first:
+        measured = [next(r for r in rows if r.config == row.config).measured_speedup
+                    for rows in rounds]
+        mean = sum(measured) / len(measured)
+        runs = [next(c for c in rec.configs if c.label == row.config) for rec in records]
+        judged = sum(c.totals.drafted_steps for c in runs)
+        out.append(RoundsRow(
+            config=row.config, mode=row.mode, k1=row.k1, k2=row.k2, width=row.width,
+            measured=measured, measured_mean=mean,
+            measured_spread=(max(measured) - min(measured)) / mean if mean > 0 else 0.0,
+            predicted_speedup=row.predicted_speedup, predicted_priced=row.predicted_priced,
+            predicted_decoder=row.predicted_decoder, decoder_interval=row.decoder_interval,
+            error=_rel_error(row.predicted_speedup, mean),
+            priced_error=_rel_error(row.predicted_priced, mean),
+            decoder_error=_rel_error(row.predicted_decoder, mean),
+            step_acceptance=(sum(c.totals.accepted_steps for c in runs) / judged
+                             if judged else None),
+            ms_per_token=[1e3 * c.totals.seconds / max(1, c.totals.output_tokens)
+                          for c in runs]))
+    return _summarize(out, len(records))
+
+
+def _summarize(rows: list[RoundsRow], rounds: int) -> RoundsSummary:
+    from scipy.stats import spearmanr
+
+    spec = [r for r in rows if r.k1 > 1 or r.k2 > 1]
+    best = max(rows, key=lambda r: r.measured_mean)
+    mean_abs, max_abs, rho, rec, rec_vs = {}, {}, {}, {}, {}
+    for name, pred, err in _SUMMARY_KEYS:
+        errs = [abs(getattr(r, err)) for r in spec if getattr(r, err) is not None]
+        mean_abs[name] = sum(errs) / len(errs) if errs else None
+        max_abs[name] = max(errs) if errs else None
+        have = [r for r in rows if getattr(r, pred) is not None]
+        if len(have) >= 3:
+            value = spearmanr([getattr(r, pred) for r in have],
+                              [r.measured_mean for r in have]).statistic
+            rho[name] = None if not math.isfinite(value) else float(value)
+        else:
+            rho[name] = None
+        pick = max(have, key=lambda r: getattr(r, pred)) if have else None
+        rec[name] = None if pick is None else pick.config
+        rec_vs[name] = (None if pick is None or best.measured_mean <= 0
+                        else pick.measured_mean / best.measured_mean)
+    return RoundsSummary(rows=rows, rounds=rounds, mean_abs_error=mean_abs,
+                         max_abs_error=max_abs, spearman=rho, best_measured=best.config,
+                         recommended=rec, recommended_vs_best=rec_vs)

@@ -6,8 +6,13 @@
 * best-of-W acceptance — measured per width (``branch_by_width``) when given, else
   independent branches 1 − (1 − α)^W (an assumption: real branches are correlated, so
   it is an upper bound);
+* the lag-1 correlation ρ of consecutive step verdicts of one problem
+  (``verdict_correlation``, measured by the steps phase; 0: independent verdicts): the
+  simulator draws them as a two-state Markov chain with the depth's rate p as its
+  marginal, P(accept | accepted before) = p + ρ(1 − p), P(accept | rejected before) =
+  p(1 − ρ), clipped to [0, 1] (:meth:`AcceptanceModel.next_step_rate`);
 * step lengths of the target and of the draft (:class:`StepLengths`: a histogram, else a
-  fixed mean);
+  fixed mean; the draft's own histogram when measured, else the target's);
 * token acceptance by draft position (conditional), else i.i.d. α2.
 
 :meth:`AcceptanceModel.from_calibration` names every part it had to assume
@@ -98,6 +103,12 @@ class AcceptanceModel:
     """Drafted tokens behind α2."""
     missing: tuple[str, ...] = ()
     """The parts that were not measured and what is used instead."""
+    verdict_correlation: float = 0.0
+    """Lag-1 correlation ρ ∈ [-1, 1] of consecutive step verdicts of one problem (0:
+    independent verdicts, the i.i.d. draws)."""
+    verdict_samples: int | None = None
+    """Consecutive verdict pairs behind ``verdict_correlation`` (None: unknown, ρ is kept
+    as it is by :meth:`resampled`)."""
 
     def __post_init__(self) -> None:
         check_probability("alpha1", self.alpha1)
@@ -111,6 +122,10 @@ class AcceptanceModel:
                     check_probability(f"{name}[{i}]", a, closed=True)
         for w, a in self.branch_by_width.items():
             check_probability(f"branch_by_width[{w}]", a, closed=True)
+        rho = self.verdict_correlation
+        if not (isinstance(rho, (int, float)) and not isinstance(rho, bool)
+                and -1.0 <= rho <= 1.0):
+            raise ValueError(f"verdict_correlation must lie in [-1, 1], got {rho!r}")
 
     # -- construction ------------------------------------------------------------
 
@@ -129,8 +144,13 @@ class AcceptanceModel:
             missing.append("step acceptance by depth: not measured; i.i.d. α1")
         missing.append("best-of-W acceptance: not measured; independent branches "
                        "1 − (1 − α)^W (an upper bound)")
-        missing.append("correlation of consecutive step verdicts: not measured; "
-                       "conditional rates by depth only")
+        rho = getattr(step, "verdict_correlation", None)
+        if rho is None:
+            why = ("not measured" if getattr(step, "verdict_pairs", None) is None
+                   else "undefined in the measurement (too few consecutive pairs, or "
+                        "every verdict the same)")
+            missing.append(f"correlation of consecutive step verdicts: {why}; "
+                           "independent verdicts (conditional rates by depth only)")
         if step.step_tokens_histogram:
             lengths = StepLengths.histogram(step.step_tokens_histogram)
         elif step.step_tokens_mean is not None:
@@ -139,7 +159,13 @@ class AcceptanceModel:
         else:
             lengths = StepLengths.constant(32)
             missing.append("step lengths: not measured; assumed 32 tokens")
-        missing.append("draft step lengths: not measured apart; the target's distribution")
+        draft_hist = getattr(step, "draft_step_tokens_histogram", None)
+        if draft_hist:
+            draft_lengths = StepLengths.histogram(draft_hist)
+        else:
+            draft_lengths = lengths
+            missing.append("draft step lengths: not measured apart; the target's "
+                           "distribution")
         if tok.acceptance_by_position is None:
             missing.append("token acceptance by position: not measured; i.i.d. α2")
         return cls(
@@ -148,8 +174,11 @@ class AcceptanceModel:
                            if step.acceptance_by_position else None),
             token_by_position=(tuple(tok.acceptance_by_position)
                                if tok.acceptance_by_position else None),
-            target_steps=lengths, draft_steps=lengths,
+            target_steps=lengths, draft_steps=draft_lengths,
             step_samples=step.samples, token_samples=tok.samples,
+            verdict_correlation=float(rho) if rho is not None else 0.0,
+            verdict_samples=(getattr(step, "verdict_pairs", None)
+                             if rho is not None else None),
             missing=tuple(missing),
         )
 
@@ -157,9 +186,10 @@ class AcceptanceModel:
 
     @property
     def is_iid(self) -> bool:
-        """No position or depth dependence and no measured branch acceptance."""
+        """No position or depth dependence, no measured branch acceptance and
+        uncorrelated step verdicts."""
         return (self.step_by_depth is None and self.token_by_position is None
-                and not self.branch_by_width)
+                and not self.branch_by_width and self.verdict_correlation == 0)
 
     def step_rate(self, depth: int, width: int = 1) -> float:
         """Acceptance of the best of ``width`` draft steps at ``depth`` (0-based)."""
@@ -171,6 +201,18 @@ class AcceptanceModel:
             return float(a)
         return float(-math.expm1(width * math.log1p(-a))) if a < 1 else 1.0
 
+    def next_step_rate(self, rate: float, previous: bool | None) -> float:
+        """Acceptance of a step verdict whose marginal rate is ``rate`` given the
+        previous verdict of the same problem (None: none yet, or ρ = 0: ``rate``):
+        ``rate + ρ(1 − rate)`` after an acceptance, ``rate(1 − ρ)`` after a rejection,
+        clipped to [0, 1] — a two-state Markov chain with marginal ``rate`` and lag-1
+        correlation ρ (where the clip does not bind)."""
+        rho = self.verdict_correlation
+        if previous is None or rho == 0:
+            return rate
+        p = rate + rho * (1.0 - rate) if previous else rate * (1.0 - rho)
+        return min(1.0, max(0.0, p))
+
     def token_profile(self) -> np.ndarray:
         """Per-position token acceptance (one entry when i.i.d.)."""
         prof = self.token_by_position
@@ -179,7 +221,9 @@ class AcceptanceModel:
     def resampled(self, rng: np.random.Generator) -> AcceptanceModel:
         """The rates drawn from their Beta posteriors (Jeffreys prior) given the sample
         sizes; rates without a sample size are kept.  A profile is scaled by the ratio of
-        its resampled i.i.d. rate (one draw per level keeps its shape)."""
+        its resampled i.i.d. rate (one draw per level keeps its shape).  The verdict
+        correlation, when its pair count n > 3 is known, is drawn on Fisher's z scale,
+        tanh(atanh ρ + N(0, 1/(n − 3))) (drawn last, so the rate draws do not change)."""
         out = self
         if self.step_samples:
             a1 = _beta(rng, self.alpha1, self.step_samples)
@@ -194,6 +238,9 @@ class AcceptanceModel:
             prof = (None if self.token_by_position is None else
                     tuple(min(1 - 1e-9, p * ratio) for p in self.token_by_position))
             out = replace(out, alpha2=a2, token_by_position=prof)
+        if self.verdict_samples is not None and self.verdict_samples > 3:
+            out = replace(out, verdict_correlation=_fisher(
+                rng, self.verdict_correlation, self.verdict_samples))
         return out
 
     def to_dict(self) -> dict[str, Any]:
@@ -204,8 +251,16 @@ class AcceptanceModel:
                 "branch_by_width": dict(self.branch_by_width),
                 "target_step_tokens_mean": self.target_steps.mean,
                 "draft_step_tokens_mean": self.draft_steps.mean,
+                "verdict_correlation": self.verdict_correlation,
+                "verdict_samples": self.verdict_samples,
                 "step_samples": self.step_samples, "token_samples": self.token_samples,
                 "missing": list(self.missing)}
+
+
+def _fisher(rng: np.random.Generator, rho: float, n: int) -> float:
+    """A correlation drawn around ``rho`` with Fisher's z standard error 1/sqrt(n − 3)."""
+    z = math.atanh(min(max(rho, -1 + 1e-9), 1 - 1e-9))
+    return float(math.tanh(z + float(rng.normal()) / math.sqrt(n - 3)))
 
 
 def _beta(rng: np.random.Generator, rate: float, n: int) -> float:

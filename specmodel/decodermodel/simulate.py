@@ -37,7 +37,10 @@ costs its longest step; token speculation runs one prefix at a time and on the t
 only (the draft is not sped up, so c1 grows by g); the last pass of a step overshoots
 its delimiter (surplus tokens discarded); problems end after ``max_steps`` steps (the
 depth shrinks near the end); the verifier's time; per-call overhead; the async target
-batches (above) and the jobs wasted on dropped chains.
+batches (above) and the jobs wasted on dropped chains; correlated step verdicts (a
+measured lag-1 correlation ρ makes the verdicts of one problem a two-state Markov chain
+with the depth's rate as marginal, :meth:`AcceptanceModel.next_step_rate`; ρ = 0 draws
+them independently, exactly as without it).
 
 **Closed forms** (:func:`exact_speedup`): with i.i.d. acceptance, constant step lengths,
 flat costs, a free verifier, no overhead, no contention and the papers' engine
@@ -315,11 +318,19 @@ class _Run:
     judged: int = field(init=False, default=0)
     accepted: int = field(init=False, default=0)
     verify_seconds: float = field(init=False, default=0.0)
+    last_verdict: bool | None = field(init=False, default=None)
 
     def judge(self, depth: int, width: int = 1) -> bool:
-        """One position's verdict (counted as the decoder's tally counts it)."""
+        """One position's verdict (counted as the decoder's tally counts it).  With a
+        verdict correlation ρ ≠ 0 the verdicts of one problem are a Markov chain
+        (:meth:`AcceptanceModel.next_step_rate`); with ρ = 0 they are independent draws
+        (the same single uniform per verdict either way)."""
         self.judged += 1
-        ok = bool(self.rng.random() < self.acc.step_rate(depth, width))
+        rate = self.acc.step_rate(depth, width)
+        if self.acc.verdict_correlation != 0:
+            rate = self.acc.next_step_rate(rate, self.last_verdict)
+        ok = bool(self.rng.random() < rate)
+        self.last_verdict = ok
         self.accepted += ok
         return ok
 
@@ -341,6 +352,7 @@ class _Run:
         self.target.cache = self.draft.cache = None
         self.target.known.clear()
         self.draft.known.clear()
+        self.last_verdict = None  # verdicts are correlated within a problem only
         if self.cfg.k1 == 1:
             return self.plain()
         if self.cfg.mode == "sync":

@@ -35,6 +35,7 @@ from specmodel.parameters import Parameters
 
 __all__ = [
     "SCHEMA_VERSION",
+    "READABLE_SCHEMA_VERSIONS",
     "DEFAULT_PRESET",
     "Source",
     "Measurement",
@@ -48,6 +49,10 @@ __all__ = [
     "SpecDecodeCounters",
     "TokenMeasurement",
     "TokensSettings",
+    "EngineCallPoint",
+    "ModelEngineCosts",
+    "EngineCosts",
+    "EngineCostsSettings",
     "PhaseName",
     "PhaseSettings",
     "MachineDetails",
@@ -67,8 +72,13 @@ __all__ = [
 
 _M = TypeVar("_M", bound=BaseModel)
 
-SCHEMA_VERSION = 1
-"""The calibration schema this version of specmodel reads and writes."""
+SCHEMA_VERSION = 2
+"""The calibration schema this version of specmodel writes.  Version 2 added the
+``engine_costs`` section (the ``engine_costs`` phase of ``profile run``: per-call
+overhead, prefill, T(b, L) through the engine, contention); a version-1 file is read
+as version 2 with that section absent (:meth:`Calibration.decoder_gaps` says so)."""
+READABLE_SCHEMA_VERSIONS = (1, 2)
+"""The calibration schema versions this specmodel reads."""
 DEFAULT_PRESET = "lr-paper-gsm8k-deepseek"
 """The preset used when no calibration is given."""
 
@@ -123,6 +133,16 @@ class StepLevel(_Strict):
     """Step length in tokens -> count."""
     samples: int | None = Field(default=None, ge=1)
     """Draft/target step pairs measured."""
+    draft_step_tokens_histogram: dict[int, int] | None = None
+    """The draft's step length in tokens (draft tokenizer) -> count, measured from the
+    same prefixes as ``step_tokens_histogram`` (None: not measured; the target's is used)."""
+    verdict_correlation: float | None = Field(default=None, ge=-1, le=1)
+    """Lag-1 correlation (phi coefficient) of the verdicts at consecutive steps of one
+    problem, in [-1, 1] (None: not measured, or undefined: under 2 consecutive pairs or
+    every verdict the same)."""
+    verdict_pairs: int | None = Field(default=None, ge=0)
+    """Consecutive (step i, step i + 1) pairs of one problem behind
+    ``verdict_correlation`` (None: not measured)."""
 
     _rates = field_validator("acceptance_by_position")(_open_unit_interval)
 
@@ -379,9 +399,110 @@ class TokensSettings(_Strict):
     resume key; None in files from before it was recorded)."""
 
 
-PhaseName = Literal["batch_cost", "steps", "tokens"]
+class EngineCallPoint(_Strict):
+    """One (batch, context) cell of the ``engine_costs`` phase: engine calls writing
+    ``tokens`` short and long, timed, as a line in the number of tokens written."""
+
+    batch: int = Field(ge=1)
+    """Sequences in the call (copies of one prompt: no padding)."""
+    context: int = Field(ge=1)
+    """Prompt tokens per sequence, none of them cached."""
+    per_token: float = Field(gt=0)
+    """Seconds per token written by the whole batch (the line's slope): one decode
+    forward of b sequences at this context plus generate's own per-token work."""
+    intercept: float
+    """Seconds of the call beyond its tokens (the line's intercept): the call's fixed
+    overhead and the prefill of b × context tokens."""
+    n: int = Field(ge=1)
+    """Timed calls per length."""
+
+
+class ModelEngineCosts(_Strict):
+    """What the engine's calls of one model cost, fitted from its
+    :class:`EngineCallPoint` cells."""
+
+    model: str = Field(min_length=1)
+    """The model as given (pack name or folder)."""
+    points: list[EngineCallPoint] = Field(min_length=1)
+    """The measured cells."""
+    call_overhead: Measurement
+    """Seconds every call costs whatever it does (fit: intercept = overhead + prefill
+    per token × b × context; ``value`` clamped at 0)."""
+    prefill_per_token: Measurement
+    """Seconds per uncached prompt token of the (padded) batch (the same fit; ``value``
+    clamped at 0)."""
+    concurrent_slowdown: float | None = Field(default=None, gt=0)
+    """Per-token time while the other model of the trio generates at the same time in
+    another thread of the process (the async decoder's two workers) over alone (median
+    over median); None if not measured."""
+
+    def decode_points(self) -> dict[tuple[int, int], float]:
+        """(b, L) → seconds per generated token (the surface the decoder model
+        interpolates)."""
+        return {(p.batch, p.context): p.per_token for p in self.points}
+
+
+class EngineCosts(_Strict):
+    """The ``engine_costs`` section: the decoder's engine calls priced on the machine
+    that will run them (schema version 2)."""
+
+    engine: Literal["transformers"]
+    """The engine whose calls were timed."""
+    device: str
+    """cpu or cuda."""
+    dtype: str
+    """Weights' dtype."""
+    threads: int = Field(ge=1)
+    """CPU threads per model."""
+    tokens: tuple[int, int]
+    """The two call lengths timed in every cell (tokens written per sequence)."""
+    target: ModelEngineCosts
+    """The target's calls."""
+    draft: ModelEngineCosts | None = None
+    """The step draft's calls (None: not measured)."""
+
+    @field_validator("tokens")
+    @classmethod
+    def _two_lengths(cls, v: tuple[int, int]) -> tuple[int, int]:
+        if not 1 <= v[0] < v[1]:
+            raise ValueError(f"tokens must be two lengths 1 <= short < long, got {list(v)}")
+        return v
+
+
+class EngineCostsSettings(_Strict):
+    """How the ``engine_costs`` phase measured the engine's calls."""
+
+    description: str = Field(min_length=1)
+    """What was measured: every fit with its spread."""
+    target: str = Field(min_length=1)
+    """The target model as given."""
+    draft: str | None = None
+    """The step draft as given (None: target only)."""
+    engine: TokenEngine
+    """The engine that decoded."""
+    contexts: list[PositiveInt] = Field(min_length=1)
+    """Prompt lengths measured (tokens)."""
+    widths: list[PositiveInt] = Field(min_length=1)
+    """Batch widths measured."""
+    tokens: list[PositiveInt] = Field(min_length=2, max_length=2)
+    """The two call lengths (tokens written per sequence)."""
+    repeats: PositiveInt
+    """Timed calls per cell and length."""
+    threads: PositiveInt
+    """CPU threads per model."""
+    date: IsoDateTime
+    """When the phase finished (ISO date-time, UTC)."""
+    target_sha256: str | None = None
+    """The pinned SHA-256 of the target's pack (None: a local folder)."""
+    draft_sha256: str | None = None
+    """The pinned SHA-256 of the draft's pack (None: a local folder or no draft)."""
+    versions: dict[str, str] | None = None
+    """specmodel, torch and transformers versions the phase ran with (its resume key)."""
+
+
+PhaseName = Literal["batch_cost", "steps", "tokens", "engine_costs"]
 """The profiler's measurement phases."""
-PhaseSettingsModel = BatchCostSettings | StepsSettings | TokensSettings
+PhaseSettingsModel = BatchCostSettings | StepsSettings | TokensSettings | EngineCostsSettings
 """The settings of any one phase."""
 
 
@@ -394,10 +515,13 @@ class PhaseSettings(_Strict):
     """Step level, if measured."""
     tokens: TokensSettings | None = None
     """Token level, if measured."""
+    engine_costs: EngineCostsSettings | None = None
+    """The engine's call costs, if measured (schema version 2)."""
 
     def finished(self) -> dict[str, PhaseSettingsModel]:
         """Phase name -> settings, for the measured phases, in the order they run."""
-        return {name: getattr(self, name) for name in ("batch_cost", "steps", "tokens")
+        return {name: getattr(self, name)
+                for name in ("batch_cost", "steps", "tokens", "engine_costs")
                 if getattr(self, name) is not None}
 
 
@@ -584,7 +708,8 @@ class Calibration(_Strict):
     """A calibration: what the model needs to predict a speedup."""
 
     schema_version: int = SCHEMA_VERSION
-    """The file format version (currently 1; required in a file)."""
+    """The file format version (required in a file; 1 and 2 are read, a version-1 file
+    as version 2 without ``engine_costs``)."""
     name: str = Field(min_length=1)
     """Short identifier."""
     step: StepLevel
@@ -598,6 +723,9 @@ class Calibration(_Strict):
     hardware: list[HardwareProfile] | None = None
     """Measured cost surfaces of model architectures on devices (``specmodel profile
     hardware``), each with its device, versions and date; None if none was measured."""
+    engine_costs: EngineCosts | None = None
+    """The decoder's engine calls priced on the machine (``profile run``'s
+    ``engine_costs`` phase); None if not measured (every version-1 file)."""
 
     def with_hardware(self, profile: HardwareProfile) -> Calibration:
         """A copy with ``profile`` added, replacing one of the same architecture, device,
@@ -608,11 +736,31 @@ class Calibration(_Strict):
     @field_validator("schema_version")
     @classmethod
     def _version(cls, v: int) -> int:
-        if v != SCHEMA_VERSION:
-            raise ValueError(
-                f"schema_version {v} is not supported (this specmodel reads {SCHEMA_VERSION})"
-            )
-        return v
+        if v not in READABLE_SCHEMA_VERSIONS:
+            raise ValueError(f"schema_version {v} is not supported (this specmodel reads "
+                             f"{' and '.join(map(str, READABLE_SCHEMA_VERSIONS))})")
+        return SCHEMA_VERSION  # version 2 only added sections: a version 1 is read as 2
+
+    def decoder_gaps(self) -> list[str]:
+        """What the decoder model (:mod:`specmodel.decodermodel`) needs that this
+        calibration has not measured, one line each, with what it does instead."""
+        out = []
+        if self.engine_costs is None:
+            out.append("engine call costs (per-call overhead, prefill, T(b, L), "
+                       "contention): not measured (profile run's engine_costs phase); "
+                       "overhead and prefill taken as 0, no contention, T(b) "
+                       + ("from batch_cost" if self.batch_cost is not None else "flat"))
+        elif self.engine_costs.draft is None:
+            out.append("the draft's engine call costs: not measured; the target's × c1")
+        if self.step.verifier_cost is None:
+            out.append("verifier cost: not measured; the verifier is free")
+        if not self.step.step_tokens_histogram:
+            out.append("step-length distribution: not measured; constant steps")
+        if self.step.acceptance_by_position is None:
+            out.append("step acceptance by depth: not measured; i.i.d. α1")
+        if self.token.acceptance_by_position is None:
+            out.append("token acceptance by position: not measured; i.i.d. α2")
+        return out
 
     def parameters(self) -> Parameters:
         """The model's four numbers (α1, c1, α2, c2), validated."""
@@ -656,7 +804,7 @@ def check_file_data(data: Any, origin: str) -> None:
         raise SpecmodelError(f"{origin}: must be a JSON object, got {type(data).__name__}")
     if "schema_version" not in data:
         raise SpecmodelError(f"{origin}: schema_version: field required (this specmodel "
-                             f"reads {SCHEMA_VERSION})")
+                             f"reads {' and '.join(map(str, READABLE_SCHEMA_VERSIONS))})")
 
 
 def validate_file_data(cls: type[_M], data: Any, origin: str) -> _M:

@@ -113,6 +113,8 @@ def _solve_c1_sync(alpha1: float, lr_speedup: float) -> float:
 
 def derive_paper_preset(row: PaperRow) -> dict:
     """The calibration (as a JSON-ready dict) derived from one Table 1 column."""
+    from specmodel.formats.calibration import SCHEMA_VERSION
+
     alpha2 = _solve_alpha2(row.sd_speedup)
     c1 = _solve_c1(row.alpha1, row.lr_speedup)
     predicted = float(f_async(row.alpha1, c1, LR_K1) * g_token(alpha2, 0.0, SD_K2))
@@ -142,7 +144,7 @@ def derive_paper_preset(row: PaperRow) -> dict:
         f"{row.sd_lr_speedup}x ({(predicted / row.sd_lr_speedup - 1) * 100:+.1f}%)."
     )
     return {
-        "schema_version": 1,
+        "schema_version": SCHEMA_VERSION,
         "name": row.name,
         "step": {"alpha1": row.alpha1, "c1": round(c1, 6), "verifier": "judge:Qwen2.5-7B-Instruct"},
         "token": {

@@ -12,6 +12,8 @@ from specmodel.closedform.token_level import g_token
 from specmodel.errors import SpecmodelError
 from specmodel.formats.calibration import (
     DEFAULT_PRESET,
+    READABLE_SCHEMA_VERSIONS,
+    SCHEMA_VERSION,
     Calibration,
     MeasurementSettings,
     PaperDerivation,
@@ -186,7 +188,7 @@ def test_preset_files_are_readable_package_data() -> None:
         f = resources.files("specmodel") / "presets" / f"{name}.json"
         mode = stat.S_IMODE(Path(str(f)).stat().st_mode)
         assert mode & 0o044 == 0o044, f"{name}.json is not readable by group/others"
-        assert json.loads(f.read_text(encoding="utf-8"))["schema_version"] == 1
+        assert json.loads(f.read_text(encoding="utf-8"))["schema_version"] in (1, 2)
 
 
 MEASURED = "measured-qwen2.5-coder-0.5b-smollm2-135m"
@@ -350,5 +352,25 @@ def test_every_preset_carries_its_schema_version() -> None:
 
     for name in list_presets():
         text = (resources.files("specmodel") / "presets" / f"{name}.json").read_text()
-        assert json.loads(text)["schema_version"] == 1
-        assert load_preset(name).schema_version == 1
+        assert json.loads(text)["schema_version"] in READABLE_SCHEMA_VERSIONS
+        assert load_preset(name).schema_version == SCHEMA_VERSION
+
+
+def test_a_version_1_file_reads_as_version_2_without_engine_costs(tmp_path) -> None:
+    data = _minimal()
+    assert data["schema_version"] == 1
+    path = tmp_path / "v1.json"
+    path.write_text(json.dumps(data))
+    cal = load_calibration(path)
+    assert cal.schema_version == 2 and cal.engine_costs is None
+    assert any(g.startswith("engine call costs") and "not measured" in g
+               for g in cal.decoder_gaps())
+    out = save_calibration(cal, tmp_path / "v2.json")
+    assert json.loads(out.read_text())["schema_version"] == 2
+
+
+def test_an_unknown_schema_version_names_the_readable_ones() -> None:
+    data = {**_minimal(), "schema_version": 3}
+    with pytest.raises(ValueError, match=r"schema_version 3 is not supported \(this "
+                                         r"specmodel reads 1 and 2\)"):
+        Calibration.model_validate(data)

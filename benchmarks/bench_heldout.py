@@ -1,0 +1,177 @@
+"""Held-out validation of the predictions on real models (issue 12's protocol).
+
+A calibration is profiled (``specmodel profile run``) on one set of gsm_symbolic
+problems; this benchmark decodes *other* problems (``--seed``, checked against the
+calibration's) with the same models on the same machine, every configuration in
+``--rounds`` interleaved rounds (round 1 in order, round 2 in reverse, …), and holds
+three predictions against the mean measured speedup, the rounds' spread beside it:
+the papers' f·g, f·g priced by the calibration's T(b), and the decoder model
+(:mod:`specmodel.decodermodel`).  It reports mean and max |error|, the Spearman rank
+correlation of each model's predictions with the measured speedups, and whether each
+model's recommended configuration is the best measured (or within 5 % of it).
+
+The rounds take hours on a 2-core CPU: each round's run record is written after every
+configuration, and ``--resume`` goes on from what the records hold (commit them as
+they complete).  ``--report`` compares what the records hold without decoding.
+
+Usage::
+
+    python -m benchmarks.bench_heldout --trio 0.5b --calibration CAL.json [--resume]
+    python -m benchmarks.bench_heldout --trio 1.5b --calibration CAL.json --report
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # run as a script from anywhere
+    sys.path.insert(0, str(ROOT))
+
+from benchmarks.harness import RESULTS, percent, print_table, printer, write_json  # noqa: E402
+
+TRIOS = {
+    "0.5b": {"target": "qwen2.5-coder-0.5b", "draft": "smollm2-135m",
+             "configs": [("token", 1, 3, 1), ("sync", 2, 1, 1), ("async", 2, 1, 1),
+                         ("sync", 3, 1, 1), ("async", 3, 1, 1), ("sync", 2, 3, 1),
+                         ("async", 2, 3, 1), ("sync", 2, 1, 2)]},
+    "1.5b": {"target": "qwen2.5-coder-1.5b", "draft": "qwen2.5-coder-0.5b",
+             "configs": [("token", 1, 3, 1), ("sync", 2, 1, 1), ("async", 2, 1, 1),
+                         ("sync", 2, 3, 1), ("async", 2, 3, 1), ("sync", 2, 1, 2)]},
+}
+"""The two trios of issue 12 (verifier: the MiniLM embedding judge) and their sweeps:
+(mode, k1, k2, width) — token-only, sync, async, hybrid and one W = 2."""
+
+
+def configurations(trio: str, *, max_steps: int, max_step_tokens: int, delimiter: str,
+                   threshold: float) -> list[Any]:
+    """The trio's sweep as :class:`SpecConfig` objects."""
+    from specmodel.config import SpecConfig, VerifierSpec
+
+    base = SpecConfig(max_steps=max_steps, max_step_tokens=max_step_tokens,
+                      step_delimiter=delimiter,
+                      verifier=VerifierSpec(kind="embedding", threshold=threshold))
+    return [base.replace(mode="sync" if mode == "token" else mode, k1=k1, k2=k2, width=w)
+            for mode, k1, k2, w in TRIOS[trio]["configs"]]
+
+
+def calibration_seeds(cal: Any) -> set[int]:
+    """The problem seeds the calibration's profiler phases name (its provenance)."""
+    import re
+
+    found = re.findall(r"(?:problems?|prompts) \(seed (\d+)\)", cal.provenance.description)
+    return {int(seed) for seed in found}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--trio", choices=sorted(TRIOS), default="0.5b")
+    ap.add_argument("--calibration", required=True,
+                    help="the trio's calibration (profile run on other problems)")
+    ap.add_argument("--problems", type=int, default=3, help="held-out gsm_symbolic problems")
+    ap.add_argument("--seed", type=int, default=2, help="their seed (not the calibration's)")
+    ap.add_argument("--max-steps", type=int, default=12)
+    ap.add_argument("--max-step-tokens", type=int, default=48)
+    ap.add_argument("--threshold", type=float, default=0.85, help="embedding threshold")
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--resume", action="store_true", help="go on from the round records")
+    ap.add_argument("--report", action="store_true", help="compare the records only")
+    ap.add_argument("--out", default=None,
+                    help="summary name under benchmarks/results (default heldout_<trio>)")
+    a = ap.parse_args(argv)
+    name = a.out or f"heldout_{a.trio.replace('.', '')}"
+    records = [RESULTS / f"{name}_round{r + 1}.run.json" for r in range(a.rounds)]
+
+    from specmodel.formats.calibration import load_calibration
+
+    cal = load_calibration(a.calibration)
+    if a.seed in calibration_seeds(cal):
+        print(f"error: --seed {a.seed}: the calibration was profiled on problems of that "
+              f"seed; held-out problems need another", file=sys.stderr)
+        return 2
+    configs = configurations(a.trio, max_steps=a.max_steps,
+                             max_step_tokens=a.max_step_tokens, delimiter="\n",
+                             threshold=a.threshold)
+    t0 = time.perf_counter()
+    if not a.report:
+        decode_rounds(a, cal, configs, records)
+    summary = report(a, cal, records)
+    summary["decode_seconds_this_invocation"] = time.perf_counter() - t0
+    write_json(name, summary)
+    return 0
+
+
+def decode_rounds(a: argparse.Namespace, cal: Any, configs: list[Any],
+                  records: list[Path]) -> None:
+    """Run (or resume) every round, interleaved: odd rounds reversed."""
+    from profiler.engines import HFEngine
+    from profiler.packs import resolve_model
+    from profiler.problems import load_problems
+    from profiler.runs import BASELINE, run_configurations
+    from profiler.verifiers import make_verifier
+
+    trio = TRIOS[a.trio]
+    problems = load_problems(a.problems, a.seed)
+    target = HFEngine(resolve_model(trio["target"]), threads=a.threads, delimiter="\n")
+    draft = HFEngine(resolve_model(trio["draft"]), threads=a.threads, delimiter="\n")
+    verifier = make_verifier(configs[0].verifier, threads=a.threads)
+    models = {"target": trio["target"], "draft": trio["draft"], "verifier": verifier.name}
+    settings = {"dataset": "gsm_symbolic", "problems": a.problems, "seed": a.seed,
+                "threads": a.threads, "engine": "transformers", "max_steps": a.max_steps,
+                "max_step_tokens": a.max_step_tokens, "delimiter": "\n"}
+    base = BASELINE.model_copy(update={"max_steps": a.max_steps,
+                                       "max_step_tokens": a.max_step_tokens})
+    everything = [base, *configs]
+    for r, path in enumerate(records):
+        order = everything if r % 2 == 0 else everything[::-1]
+        run_configurations(target, draft, verifier, order, problems, path, models=models,
+                           settings=settings, calibration=cal, include_baseline=False,
+                           resume=a.resume,
+                           progress=printer(f"round {r + 1}"))
+
+
+def report(a: argparse.Namespace, cal: Any, records: list[Path]) -> dict[str, Any]:
+    """Compare what the round records hold (complete rounds only) and print the table."""
+    from specmodel.formats.run_record import load_run_record
+    from specmodel.prediction import compare_rounds
+
+    recs = [load_run_record(p) for p in records if p.is_file()]
+    if not recs:
+        raise SystemExit(f"no round record yet ({records[0]})")
+    common = set.intersection(*({c.label for c in r.configs} for r in recs))
+    recs = [r.model_copy(update={"configs": [c for c in r.configs if c.label in common]})
+            for r in recs]
+    s = compare_rounds(recs, cal)
+    print_table(
+        f"held-out sweep, trio {a.trio} ({recs[0].models}), {a.problems} problems (seed "
+        f"{a.seed}), {len(recs)} round(s); calibration {cal.name}",
+        ["config", "measured (rounds)", "spread", "f·g", "err", "priced", "err", "decoder",
+         "95 % interval", "err", "α1 run"],
+        [[r.config, " ".join(f"{m:.3f}" for m in r.measured), percent(r.measured_spread),
+          r.predicted_speedup or "-", percent(r.error, signed=True), r.predicted_priced or "-",
+          percent(r.priced_error, signed=True), r.predicted_decoder or "-",
+          "-" if r.decoder_interval is None else
+          f"{r.decoder_interval[0]:.3f}-{r.decoder_interval[1]:.3f}",
+          percent(r.decoder_error, signed=True),
+          "-" if r.step_acceptance is None else round(r.step_acceptance, 3)]
+         for r in s.rows])
+    for model in s.mean_abs_error:
+        print(f"{model:8s} mean |error| {percent(s.mean_abs_error[model])}, max "
+              f"{percent(s.max_abs_error[model])}, Spearman "
+              f"{'-' if s.spearman[model] is None else f'{s.spearman[model]:.2f}'}, "
+              f"recommends {s.recommended[model]} "
+              f"({percent(s.recommended_vs_best[model])} of the best measured, "
+              f"{s.best_measured})")
+    return {"trio": a.trio, "calibration": a.calibration, "problems": a.problems,
+            "seed": a.seed, "max_steps": a.max_steps, "max_step_tokens": a.max_step_tokens,
+            "records": [str(p.relative_to(ROOT)) for p in records if p.is_file()],
+            "complete_configs": sorted(common), **s.model_dump(mode="json")}
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,138 @@
+"""The steps phase's draft step lengths and verdict correlation (issue 12), from
+hand-made pairs (no models)."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pydantic import ValidationError
+
+from profiler.step_profile import StepPair, summarize, verdict_correlation
+from specmodel.errors import SpecmodelError
+from specmodel.formats.calibration import (
+    StepLevel,
+    load_calibration,
+    load_preset,
+    save_calibration,
+)
+
+MEASURED = "measured-qwen2.5-coder-0.5b-smollm2-135m"
+
+
+def _pair(problem: int, step: int, accepted: bool, target_tokens: int = 10,
+          draft_tokens: int = 9) -> StepPair:
+    return StepPair(problem, step, "a\n\n", "b\n\n", target_tokens, draft_tokens,
+                    1.0, 0.25, 0.01, accepted)
+
+
+def _direct_phi(runs: list[list[bool]]) -> float:
+    """np.corrcoef over the (step i, step i + 1) pairs of each problem."""
+    first = [r[i] for r in runs for i in range(len(r) - 1)]
+    second = [r[i + 1] for r in runs for i in range(len(r) - 1)]
+    return float(np.corrcoef(np.asarray(first, float), np.asarray(second, float))[0, 1])
+
+
+def test_summary_holds_the_draft_histogram_and_the_phi_coefficient() -> None:
+    runs = [[True, True, False, False, True], [False, False, True], [True, False, True, True]]
+    pairs = [_pair(p, s, v, target_tokens=10 + s, draft_tokens=5 + (s + p) % 3)
+             for p, run in enumerate(runs) for s, v in enumerate(run)]
+    s = summarize(pairs)
+    assert s.draft_step_tokens_histogram == dict(sorted(
+        Counter(p.draft_tokens for p in pairs).items()))
+    assert list(s.draft_step_tokens_histogram) == sorted(s.draft_step_tokens_histogram)
+    assert s.step_tokens_histogram == dict(sorted(Counter(p.target_tokens
+                                                          for p in pairs).items()))
+    assert s.verdict_pairs == 4 + 2 + 3
+    assert s.verdict_correlation == pytest.approx(_direct_phi(runs), abs=1e-12)
+    sec = s.step_section("exact")
+    assert sec.draft_step_tokens_histogram == s.draft_step_tokens_histogram
+    assert sec.verdict_correlation == s.verdict_correlation
+    assert sec.verdict_pairs == 9
+
+
+def test_only_consecutive_steps_of_one_problem_are_paired() -> None:
+    # problem 0 has steps 0, 1, 3 (step 2 missing): one pair (0, 1); problem 1 step 0 is
+    # not paired with problem 0's last step; the order of the pairs does not matter.
+    pairs = [_pair(0, 3, False), _pair(1, 0, True), _pair(0, 1, False), _pair(0, 0, True),
+             _pair(1, 1, False), _pair(2, 0, False), _pair(2, 1, True), _pair(3, 0, True),
+             _pair(3, 1, True)]
+    phi, n = verdict_correlation(pairs)
+    assert n == 4
+    runs = [[True, False], [True, False], [False, True], [True, True]]
+    assert phi == pytest.approx(_direct_phi(runs), abs=1e-12)
+    assert phi == pytest.approx(-2 / 12**0.5)  # n11 = 1, n10 = 2, n01 = 1, n00 = 0
+
+
+@pytest.mark.parametrize("runs", [
+    [[True, False]],                       # one consecutive pair
+    [[True], [False], [True]],             # none
+    [[True, True, True], [True, True]],    # every verdict the same
+    [[False, False], [False, False, False]],
+    [[True, True], [True, False]],         # the earlier verdicts all the same
+])
+def test_undefined_correlation_is_none(runs: list[list[bool]]) -> None:
+    pairs = [_pair(p, s, v) for p, run in enumerate(runs) for s, v in enumerate(run)]
+    phi, n = verdict_correlation(pairs)
+    assert phi is None
+    assert n == sum(len(r) - 1 for r in runs)
+    if len(pairs) >= 2:
+        s = summarize(pairs)
+        assert s.verdict_correlation is None and s.verdict_pairs == n
+        assert s.step_section("exact").verdict_correlation is None
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.booleans(), min_size=1, max_size=8), min_size=1, max_size=8))
+def test_phi_matches_numpy_corrcoef(runs: list[list[bool]]) -> None:
+    pairs = [_pair(p, s, v) for p, run in enumerate(runs) for s, v in enumerate(run)]
+    phi, n = verdict_correlation(pairs)
+    assert n == sum(len(r) - 1 for r in runs)
+    first = [r[i] for r in runs for i in range(len(r) - 1)]
+    second = [r[i + 1] for r in runs for i in range(len(r) - 1)]
+    if n < 2 or len(set(first)) < 2 or len(set(second)) < 2:
+        assert phi is None
+    else:
+        assert phi is not None and -1.0 <= phi <= 1.0
+        assert phi == pytest.approx(_direct_phi(runs), abs=1e-9)
+
+
+@pytest.mark.parametrize("bad", [1.0000001, -1.5, 2.0])
+def test_step_level_rejects_a_correlation_outside_minus_one_one(bad: float) -> None:
+    with pytest.raises(ValidationError, match="verdict_correlation"):
+        StepLevel(alpha1=0.3, c1=0.2, verdict_correlation=bad)
+    for edge in (-1.0, 0.0, 1.0):
+        assert StepLevel(alpha1=0.3, c1=0.2, verdict_correlation=edge).verdict_correlation \
+            == edge
+    with pytest.raises(ValidationError, match="verdict_pairs"):
+        StepLevel(alpha1=0.3, c1=0.2, verdict_pairs=-1)
+
+
+def test_an_old_calibration_without_the_fields_loads_and_new_ones_round_trip(
+        tmp_path) -> None:
+    cal = load_preset(MEASURED)
+    path = tmp_path / "old.json"
+    save_calibration(cal, path)
+    data = json.loads(path.read_text())
+    for name in ("draft_step_tokens_histogram", "verdict_correlation", "verdict_pairs"):
+        data["step"].pop(name, None)
+    path.write_text(json.dumps(data))
+    old = load_calibration(path)
+    assert old.step.draft_step_tokens_histogram is None
+    assert old.step.verdict_correlation is None and old.step.verdict_pairs is None
+
+    step = cal.step.model_copy(update={"draft_step_tokens_histogram": {7: 3, 12: 1},
+                                       "verdict_correlation": -0.25, "verdict_pairs": 30})
+    new_path = save_calibration(cal.model_copy(update={"step": step}), tmp_path / "new.json")
+    back = load_calibration(new_path)
+    assert back.step.draft_step_tokens_histogram == {7: 3, 12: 1}
+    assert back.step.verdict_correlation == -0.25 and back.step.verdict_pairs == 30
+
+    data["step"]["verdict_correlation"] = 1.5
+    path.write_text(json.dumps(data))
+    with pytest.raises(SpecmodelError, match="verdict_correlation"):
+        load_calibration(path)
