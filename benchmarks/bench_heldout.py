@@ -59,6 +59,25 @@ def configurations(trio: str, *, max_steps: int, max_step_tokens: int, delimiter
             for mode, k1, k2, w in TRIOS[trio]["configs"]]
 
 
+PAUSE_FILE = "/tmp/specmodel-heldout.pause"
+"""The default ``--pause-file``."""
+
+
+def pausing(progress: Any, pause_file: str) -> Any:
+    """``progress`` that, after reporting, waits while ``pause_file`` exists."""
+    import os
+
+    def report(done: int, total: int, message: str) -> None:
+        progress(done, total, message)
+        if os.path.exists(pause_file):
+            print(f"  paused ({pause_file} exists)", flush=True)
+            while os.path.exists(pause_file):
+                time.sleep(5)
+            print("  resumed", flush=True)
+
+    return report
+
+
 def calibration_seeds(cal: Any) -> set[int]:
     """The problem seeds the calibration's profiler phases name (its provenance)."""
     import re
@@ -81,6 +100,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--resume", action="store_true", help="go on from the round records")
     ap.add_argument("--report", action="store_true", help="compare the records only")
+    ap.add_argument("--pause-file", default=PAUSE_FILE,
+                    help="while this file exists the sweep waits between problems (each "
+                         "problem is timed on its own), so heavy work can share the machine")
     ap.add_argument("--out", default=None,
                     help="summary name under benchmarks/results (default heldout_<trio>)")
     a = ap.parse_args(argv)
@@ -132,7 +154,7 @@ def decode_rounds(a: argparse.Namespace, cal: Any, configs: list[Any],
         run_configurations(target, draft, verifier, order, problems, path, models=models,
                            settings=settings, calibration=cal, include_baseline=False,
                            resume=a.resume,
-                           progress=printer(f"round {r + 1}"))
+                           progress=pausing(printer(f"round {r + 1}"), a.pause_file))
 
 
 def report(a: argparse.Namespace, cal: Any, records: list[Path]) -> dict[str, Any]:
