@@ -134,7 +134,7 @@ def decode_rounds(a: argparse.Namespace, cal: Any, configs: list[Any],
     from profiler.engines import HFEngine
     from profiler.packs import resolve_model
     from profiler.problems import load_problems
-    from profiler.runs import BASELINE, run_configurations
+    from profiler.runs import baseline_like, run_configurations
     from profiler.verifiers import make_verifier
 
     trio = TRIOS[a.trio]
@@ -146,9 +146,14 @@ def decode_rounds(a: argparse.Namespace, cal: Any, configs: list[Any],
     settings = {"dataset": "gsm_symbolic", "problems": a.problems, "seed": a.seed,
                 "threads": a.threads, "engine": "transformers", "max_steps": a.max_steps,
                 "max_step_tokens": a.max_step_tokens, "delimiter": "\n"}
-    base = BASELINE.model_copy(update={"max_steps": a.max_steps,
-                                       "max_step_tokens": a.max_step_tokens})
+    base = baseline_like(configs[0])  # the sweep's step caps and delimiter
     everything = [base, *configs]
+    # Warm-up outside every timing (the first calls of a process are slower).
+    from profiler.problems import format_prompt
+
+    for eng in (target, draft):
+        eng.generate_steps([format_prompt(problems[0])] * 2, 8)
+    verifier.verify([("1. A step.\n", "1. A step.\n")])
     for r, path in enumerate(records):
         order = everything if r % 2 == 0 else everything[::-1]
         run_configurations(target, draft, verifier, order, problems, path, models=models,

@@ -43,7 +43,7 @@ BASELINE = SpecConfig(k1=1, k2=1)
 """Target-only step-by-step greedy decoding: speedup 1 by definition."""
 
 
-def _baseline_like(config: SpecConfig) -> SpecConfig:
+def baseline_like(config: SpecConfig) -> SpecConfig:
     """Target-only decoding with ``config``'s step caps and delimiter."""
     return SpecConfig(max_step_tokens=config.max_step_tokens, max_steps=config.max_steps,
                       step_delimiter=config.step_delimiter)
@@ -129,7 +129,7 @@ def run_configurations(
     for cfg in todo:
         _check_verifier(cfg, verifier)
     if include_baseline and all(c.label != BASELINE.label for c in todo):
-        todo.insert(0, _baseline_like(configs[0]) if configs else BASELINE)
+        todo.insert(0, baseline_like(configs[0]) if configs else BASELINE)
     labels = [c.label for c in todo]
     if len(set(labels)) != len(labels):
         raise ValueError(f"configs must be distinct, got {labels}")
