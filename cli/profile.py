@@ -41,6 +41,14 @@ LookupMin = Annotated[int, typer.Option(help="n-gram: shortest match.")]
 LookupMax = Annotated[int, typer.Option(help="n-gram: longest match.")]
 
 
+Contexts = Annotated[str, typer.Option(
+    help="Engine costs: comma-separated prompt lengths (tokens) timed.")]
+CostWidths = Annotated[str, typer.Option(help="Engine costs: comma-separated batch widths.")]
+CostTokens = Annotated[str, typer.Option(
+    help="Engine costs: the two call lengths (tokens written), short,long.")]
+CostRepeats = Annotated[int, typer.Option(help="Engine costs: timed calls per cell and length.")]
+
+
 def _widths(text: str, option: str = "--widths") -> list[int]:
     try:
         return [int(w) for w in text.split(",") if w.strip()]
@@ -139,6 +147,44 @@ def _measure_tokens(
              threads=threads)
 
 
+@profile_app.command("engine-costs")
+def engine_costs(
+    target: Model, output: Output,
+    draft: Annotated[str | None, typer.Option(
+        help="Step draft model (pack or folder); its calls and the contention too.")] = None,
+    contexts: Contexts = "64,256,512", cost_widths: CostWidths = "1,2,4",
+    cost_tokens: CostTokens = "4,16", cost_repeats: CostRepeats = 2, threads: Threads = 1,
+    calibration: CalibrationOpt = None, preset: PresetOpt = None,
+) -> None:
+    """Price the decoder's engine calls on this machine (T(b, L) per token, prefill,
+    per-call overhead, contention) into a copy of a calibration."""
+    from profiler.calibrate import check_distinct_models, engine_costs_phase
+
+    if draft is not None:
+        check_distinct_models(target, draft)
+    kw = _engine_cost_options(contexts, cost_widths, cost_tokens)
+    with _recorder(output, calibration, preset, False) as rec, \
+            saving(_unchanged(output, "the engine costs")):
+        _measure(rec, engine_costs_phase, "engine costs", target=target, draft=draft,
+                 repeats=cost_repeats, threads=threads, **kw)
+
+
+def _engine_cost_options(contexts: str, widths: str, tokens: str) -> dict[str, list[int]]:
+    """The engine-cost grid options, parsed, each error naming its option."""
+    out = {"contexts": _widths(contexts, "--contexts"),
+           "widths": _widths(widths, "--cost-widths"),
+           "tokens": _widths(tokens, "--cost-tokens")}
+    for option, key in (("--contexts", "contexts"), ("--cost-widths", "widths"),
+                        ("--cost-tokens", "tokens")):
+        if not out[key] or min(out[key]) < 1:
+            raise ValueError(f"{option} must be integers >= 1, got {out[key]}")
+    t = out["tokens"]
+    if len(t) != 2 or t[0] >= t[1]:
+        raise ValueError(f"--cost-tokens must be two lengths short,long with short < long, "
+                         f"got {tokens!r}")
+    return out
+
+
 @profile_app.command("steps")
 def steps(
     target: Model, draft: Draft, output: Output, record: Record = None,
@@ -201,15 +247,23 @@ def run(
     token_problems: Annotated[int, typer.Option(help="Token phase: prompts.")] = 6,
     max_tokens: MaxTokens = 96, num_speculative_tokens: Gamma = 4,
     prompt_lookup_min: LookupMin = 1, prompt_lookup_max: LookupMax = 3,
+    measure_engine_costs: Annotated[bool, typer.Option(
+        "--engine-costs/--no-engine-costs",
+        help="Run the engine-costs phase (what the decoder model prices calls by).")] = True,
+    contexts: Contexts = "64,256,512", cost_widths: CostWidths = "1,2,4",
+    cost_tokens: CostTokens = "4,16", cost_repeats: CostRepeats = 2,
     threads: Threads = 1, resume: Resume = False,
     calibration: CalibrationOpt = None, preset: PresetOpt = None,
 ) -> None:
-    """Measure everything (T(b), steps, tokens) into one calibration, saved after each phase."""
+    """Measure everything (T(b), steps, tokens, engine costs) into one calibration, saved
+    after each phase."""
     from profiler.calibrate import (
         batch_cost_key,
         batch_cost_phase,
         check_distinct_models,
         check_settings,
+        engine_costs_key,
+        engine_costs_phase,
         steps_key,
         tokens_key,
     )
@@ -220,6 +274,7 @@ def run(
                    threads=threads)
     check_distinct_models(target, draft)
     ws = _widths(widths)
+    grid = _engine_cost_options(contexts, cost_widths, cost_tokens)
     resolve_model(target)
     resolve_model(draft)
     expected = {
@@ -235,9 +290,13 @@ def run(
                              num_speculative_tokens=num_speculative_tokens,
                              prompt_lookup_min=prompt_lookup_min,
                              prompt_lookup_max=prompt_lookup_max, threads=threads),
+        "engine_costs": engine_costs_key(target=target, draft=draft, repeats=cost_repeats,
+                                         threads=threads, **grid),
     }
     if not measure_tokens:
         del expected["tokens"]
+    if not measure_engine_costs:
+        del expected["engine_costs"]
     pairs = _record_path(output, record)
     with _recorder(output, calibration, preset, resume) as rec, \
             saving(lambda: _run_saved(rec, output, pairs)):
@@ -261,6 +320,9 @@ def run(
                             num_speculative_tokens=num_speculative_tokens,
                             prompt_lookup_min=prompt_lookup_min,
                             prompt_lookup_max=prompt_lookup_max, threads=threads)
+        if measure_engine_costs and "engine_costs" not in done:
+            _measure(rec, engine_costs_phase, "engine costs", target=target, draft=draft,
+                     repeats=cost_repeats, threads=threads, **grid)
         cal = rec.calibration
     con.print(f"calibration {cal.name} ({cal.provenance.source}) in {output}", soft_wrap=True)
 

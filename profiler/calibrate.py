@@ -1,6 +1,6 @@
 """Measure a calibration in phases and write it as each phase ends.
 
-Three phases, each a measurement of the profiler, each merged into the
+Four phases, each a measurement of the profiler, each merged into the
 calibration and saved atomically as soon as it ends:
 
 * ``batch_cost`` — the target's T(b) (:mod:`profiler.batch_cost`);
@@ -8,7 +8,10 @@ calibration and saved atomically as soon as it ends:
   the pairs also go to a JSONL record as they are measured);
 * ``tokens`` — α2, acceptance by draft position, effective c2 of n-gram
   speculation (:mod:`profiler.token_profile` on vLLM, :mod:`profiler.ngram_replay`
-  on transformers).
+  on transformers);
+* ``engine_costs`` — the decoder's engine calls priced on this machine: T(b, L) per
+  token, prefill per token, per-call overhead of the target and the draft, and their
+  slowdown when both run at once (:mod:`profiler.engine_costs`; schema version 2).
 
 The provenance says, phase by phase, what was measured on what (models, engine,
 package versions, machine, date, settings, sample sizes and spreads), and which
@@ -41,6 +44,8 @@ from specmodel.formats.calibration import (
     BatchCost,
     BatchCostSettings,
     Calibration,
+    EngineCosts,
+    EngineCostsSettings,
     MachineDetails,
     MeasurementSettings,
     PhaseName,
@@ -57,17 +62,20 @@ from specmodel.formats.lock import WriteLock, resume_mismatch
 
 __all__ = ["KEY_PACKAGES", "PHASES", "TOKEN_ENGINES", "PhaseResult", "Recorder",
            "batch_cost_key", "batch_cost_phase", "check_distinct_models", "check_settings",
+           "engine_costs_key", "engine_costs_phase",
            "finished_at", "key_versions", "model_sha256", "steps_key", "steps_phase",
            "tokens_key", "tokens_phase"]
 
-PHASES: tuple[PhaseName, ...] = ("batch_cost", "steps", "tokens")
+PHASES: tuple[PhaseName, ...] = ("batch_cost", "steps", "tokens", "engine_costs")
 """The measurement phases, in the order ``specmodel profile run`` runs them."""
-SECTION: dict[PhaseName, str] = {"batch_cost": "batch_cost", "steps": "step", "tokens": "token"}
+SECTION: dict[PhaseName, str] = {"batch_cost": "batch_cost", "steps": "step", "tokens": "token",
+                                 "engine_costs": "engine_costs"}
 """The calibration section each phase writes."""
 _TYPES: dict[PhaseName, tuple[type, type]] = {
     "batch_cost": (BatchCost, BatchCostSettings),
     "steps": (StepLevel, StepsSettings),
     "tokens": (TokenLevel, TokensSettings),
+    "engine_costs": (EngineCosts, EngineCostsSettings),
 }
 """The section and settings types of each phase."""
 TOKEN_ENGINES = ("vllm", "transformers")
@@ -160,6 +168,17 @@ def tokens_key(*, model: str, engine: str, problems: int, seed: int, max_tokens:
             "threads": threads, "versions": key_versions(engine)}
 
 
+def engine_costs_key(*, target: str, draft: str | None, contexts: list[int],
+                     widths: list[int], tokens: list[int], repeats: int,
+                     threads: int) -> dict[str, Any]:
+    """Everything that determines an ``engine_costs`` measurement (its resume key)."""
+    return {"target": target, "target_sha256": model_sha256(target), "draft": draft,
+            "draft_sha256": model_sha256(draft) if draft is not None else None,
+            "engine": "transformers", "contexts": sorted(set(contexts)),
+            "widths": sorted(set(widths)), "tokens": list(tokens), "repeats": repeats,
+            "threads": threads, "versions": key_versions()}
+
+
 def finished_at() -> str:
     """Now, as the ISO date-time (UTC, seconds) a phase records as its ``date``."""
     return datetime.now(UTC).isoformat(timespec="seconds")
@@ -170,8 +189,8 @@ class PhaseResult:
     """What a phase measured."""
 
     phase: PhaseName
-    """batch_cost, steps or tokens."""
-    section: BatchCost | StepLevel | TokenLevel
+    """batch_cost, steps, tokens or engine_costs."""
+    section: BatchCost | StepLevel | TokenLevel | EngineCosts
     """The calibration section it writes (its type matches ``phase``)."""
     settings: PhaseSettingsModel
     """How it was measured: models, engine, options, sample sizes, the description and the
@@ -327,6 +346,76 @@ def tokens_phase(
         {"token_target": model},
         f"α2 = {summary.alpha2:.3f}, speedup {summary.speedup:.3f}x, c2 = {summary.c2:.3f}",
     )
+
+
+def engine_costs_phase(
+    target: str, draft: str | None = None, *, contexts: list[int] | None = None,
+    widths: list[int] | None = None, tokens: list[int] | None = None, repeats: int = 2,
+    threads: int = 1, progress: ProgressCallback | None = None,
+) -> PhaseResult:
+    """Price the transformers engine's calls of the target (and the step draft) on this
+    machine: T(b, L) per token, prefill per token, per-call overhead and, with a draft,
+    the slowdown of each while the other runs (:mod:`profiler.engine_costs`)."""
+    check_settings(threads=threads)
+    ctx = sorted(set(contexts or [64, 256, 512]))
+    ws = sorted(set(widths or [1, 2, 4]))
+    tk = list(tokens or [4, 16])
+    if len(tk) != 2 or not 1 <= tk[0] < tk[1]:
+        raise ValueError(f"tokens must be two call lengths 1 <= short < long, got {tk}")
+    if len(ctx) * len(ws) < 2 or len({b * L for b in ws for L in ctx}) < 2:
+        raise ValueError("contexts x widths must give at least two distinct b x L (the "
+                         "fit of overhead and prefill needs two)")
+    if repeats < 1:
+        raise ValueError(f"repeats must be >= 1, got {repeats}")
+    from profiler.engine_costs import measure_contention, measure_model, model_costs
+    from profiler.engines import HFEngine
+    from profiler.packs import resolve_model
+
+    eng_t = HFEngine(resolve_model(target), threads=threads)
+    eng_d = HFEngine(resolve_model(draft), threads=threads) if draft is not None else None
+    kw = {"contexts": ctx, "widths": ws, "tokens": (tk[0], tk[1]), "repeats": repeats,
+          "progress": progress}
+    cells_t = measure_model(eng_t, label="target ", **kw)
+    cells_d = measure_model(eng_d, label="draft ", **kw) if eng_d is not None else None
+    slow_t = slow_d = None
+    if eng_d is not None:
+        slow_t, slow_d = measure_contention(eng_t, eng_d, context=ctx[0], tokens=tk[1],
+                                            repeats=max(3, repeats))
+    costs = EngineCosts(
+        engine="transformers", device=eng_t.device, dtype=eng_t.dtype, threads=threads,
+        tokens=(tk[0], tk[1]), target=model_costs(target, cells_t, slow_t),
+        draft=None if cells_d is None else model_costs(draft, cells_d, slow_d))
+
+    def said(m: Any, role: str) -> str:
+        pts = ", ".join(f"T({p.batch}, {p.context}) = {p.per_token * 1e3:.1f}"
+                        for p in m.points)
+        slow = ("" if m.concurrent_slowdown is None else
+                f"; {m.concurrent_slowdown:.2f}x slower while the other model generates")
+        return (f"{role} {m.model}: per token (ms) {pts}; call overhead "
+                f"{m.call_overhead.value * 1e3:.1f} +/- {(m.call_overhead.stderr or 0) * 1e3:.1f}"
+                f" ms, prefill {m.prefill_per_token.value * 1e3:.3f} +/- "
+                f"{(m.prefill_per_token.stderr or 0) * 1e3:.3f} ms per token{slow}")
+
+    desc = (f"engine_costs: transformers calls writing exactly {tk[0]} and {tk[1]} tokens, "
+            f"{repeats} timed repeats each (medians) per (b, L) cell after a warm-up, "
+            f"{threads} thread(s); intercepts fitted as overhead + prefill x b x L by least "
+            f"squares over {len(ws) * len(ctx)} cells. "
+            + "; ".join(said(m, r) for m, r in ((costs.target, "target"),
+                                                  (costs.draft, "draft")) if m is not None)
+            + ".")
+    settings = EngineCostsSettings(
+        description=desc, date=finished_at(),
+        **engine_costs_key(target=target, draft=draft, contexts=ctx, widths=ws, tokens=tk,
+                           repeats=repeats, threads=threads))
+    t = costs.target
+    return PhaseResult(
+        "engine_costs", costs, settings,
+        {"target": target, **({"draft": draft} if draft is not None else {})},
+        f"target {min(p.per_token for p in t.points) * 1e3:.0f}-"
+        f"{max(p.per_token for p in t.points) * 1e3:.0f} ms/token, overhead "
+        f"{t.call_overhead.value * 1e3:.0f} ms, prefill {t.prefill_per_token.value * 1e3:.2f}"
+        " ms/token" + ("" if t.concurrent_slowdown is None else
+                       f", contention {t.concurrent_slowdown:.2f}x"))
 
 
 def _rebuilt(model: Any, **changes: Any) -> Any:

@@ -37,6 +37,10 @@ def _check_method(speculation: TokenSpeculation | None) -> None:
         )
 
 
+_NEVER = "\x00never\x00"
+"""A delimiter no model writes: the exact calls' stopping check runs but never stops."""
+
+
 class _DelimiterStop:
     """transformers stopping criterion: a row stops once its new text contains the delimiter.
 
@@ -175,7 +179,7 @@ class HFEngine:
 
     def _generate(
         self, prompts: list[str], max_tokens: int, temperature: float = 0.0,
-        seed: int | None = None,
+        seed: int | None = None, exact: bool = False,
     ) -> list[list[int]]:
         enc = self.tokenizer(prompts, return_tensors="pt", padding=True).to(self.device)
         n_prompt = enc.input_ids.shape[1]
@@ -187,10 +191,12 @@ class HFEngine:
         kwargs: dict[str, Any] = {
             "max_new_tokens": max_tokens,
             "do_sample": temperature > 0,
-            "stopping_criteria": [_DelimiterStop(self.tokenizer, self.delimiter, n_prompt,
-                                                 self._torch)],
+            "stopping_criteria": [_DelimiterStop(
+                self.tokenizer, _NEVER if exact else self.delimiter, n_prompt, self._torch)],
             "pad_token_id": self.tokenizer.pad_token_id,
         }
+        if exact:
+            kwargs["min_new_tokens"] = max_tokens
         if temperature > 0:  # plain temperature sampling: no top-k / top-p truncation
             kwargs.update(temperature=temperature, top_k=0, top_p=1.0)
             if seed is not None:
@@ -207,7 +213,7 @@ class HFEngine:
                 kwargs["assistant_tokenizer"] = self._assistant.tokenizer
         # Not with speculation: transformers' assisted generation handed a reused cache
         # produced different text (SmolLM2, prompt lookup, 2026-11-22).
-        reuse = self.prefix_cache and len(prompts) == 1 and spec is None
+        reuse = self.prefix_cache and len(prompts) == 1 and spec is None and not exact
         if reuse:
             ids = enc.input_ids[0].tolist()
             kwargs["past_key_values"] = self._cached_prefix(ids)
@@ -238,6 +244,26 @@ class HFEngine:
         if drop > 0:
             cache.crop(-drop)
         return cache
+
+    def generate_exact(self, prompts: Sequence[str], tokens: int) -> float:
+        """Seconds of one greedy call that writes exactly ``tokens`` tokens for every
+        prompt: the path of :meth:`generate_steps` (tokenizing, the stopping check on
+        every token, decoding the rows) with end-of-sequence suppressed, a delimiter
+        that never matches, no KV reuse and no token speculation (the ``engine_costs``
+        phase times these, :mod:`profiler.engine_costs`)."""
+        prompts, cap, _ = check_step_request(prompts, tokens, 0.0)
+        plain = self if self.speculation is None else self.with_speculation(None)
+        t0 = time.perf_counter()
+        rows = plain._generate(prompts, cap, exact=True)
+        for row in rows:
+            self.tokenizer.decode(row, skip_special_tokens=True)
+        if self.device == "cuda":
+            self._torch.cuda.synchronize()
+        seconds = time.perf_counter() - t0
+        if any(len(r) != cap for r in rows):
+            raise EngineError(f"an exact call wrote {sorted({len(r) for r in rows})} tokens, "
+                              f"not {cap}")
+        return seconds
 
     def generate_steps(
         self, prefixes: Sequence[str], max_tokens: int, *, temperature: float = 0.0,

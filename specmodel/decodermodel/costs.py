@@ -282,6 +282,8 @@ class CostModel:
     """Draft prefill time per new prompt token."""
     call_overhead: float = 0.0
     """Fixed time of every engine call (tokenizing, generate's setup)."""
+    draft_call_overhead: float | None = None
+    """The step draft's fixed time per call (None: ``call_overhead``)."""
     verifier_per_pair: float = 0.0
     """The verifier's time per judged (target step, draft step) pair."""
     verifier_per_batch: float = 0.0
@@ -316,6 +318,10 @@ class CostModel:
             v = float(getattr(self, name))
             if not (math.isfinite(v) and v >= 0):
                 raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
+        if self.draft_call_overhead is not None and not (
+                math.isfinite(self.draft_call_overhead) and self.draft_call_overhead >= 0):
+            raise ValueError("draft_call_overhead must be a finite number >= 0, got "
+                             f"{self.draft_call_overhead!r}")
         for name in ("contention", "draft_contention"):
             v = getattr(self, name)
             if v is not None and not (math.isfinite(v) and v >= 1.0):
@@ -352,8 +358,14 @@ class CostModel:
         calibration has one, else its T(b) (no L dependence), else flat.  The draft:
         its own profile (``draft_architecture``) or the target's surface × c1.  The
         verifier: ``verifier_cost`` × the target's step time (T(1) × the mean step
-        length), else free.  Prefill, overhead and contention: as given, else assumed
-        (0, 0, 1) — the calibration format has no measurement of them yet.
+        length), else free.  Prefill, overhead and contention: as given, else from the
+        calibration's ``engine_costs`` (schema 2, ``profile run``'s engine_costs phase),
+        else assumed (0, 0, 1), each source saying which.
+
+        With ``engine_costs`` (and no ``target_architecture``) the target's and the
+        draft's decode are their T(b, L) per token written, measured through the
+        transformers engine's calls, and each model has its own fitted prefill per
+        token, per-call overhead and slowdown while the other runs.
 
         From the hardware profiles also, where measured: each model's forwards of q > 1
         tokens (:class:`Forwards`: verification and prefill), the token drafter's decode
@@ -362,8 +374,18 @@ class CostModel:
         """
         src: dict[str, str] = {}
         step, tok = cal.step, cal.token
-        target, unit = _surface_of(cal, target_architecture, "target", src, "target_decode")
+        ec = getattr(cal, "engine_costs", None) if target_architecture is None else None
+        if ec is not None:
+            target = Surface.from_points(ec.target.decode_points(), "target T(b, L)")
+            unit: Literal["s", "T"] = "s"
+            src["target_decode"] = _engine_source(ec, ec.target, "per token written")
+        else:
+            target, unit = _surface_of(cal, target_architecture, "target", src,
+                                       "target_decode")
         draft = None
+        if ec is not None and ec.draft is not None:
+            draft = Surface.from_points(ec.draft.decode_points(), "draft T(b, L)")
+            src["draft_decode"] = _engine_source(ec, ec.draft, "per token written")
         if draft_architecture is not None:
             prof = _profile(cal, draft_architecture)
             if prof is not None and prof.decode_surface():
@@ -440,7 +462,17 @@ class CostModel:
             else src["prefill_per_token"])
         over = given("call_overhead", call_overhead, 0.0, "per-call overhead")
         cont = given("contention", contention, 1.0, "the concurrency slowdown")
-        if "draft_contention" in fwd:
+        draft_pre = pre * step.c1
+        if ec is not None:
+            fits = _engine_fits(ec, prefill_per_token is None, call_overhead is None,
+                                contention is None, src)
+            pre = fits.get("prefill_per_token", pre)
+            over = fits.get("call_overhead", over)
+            cont = fits.get("contention", cont)
+            draft_pre = fits.get("draft_prefill_per_token", pre * step.c1)
+            fwd.update({k: v for k, v in fits.items()
+                        if k in ("draft_call_overhead", "draft_contention")})
+        if "draft_contention" in fwd and ec is None:
             src["contention"] = (f"measured: {cont:.3g}× (hardware profile of "
                                  f"{target_architecture}, concurrent with "
                                  f"{draft_architecture}; below 1 kept at 1)")
@@ -452,7 +484,7 @@ class CostModel:
                          "synthetic engine: prefix caching at step boundaries, prefill "
                          "forwards, batched token speculation, bucketed contexts"
                          if eng.step_cache else f"given: {eng}")
-        return cls(target, draft, prefill_per_token=pre, draft_prefill_per_token=pre * step.c1,
+        return cls(target, draft, prefill_per_token=pre, draft_prefill_per_token=draft_pre,
                    call_overhead=over, verifier_per_pair=per_pair, verifier_per_batch=0.0,
                    token_draft_per_forward=tok.c2, contention=cont, unit=unit, engine=eng,
                    sources=src, **fwd)
@@ -513,6 +545,39 @@ _FIELDS = ("target_decode", "draft_decode", "prefill_per_token", "draft_prefill_
            "call_overhead", "verifier_per_pair", "verifier_per_batch",
            "token_draft_per_forward", "contention", "engine")
 """The fields every cost model names a source for."""
+
+
+def _engine_source(ec: Any, m: Any, what: str) -> str:
+    """The source line of a number from a calibration's ``engine_costs``."""
+    return (f"measured: engine_costs of {m.model} ({ec.engine} on {ec.device}, "
+            f"{ec.threads} thread(s), {len(m.points)} (b, L) cells; {what})")
+
+
+def _engine_fits(ec: Any, prefill: bool, overhead: bool, contention: bool,
+                 src: dict[str, str]) -> dict[str, float]:
+    """The fitted call costs of ``engine_costs`` that were not given explicitly (the
+    target's and the draft's), each with its source in ``src``."""
+    out: dict[str, float] = {}
+
+    def fit(m: Any, name: str, key: str) -> float:
+        meas = getattr(m, name)
+        se = "" if meas.stderr is None else f" ± {meas.stderr:.3g}"
+        src[key] = _engine_source(ec, m, f"fit {meas.value:.4g}{se} s")
+        return float(meas.value)
+
+    roles = [(ec.target, "")] + ([(ec.draft, "draft_")] if ec.draft is not None else [])
+    for m, role in roles:
+        if prefill:
+            out[role + "prefill_per_token"] = fit(m, "prefill_per_token",
+                                                  role + "prefill_per_token")
+        if overhead:
+            out[role + "call_overhead"] = fit(m, "call_overhead", role + "call_overhead")
+        if contention and m.concurrent_slowdown is not None:
+            key = role + "contention"
+            out[key] = max(1.0, float(m.concurrent_slowdown))
+            src[key] = _engine_source(ec, m, f"{m.concurrent_slowdown:.3g}× slower while the "
+                                             "other model generates; below 1 kept at 1")
+    return out
 
 
 def _stat(prof: Any) -> Literal["median", "mean"]:

@@ -118,8 +118,10 @@ class _Engine:
     def __init__(self, decode: Surface, prefill: float, costs: CostModel,
                  lengths: StepLengths, k2: int, acc: AcceptanceModel, segs: _Segments,
                  cap: int, rng: np.random.Generator, forwards: Forwards | None = None,
-                 drafter: Surface | None = None) -> None:
+                 drafter: Surface | None = None, overhead: float | None = None) -> None:
         self.decode = decode
+        self.overhead = costs.call_overhead if overhead is None else overhead
+        """This engine's fixed time per call."""
         self.forwards = forwards
         self.drafter = drafter
         self.known: set[tuple[int, ...]] = set()
@@ -227,7 +229,7 @@ class _Engine:
         eng = self.costs.engine
         b = len(prefixes)
         base = max(self.segs.length(p) for p in prefixes)
-        t = self.costs.call_overhead
+        t = self.overhead
         if eng.prefill != "none":
             todo = max(self._uncached(p) for p in prefixes)
             if todo > 0:
@@ -270,7 +272,7 @@ class _Engine:
             self.seconds += t
             return t, outs
         ctx = [self.segs.length(p) for p in prefixes]
-        over = self.costs.call_overhead
+        over = self.overhead
         spec = self.k2 > 1
         if spec and not eng.speculation_batched:  # one prefix after another, no KV reuse
             t = sum(over + self.prefill * c + self._passes(int(k)) * self._pass_cost(1, c)
@@ -313,7 +315,8 @@ class _Run:
         dk2 = k2 if self.costs.engine.draft_token_speculation else 1
         self.draft = _Engine(self.costs.draft_decode, self.costs.draft_prefill_per_token,
                              self.costs, self.acc.draft_steps, dk2, self.acc, self.segs,
-                             cap, self.rng, self.costs.draft_forwards)
+                             cap, self.rng, self.costs.draft_forwards,
+                             overhead=self.costs.draft_call_overhead)
 
     judged: int = field(init=False, default=0)
     accepted: int = field(init=False, default=0)

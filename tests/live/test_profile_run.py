@@ -24,7 +24,9 @@ def test_profile_run_measures_everything_and_resumes(
             "-o", str(out), "--verifier", "exact", "--problems", "2", "--steps-per-problem",
             "2", "--max-step-tokens", "12", "--delimiter", "\\n", "--widths", "1,2",
             "--batch-tokens", "4", "--repeats", "2", "--token-engine", "transformers",
-            "--token-problems", "2", "--max-tokens", "24", "--num-speculative-tokens", "3"]
+            "--token-problems", "2", "--max-tokens", "24", "--num-speculative-tokens", "3",
+            "--contexts", "16,48", "--cost-widths", "1,2", "--cost-tokens", "2,4",
+            "--cost-repeats", "1"]
     assert main(args) == 0
     captured = capsys.readouterr()
     assert "step pairs" in captured.err and "4/4" in captured.err  # the progress bars
@@ -37,7 +39,9 @@ def test_profile_run_measures_everything_and_resumes(
     prov = cal.provenance
     assert prov.source == "measured" and "copied from" not in prov.description
     phases = prov.settings.phases
-    assert set(phases.finished()) == {"batch_cost", "steps", "tokens"}
+    assert set(phases.finished()) == {"batch_cost", "steps", "tokens", "engine_costs"}
+    assert cal.engine_costs is not None and cal.engine_costs.draft is not None
+    assert cal.schema_version == 2
     assert prov.settings.versions["torch"].startswith("2.13")
     assert prov.machine and prov.date and prov.engine.startswith("transformers")
     assert prov.settings.machine_details.cores >= 1
@@ -57,11 +61,12 @@ def test_profile_run_measures_everything_and_resumes(
 
     import profiler.calibrate as calibrate
 
-    for name in ("batch_cost_phase", "steps_phase", "tokens_phase"):
+    for name in ("batch_cost_phase", "steps_phase", "tokens_phase", "engine_costs_phase"):
         monkeypatch.setattr(calibrate, name, boom)
     capsys.readouterr()
     assert main([*args, "--resume"]) == 0
-    assert "batch_cost, steps, tokens already measured" in capsys.readouterr().out
+    assert ("batch_cost, engine_costs, steps, tokens already measured"
+            in capsys.readouterr().out)
     assert out.read_text() == before
     # The calibration drives the optimizer.
     assert main(["optimize", "--budget", "16", "--calibration", str(out), "--json"]) == 0
@@ -70,3 +75,39 @@ def test_profile_run_measures_everything_and_resumes(
     assert data["calibration"]["name"] == cal.name and data["calibration"]["file"] == str(out)
     assert main(["optimize", "--budget", "16", "--calibration", str(out)]) == 0
     assert f"calibration '{cal.name}' (measured)" in capsys.readouterr().out
+
+
+def test_profile_engine_costs_prices_both_models_and_feeds_the_decoder_model(
+    smollm_path, qwen05_path, tmp_path, capsys
+) -> None:
+    from cli.main import main
+    from specmodel.config import SpecConfig
+    from specmodel.decodermodel import CostModel, predict_calibrated
+    from specmodel.formats.calibration import load_calibration
+
+    out = tmp_path / "costs.json"
+    args = ["profile", "engine-costs", "--target", str(smollm_path), "--draft",
+            str(qwen05_path), "-o", str(out), "--contexts", "16,48", "--cost-widths", "1,2",
+            "--cost-tokens", "2,5", "--cost-repeats", "1"]
+    assert main(args) == 0
+    assert "engine costs:" in capsys.readouterr().out
+    cal = load_calibration(out)
+    ec = cal.engine_costs
+    assert ec is not None and ec.engine == "transformers" and ec.tokens == (2, 5)
+    for m in (ec.target, ec.draft):
+        assert sorted((p.batch, p.context) for p in m.points)[0][0] == 1
+        assert len(m.points) == 4 and all(p.per_token > 0 and p.n == 1 for p in m.points)
+        assert {p.context for p in m.points} == {16, 48}  # the prompts are cut exactly
+        assert m.call_overhead.value >= 0 and m.prefill_per_token.value >= 0
+        assert m.concurrent_slowdown is not None and m.concurrent_slowdown > 0
+    phase = cal.provenance.settings.phases.engine_costs
+    assert phase.contexts == [16, 48] and phase.widths == [1, 2] and phase.repeats == 1
+    assert "intercepts fitted as overhead + prefill" in cal.provenance.description
+    costs = CostModel.from_calibration(cal)
+    assert costs.unit == "s" and costs.sources["target_decode"].startswith(
+        "measured: engine_costs of")
+    assert costs.draft_call_overhead == ec.draft.call_overhead.value
+    pred = predict_calibrated(cal, SpecConfig(k1=2, max_steps=4, max_step_tokens=16),
+                              problems=20, draws=2)
+    assert pred.speedup > 0 and pred.tokens_per_second is not None
+    assert not any(g.startswith("engine call costs") for g in cal.decoder_gaps())

@@ -16,7 +16,12 @@ from specmodel.formats.calibration import (
     BatchCost,
     BatchCostPoint,
     BatchCostSettings,
+    EngineCallPoint,
+    EngineCosts,
+    EngineCostsSettings,
+    Measurement,
     MeasurementSettings,
+    ModelEngineCosts,
     SpecDecodeCounters,
     StepLevel,
     StepsSettings,
@@ -108,6 +113,17 @@ MEASUREMENT = TokenMeasurement(
     prompts=1, max_tokens=8)
 
 
+ENGINE = EngineCosts(
+    engine="transformers", device="cpu", dtype="float32", threads=1, tokens=(4, 16),
+    target=ModelEngineCosts(
+        model="tgt", points=[EngineCallPoint(batch=b, context=L, per_token=0.1 * b,
+                                             intercept=0.05 + 1e-3 * b * L, n=2)
+                             for b in (1, 2) for L in (64, 256)],
+        call_overhead=Measurement(value=0.05, n=4, stderr=0.001),
+        prefill_per_token=Measurement(value=1e-3, n=4, stderr=1e-5),
+        concurrent_slowdown=1.2))
+
+
 def _settings(phase: str, options: dict):
     """The typed settings a real phase would record for these options."""
     common = {"description": f"{phase}: measured.", "date": calibrate.finished_at()}
@@ -121,6 +137,10 @@ def _settings(phase: str, options: dict):
         return StepsSettings(**common, **calibrate.steps_key(**{k: options[k] for k in keys}),
                              verifier=options["verifier"], record=str(options["record"]),
                              accepted=3, pairs=4, alpha1_ci95=(0.3, 0.95), c1_stderr=0.01)
+    if phase == "engine_costs":
+        keys = ("target", "draft", "contexts", "widths", "tokens", "repeats", "threads")
+        return EngineCostsSettings(**common, **calibrate.engine_costs_key(
+            **{k: options[k] for k in keys}))
     keys = ("model", "engine", "problems", "seed", "max_tokens", "num_speculative_tokens",
             "prompt_lookup_min", "prompt_lookup_max", "threads")
     return TokensSettings(**common, **calibrate.tokens_key(**{k: options[k] for k in keys}),
@@ -141,7 +161,7 @@ def _fake(phase: str, section, models: dict, log: list[str]):
 
 @pytest.fixture
 def fake_phases(monkeypatch):
-    """The three phases replaced by instant fakes; model names resolve to themselves."""
+    """The four phases replaced by instant fakes; model names resolve to themselves."""
     log: list[str] = []
     monkeypatch.setattr(calibrate, "batch_cost_phase",
                         _fake("batch_cost", BATCH, {"target": "model"}, log))
@@ -149,6 +169,8 @@ def fake_phases(monkeypatch):
                         _fake("steps", STEP, {"target": "target", "draft": "draft"}, log))
     monkeypatch.setattr(calibrate, "tokens_phase",
                         _fake("tokens", TOKEN, {"token_target": "model"}, log))
+    monkeypatch.setattr(calibrate, "engine_costs_phase",
+                        _fake("engine_costs", ENGINE, {"target": "target"}, log))
     import profiler.packs
 
     monkeypatch.setattr(profiler.packs, "resolve_model", lambda name, cache_dir=None: name)
@@ -165,7 +187,7 @@ def test_profile_run_writes_each_phase_and_resume_skips_them(fake_phases, tmp_pa
 
     out = tmp_path / "cal.json"
     assert main([*RUN, "-o", str(out)]) == 0
-    assert fake_phases == ["batch_cost", "steps", "tokens"]
+    assert fake_phases == ["batch_cost", "steps", "tokens", "engine_costs"]
     cal = load_calibration(out)
     assert cal.step.c1 == 0.25 and cal.token.alpha2 == 0.4 and len(cal.batch_cost.points) == 2
     prov = cal.provenance
@@ -173,20 +195,23 @@ def test_profile_run_writes_each_phase_and_resume_skips_them(fake_phases, tmp_pa
     assert prov.models == {"target": "tgt", "draft": "drf", "token_target": "tgt"}
     settings = prov.settings
     assert isinstance(settings, MeasurementSettings)
-    assert set(settings.phases.finished()) == {"batch_cost", "steps", "tokens"}
+    assert set(settings.phases.finished()) == {"batch_cost", "steps", "tokens", "engine_costs"}
+    assert cal.engine_costs == ENGINE and settings.phases.engine_costs.contexts == [64, 256, 512]
     assert settings.phases.steps.delimiter == "\n" and settings.phases.batch_cost.widths == [1, 2]
     assert settings.phases.tokens.measurement == MEASUREMENT
     assert settings.versions["specmodel"]
     assert settings.machine_details.cores >= 1 and settings.machine_details.platform
     assert settings.base.name == "lr-paper-gsm8k-deepseek" and settings.base.source == "paper"
-    assert prov.description == "batch_cost: measured. steps: measured. tokens: measured."
+    assert prov.description == ("batch_cost: measured. steps: measured. tokens: measured. "
+                                "engine_costs: measured.")
     assert cal.name == "measured-tgt-drf"
     before = out.read_text()
     capsys.readouterr()
     fake_phases.clear()
     assert main([*RUN, "-o", str(out), "--resume"]) == 0
     assert fake_phases == [] and out.read_text() == before
-    assert "batch_cost, steps, tokens already measured" in capsys.readouterr().out
+    assert ("batch_cost, engine_costs, steps, tokens already measured"
+            in capsys.readouterr().out)
 
 
 def test_an_interrupted_run_keeps_its_finished_phases_and_resumes_the_rest(
@@ -208,7 +233,7 @@ def test_an_interrupted_run_keeps_its_finished_phases_and_resumes_the_rest(
     monkeypatch.setattr(calibrate, "steps_phase", good_steps)
     fake_phases.clear()
     assert main([*RUN, "-o", str(out), "--resume"]) == 0
-    assert fake_phases == ["steps", "tokens"]
+    assert fake_phases == ["steps", "tokens", "engine_costs"]
     assert load_calibration(out).provenance.source == "measured"
 
 

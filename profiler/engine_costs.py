@@ -1,0 +1,197 @@
+"""Price the decoder's engine calls on this machine: the ``engine_costs`` phase.
+
+The decoder model (:mod:`specmodel.decodermodel`) prices a call of the transformers
+engine that writes ``n`` tokens for ``b`` prefixes of ``L`` tokens as
+
+    call_overhead + prefill_per_token · b · L + n · T(b, L)
+
+(the engine re-prefills every batched call's whole prefix).  This phase measures each
+term through the engine itself (:meth:`profiler.engines.HFEngine.generate_exact`:
+tokenizing, ``generate`` with its stopping check on every token, decoding), not
+through bare forwards: on a CPU ``generate``'s own work per call and per token is a
+real share of a small model's time.
+
+For every context ``L`` and width ``b`` of the grid, calls writing a short and a long
+number of tokens are timed ``repeats`` times each (interleaved, after a warm-up of the
+cell's shapes); the medians give a line in the number of tokens: its slope is T(b, L)
+per token, its intercept what the call costs beyond its tokens.  The intercepts of all
+cells are fitted as ``overhead + prefill_per_token · b · L`` by least squares (with
+standard errors; values clamped at 0).  Then the contention: the per-token time of
+each model while the other generates in another thread of the process (the async
+decoder's two workers) over its time alone.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from profiler.progress import ProgressCallback, no_progress
+
+__all__ = ["CellTiming", "context_prompt", "fit_intercepts", "measure_contention",
+           "measure_model", "model_costs"]
+
+_TEXT = ("Question: A farmer has 17 sheep, buys 5 more and sells 3. Each sheep eats 2 kg "
+         "of hay a day. How much hay do the sheep eat in a week?\nAnswer: Let's think step "
+         "by step.\n1. The farmer starts with 17 sheep.\n2. After buying 5 more he has "
+         "17 + 5 = 22 sheep.\n3. After selling 3 he has 22 - 3 = 19 sheep.\n4. Each sheep "
+         "eats 2 kg a day, so 19 sheep eat 19 * 2 = 38 kg a day.\n5. A week has 7 days, so "
+         "they eat 38 * 7 = 266 kg in a week.\n")
+"""Step-by-step arithmetic prose, repeated to build a prompt of any length."""
+
+
+@dataclass(frozen=True)
+class CellTiming:
+    """One (b, L) cell: the median times of its short and long calls."""
+
+    batch: int
+    """Prompts per call (copies of one prompt)."""
+    context: int
+    """Prompt tokens per sequence (as the engine's tokenizer counts them)."""
+    short: float
+    """Median seconds of the calls writing ``tokens[0]`` tokens."""
+    long: float
+    """Median seconds of the calls writing ``tokens[1]`` tokens."""
+    tokens: tuple[int, int]
+    """The two call lengths."""
+    n: int
+    """Timed calls per length."""
+
+    @property
+    def per_token(self) -> float:
+        """Seconds per token written (the slope), at least 1 ns."""
+        return max(1e-9, (self.long - self.short) / (self.tokens[1] - self.tokens[0]))
+
+    @property
+    def intercept(self) -> float:
+        """Seconds of the call beyond ``n · per_token`` (may be negative by noise)."""
+        return self.short - self.per_token * self.tokens[0]
+
+
+def context_prompt(engine: Any, tokens: int) -> tuple[str, int]:
+    """A prompt of about ``tokens`` tokens for ``engine`` and its exact token count."""
+    if tokens < 1:
+        raise ValueError(f"tokens must be >= 1, got {tokens}")
+    tok = engine.tokenizer
+    text = _TEXT
+    while engine.count_tokens(text) < tokens + 8:
+        text += _TEXT
+    ids = tok(text, add_special_tokens=False).input_ids[:tokens]
+    prompt = tok.decode(ids, skip_special_tokens=True)
+    return prompt, engine.count_tokens(prompt)
+
+
+def _median_times(engine: Any, prompts: list[str], lengths: Sequence[int],
+                  repeats: int) -> list[float]:
+    """Median seconds per length, the lengths interleaved within each repeat."""
+    times: list[list[float]] = [[] for _ in lengths]
+    for r in range(repeats):
+        order = list(enumerate(lengths))
+        for i, n in (order if r % 2 == 0 else order[::-1]):
+            times[i].append(engine.generate_exact(prompts, n))
+    return [statistics.median(t) for t in times]
+
+
+def measure_model(engine: Any, *, contexts: Sequence[int], widths: Sequence[int],
+                  tokens: tuple[int, int] = (4, 16), repeats: int = 2,
+                  progress: ProgressCallback | None = None, label: str = "") -> list[CellTiming]:
+    """Time every (context, width) cell of ``engine`` (see the module docstring)."""
+    if not 1 <= tokens[0] < tokens[1]:
+        raise ValueError(f"tokens must be two lengths 1 <= short < long, got {list(tokens)}")
+    if repeats < 1:
+        raise ValueError(f"repeats must be >= 1, got {repeats}")
+    if not contexts or min(contexts) < 1 or not widths or min(widths) < 1:
+        raise ValueError(f"contexts and widths must be integers >= 1, got {list(contexts)} "
+                         f"and {list(widths)}")
+    say = progress or no_progress
+    cells = [(L, b) for L in sorted(set(contexts)) for b in sorted(set(widths))]
+    out = []
+    first, _ = context_prompt(engine, min(contexts))
+    engine.generate_exact([first], 2)  # the process's first call is slower
+    for i, (L, b) in enumerate(cells):
+        prompt, n_ctx = context_prompt(engine, L)
+        say(i, len(cells), f"{label}b={b} L={n_ctx}")
+        engine.generate_exact([prompt] * b, 2)  # this cell's shapes
+        short, long = _median_times(engine, [prompt] * b, tokens, repeats)
+        out.append(CellTiming(b, n_ctx, short, long, tuple(tokens), repeats))
+        c = out[-1]
+        say(i + 1, len(cells), f"{label}b={b} L={n_ctx}: {c.per_token * 1e3:.1f} ms/token, "
+                               f"{c.intercept * 1e3:.0f} ms beyond")
+    return out
+
+
+def fit_intercepts(cells: Sequence[CellTiming]) -> tuple[tuple[float, float],
+                                                         tuple[float, float]]:
+    """((overhead, its stderr), (prefill per token, its stderr)) by least squares of the
+    cells' intercepts on b · L (stderr 0 when the fit has no residual degrees of
+    freedom).  Values are not clamped here."""
+    import numpy as np
+
+    if len(cells) < 2 or len({c.batch * c.context for c in cells}) < 2:
+        raise ValueError("fit_intercepts needs cells of at least two distinct b · L")
+    x = np.array([[1.0, c.batch * c.context] for c in cells])
+    y = np.array([c.intercept for c in cells])
+    coef, *_ = np.linalg.lstsq(x, y, rcond=None)
+    dof = len(cells) - 2
+    if dof > 0:
+        resid = y - x @ coef
+        s2 = float(resid @ resid) / dof
+        cov = s2 * np.linalg.inv(x.T @ x)
+        se = [math.sqrt(max(0.0, float(cov[0, 0]))), math.sqrt(max(0.0, float(cov[1, 1])))]
+    else:
+        se = [0.0, 0.0]
+    return (float(coef[0]), se[0]), (float(coef[1]), se[1])
+
+
+def _per_token_alone_and_busy(engine: Any, other: Any, prompt: str, other_prompt: str,
+                              tokens: int, repeats: int) -> tuple[float, float]:
+    """Median seconds of ``engine``'s exact call alone and while ``other`` loops."""
+    alone = [engine.generate_exact([prompt], tokens) for _ in range(repeats)]
+    stop = threading.Event()
+
+    def loop() -> None:
+        while not stop.is_set():
+            other.generate_exact([other_prompt], tokens)
+
+    worker = threading.Thread(target=loop, daemon=True)
+    worker.start()
+    try:
+        time.sleep(0.05)
+        busy = [engine.generate_exact([prompt], tokens) for _ in range(repeats)]
+    finally:
+        stop.set()
+        worker.join()
+    return statistics.median(alone), statistics.median(busy)
+
+
+def measure_contention(target: Any, draft: Any, *, context: int, tokens: int = 16,
+                       repeats: int = 3) -> tuple[float, float]:
+    """(target's slowdown, draft's slowdown): each model's call time while the other
+    generates in another thread of this process, over its time alone (median over
+    median, ``repeats`` calls each)."""
+    tp, _ = context_prompt(target, context)
+    dp, _ = context_prompt(draft, context)
+    t_alone, t_busy = _per_token_alone_and_busy(target, draft, tp, dp, tokens, repeats)
+    d_alone, d_busy = _per_token_alone_and_busy(draft, target, dp, tp, tokens, repeats)
+    return t_busy / t_alone, d_busy / d_alone
+
+
+def model_costs(model: str, cells: Sequence[CellTiming],
+                concurrent_slowdown: float | None = None) -> Any:
+    """The calibration's :class:`~specmodel.formats.calibration.ModelEngineCosts` of
+    one model from its cells."""
+    from specmodel.formats.calibration import EngineCallPoint, Measurement, ModelEngineCosts
+
+    (over, over_se), (pre, pre_se) = fit_intercepts(cells)
+    return ModelEngineCosts(
+        model=model,
+        points=[EngineCallPoint(batch=c.batch, context=c.context, per_token=c.per_token,
+                                intercept=c.intercept, n=c.n) for c in cells],
+        call_overhead=Measurement(value=max(0.0, over), stderr=over_se, n=len(cells)),
+        prefill_per_token=Measurement(value=max(0.0, pre), stderr=pre_se, n=len(cells)),
+        concurrent_slowdown=concurrent_slowdown)
