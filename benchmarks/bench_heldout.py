@@ -162,6 +162,20 @@ def decode_rounds(a: argparse.Namespace, cal: Any, configs: list[Any],
                            progress=pausing(printer(f"round {r + 1}"), a.pause_file))
 
 
+def prompt_tokens(a: argparse.Namespace) -> float:
+    """The held-out problems' mean prompt length in the target's tokens (records written
+    before ``settings.prompt_tokens`` existed lack it)."""
+    from transformers import AutoTokenizer
+
+    from profiler.packs import resolve_model
+    from profiler.problems import format_prompt, load_problems
+
+    tok = AutoTokenizer.from_pretrained(resolve_model(TRIOS[a.trio]["target"]))
+    problems = load_problems(a.problems, a.seed)
+    return sum(len(tok(format_prompt(p), add_special_tokens=False).input_ids)
+               for p in problems) / len(problems)
+
+
 def report(a: argparse.Namespace, cal: Any, records: list[Path]) -> dict[str, Any]:
     """Compare what the round records hold (complete rounds only) and print the table."""
     from specmodel.formats.run_record import load_run_record
@@ -173,7 +187,7 @@ def report(a: argparse.Namespace, cal: Any, records: list[Path]) -> dict[str, An
     common = set.intersection(*({c.label for c in r.configs} for r in recs))
     recs = [r.model_copy(update={"configs": [c for c in r.configs if c.label in common]})
             for r in recs]
-    s = compare_rounds(recs, cal)
+    s = compare_rounds(recs, cal, prompt_tokens=prompt_tokens(a))
     print_table(
         f"held-out sweep, trio {a.trio} ({recs[0].models}), {a.problems} problems (seed "
         f"{a.seed}), {len(recs)} round(s); calibration {cal.name}",

@@ -81,7 +81,7 @@ def decode(
     from profiler.engines import make_engine
     from profiler.packs import resolve_model
     from profiler.problems import load_problems
-    from profiler.runs import run_configurations
+    from profiler.runs import mean_prompt_tokens, run_configurations
     from profiler.verifiers import make_verifier
     from specmodel.config import SpecConfig
     from specmodel.formats.calibration import resolve_calibration
@@ -175,7 +175,8 @@ def decode(
                                      max_step_tokens=cfg.max_step_tokens,
                                      delimiter=cfg.step_delimiter,
                                      config_file=str(config) if config is not None else None,
-                                     device=device, dtype=dtype, synthetic=syn),
+                                     device=device, dtype=dtype, synthetic=syn,
+                                     prompt_tokens=mean_prompt_tokens(tgt, probs)),
                 calibration=cal, include_baseline=baseline, resume=resume, progress=bar,
             )
     con = console()

@@ -43,6 +43,16 @@ BASELINE = SpecConfig(k1=1, k2=1)
 """Target-only step-by-step greedy decoding: speedup 1 by definition."""
 
 
+def mean_prompt_tokens(engine: Any, problems: Sequence[Problem]) -> float:
+    """The mean prompt length of ``problems`` in ``engine``'s tokens (the run record's
+    ``settings.prompt_tokens``)."""
+    from profiler.problems import format_prompt
+
+    if not problems:
+        raise ValueError("problems must not be empty")
+    return sum(engine.count_tokens(format_prompt(p)) for p in problems) / len(problems)
+
+
 def baseline_like(config: SpecConfig) -> SpecConfig:
     """Target-only decoding with ``config``'s step caps and delimiter."""
     return SpecConfig(max_step_tokens=config.max_step_tokens, max_steps=config.max_steps,

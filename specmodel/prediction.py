@@ -137,12 +137,14 @@ def calibration_mismatches(record: RunRecord, calibration: Calibration | None = 
 
 
 def compare(record: RunRecord, calibration: Calibration | None = None, *,
-            decoder: bool = True, seed: int = 0) -> list[ValidationRow]:
+            decoder: bool = True, seed: int = 0,
+            prompt_tokens: float | None = None) -> list[ValidationRow]:
     """Predicted against measured speedup for every configuration of ``record``.
 
     ``calibration`` replaces the record's own (to predict the same run from
     another calibration).  ``decoder`` adds the decoder model's prediction
-    (:func:`decoder_prediction`).
+    (:func:`decoder_prediction`), with the run's mean prompt length
+    (``prompt_tokens``, else the record's ``settings.prompt_tokens``, else assumed).
     """
     cal = calibration or record.calibration
     if cal is None:
@@ -164,7 +166,8 @@ def compare(record: RunRecord, calibration: Calibration | None = None, *,
             closed, priced = predict(cal, s)
         except ValueError:
             closed, priced = None, None
-        dec = decoder_prediction(cal, s, seed=seed, record=record) if decoder else None
+        dec = (decoder_prediction(cal, s, seed=seed, record=record,
+                                  prompt_tokens=prompt_tokens) if decoder else None)
         rows.append(
             ValidationRow(
                 config=c.label,
@@ -189,7 +192,8 @@ def compare(record: RunRecord, calibration: Calibration | None = None, *,
 
 def decoder_prediction(cal: Calibration, config: SpecConfig, *, seed: int = 0,
                        problems: int = 200, draws: int = 16, draw_problems: int = 50,
-                       record: RunRecord | None = None) -> Any:
+                       record: RunRecord | None = None,
+                       prompt_tokens: float | None = None) -> Any:
     """The decoder model's :class:`~specmodel.decodermodel.DecoderPrediction` for one
     configuration from a calibration, or None where the models cannot be built.
 
@@ -223,8 +227,11 @@ def decoder_prediction(cal: Calibration, config: SpecConfig, *, seed: int = 0,
             return predict(config, AcceptanceModel.from_calibration(cal), costs,
                            Workload.of(config, syn.prompt_tokens), problems=problems,
                            draws=draws, draw_problems=draw_problems, seed=seed)
-        return predict_calibrated(cal, config, problems=problems, draws=draws,
-                                  draw_problems=draw_problems, seed=seed)
+        if prompt_tokens is None and record is not None:
+            prompt_tokens = record.settings.prompt_tokens
+        return predict_calibrated(
+            cal, config, problems=problems, draws=draws, draw_problems=draw_problems,
+            seed=seed, prompt_tokens=None if prompt_tokens is None else round(prompt_tokens))
     except ValueError:
         return None
 
@@ -302,7 +309,8 @@ _SUMMARY_KEYS = (("f·g", "predicted_speedup", "error"),
 
 
 def compare_rounds(records: list[RunRecord], calibration: Calibration | None = None, *,
-                   decoder: bool = True, seed: int = 0) -> RoundsSummary:
+                   decoder: bool = True, seed: int = 0,
+                   prompt_tokens: float | None = None) -> RoundsSummary:
     """Predicted against the mean measured speedup over several rounds of one sweep.
 
     Every record must hold the same configurations (the baseline included); each
@@ -312,7 +320,8 @@ def compare_rounds(records: list[RunRecord], calibration: Calibration | None = N
     """
     if not records:
         raise ValueError("records must not be empty")
-    first = compare(records[0], calibration, decoder=decoder, seed=seed)
+    first = compare(records[0], calibration, decoder=decoder, seed=seed,
+                    prompt_tokens=prompt_tokens)
     labels = [r.config for r in first]
     rounds = [first] + [compare(rec, calibration or records[0].calibration, decoder=False)
                         for rec in records[1:]]

@@ -215,6 +215,10 @@ class RunSettings(_Record):
     recorded)."""
     dtype: str | None = None
     """Their dtype (None in records from before it was recorded)."""
+    prompt_tokens: float | None = Field(None, gt=0)
+    """Mean prompt length of the run's problems in the target's tokens (the first
+    prefill and the starting context of every call; None in records from before it was
+    recorded: the decoder model then assumes one)."""
     synthetic: SyntheticAcceptance | None = None
     """Set when the acceptance was synthetic (drawn from a calibration, not real text);
     None: real models, real text."""

@@ -192,6 +192,7 @@ def test_decode_synthetic_writes_a_record(arch: str, arch2: str, tmp_path: Path,
     assert syn is not None and syn.calibration == "lr-paper-gsm8k-deepseek"
     assert "geometric" in syn.step_lengths  # the paper preset has no histogram
     assert rec.settings.device == "cpu" and rec.models["verifier"].startswith("synthetic:")
+    assert rec.settings.prompt_tokens is not None and rec.settings.prompt_tokens > 10
     assert rec.calibration is not None and rec.calibration.name.endswith("+synthetic-costs")
     spec = rec.configs[-1]
     assert spec.totals.drafted_steps > 0
