@@ -90,6 +90,10 @@ def optimize(
     shared_prefix: Annotated[bool, typer.Option(
         "--shared-prefix/--no-shared-prefix",
         help="What-if: branches share their prefix's attention (cascade kernels).")] = True,
+    decoder: Annotated[bool, typer.Option(
+        "--decoder/--no-decoder",
+        help="With a calibration that has engine costs, lead with the decoder model "
+        "(a few seconds of simulation).")] = True,
     json_out: JsonOut = False,
 ) -> None:
     """Split a parallelism budget between steps in flight (k1) and tokens per step (k2).
@@ -131,10 +135,69 @@ def optimize(
 
         priced = price_budget(params, budget, mode, curve, concurrency,
                               compare=(res.k1, res.k2))
+    dec = None
+    cal = inputs.calibration
+    if decoder and cal is not None and cal.engine_costs is not None:
+        from specmodel.decodermodel.search import optimize_decoder
+
+        dec = optimize_decoder(cal, budget, base=base, seed=seed)
     if json_out:
-        render.emit_json(_optimize_json(inputs, res, priced, mc, method.value, landscape))
+        out = _optimize_json(inputs, res, priced, mc, method.value, landscape)
+        if dec is not None:  # the best model the calibration supports leads
+            b = dec.best
+            out = {"model": "decoder model", "mode": b.mode, "k1": b.k1, "k2": b.k2,
+                   "width": b.width, "speedup": b.speedup, "interval": list(b.interval or ()),
+                   "tokens_per_second": b.tokens_per_second, "budget": budget,
+                   "calibration": inputs.source.to_dict(), "decoder_model": dec.to_dict(),
+                   "comparisons": out}
+        elif cal is not None:
+            out["decoder_model"] = {"used": False, "missing": cal.decoder_gaps()}
+        render.emit_json(out)
         return
-    _print_optimize(inputs, res, priced, mc)
+    if dec is not None:
+        _print_decoder(inputs, dec)
+        render.console().print("[bold]Comparisons[/bold] (models that price less of the "
+                               "decoder's work):")
+    _print_optimize(inputs, res, priced, mc, source=dec is None)
+    if dec is None and cal is not None:
+        gaps = [g for g in cal.decoder_gaps() if g.startswith("engine call costs")]
+        if gaps:
+            render.dim("Decoder model (each engine call priced) not used: " + gaps[0] + ".")
+
+
+def _print_decoder(inputs: ModelInputs, dec: Any) -> None:
+    """optimize's answer from the decoder model: the best and leanest configurations with
+    their intervals, the refined candidates, and where the costs came from."""
+    from specmodel.optimize.pricing import SPEEDUP_DEFINITION
+
+    con = render.console()
+    inputs.print_source()
+    render.dim(f"Decoder model: a Monte-Carlo of the decoder's own schedule, every engine "
+               f"call priced by the calibration's engine costs; {SPEEDUP_DEFINITION}.")
+    rows = []
+    for c in dec.refined:
+        lo, hi = c.interval or (c.speedup, c.speedup)
+        tag = ("[bold]best[/bold]" if c == dec.best else
+               f"leanest within {dec.tolerance:.0%}" if c == dec.leanest else "")
+        rows.append((tag, c.label, str(c.budget_used), f"{c.speedup:.3f}x",
+                     f"{lo:.3f}-{hi:.3f}",
+                     "-" if c.tokens_per_second is None else f"{c.tokens_per_second:.2f}"))
+    con.print(render.table(
+        f"Decoder model: best of {len(dec.screened)} configurations with k1·k2·W ≤ "
+        f"{dec.budget} (one request)",
+        ("", "configuration", "budget used", "speedup", "95 % interval", "tokens/s"), rows,
+        justify=("left", "left", "right", "right", "right", "right")))
+    b = dec.best
+    con.print(f"Decoder model: best {b.label} at {b.speedup:.3f}x"
+              + ("" if b.k1 > 1 or b.k2 > 1 else " (speculation does not pay here)")
+              + (f"; leanest within {dec.tolerance:.0%}: {dec.leanest.label}"
+                 if dec.leanest != b else "") + ".")
+    for key in ("target_decode", "prefill_per_token", "call_overhead", "contention",
+                "prompt_tokens"):
+        if key in dec.sources:
+            render.dim(f"  {key}: {dec.sources[key]}")
+    for g in dec.gaps:
+        render.dim(f"  missing: {g}")
 
 
 def _print_what_if(inputs: ModelInputs, result: Any) -> None:
@@ -200,9 +263,11 @@ def _optimize_json(
     return out
 
 
-def _print_optimize(inputs: ModelInputs, res: Any, priced: Any, mc: Any) -> None:
+def _print_optimize(inputs: ModelInputs, res: Any, priced: Any, mc: Any, *,
+                    source: bool = True) -> None:
     con = render.console()
-    inputs.print_source()
+    if source:
+        inputs.print_source()
     if priced is not None:
         _print_priced(inputs, res, priced, mc)
         return
