@@ -1,0 +1,46 @@
+"""The ablation's variants: cumulative, in STEPS order, from the papers' idealisation
+(where the simulator equals the closed forms) to the full model."""
+
+from __future__ import annotations
+
+import pytest
+
+from specmodel.config import SpecConfig
+from specmodel.decodermodel import Workload, predict
+from specmodel.decodermodel.ablation import STEPS, variants
+from specmodel.decodermodel.costs import CostModel
+
+from .test_search import _calibration
+
+CFG = SpecConfig(mode="async", k1=2, k2=2, max_steps=6, max_step_tokens=32)
+
+
+def test_variants_run_from_the_papers_idealisation_to_the_full_model() -> None:
+    cal = _calibration()
+    vs = variants(cal)
+    assert [name for name, _, _ in vs] == [name for name, _ in STEPS]
+    first_costs, first_acc = vs[0][1], vs[0][2]
+    assert first_costs.target_decode.is_flat and first_costs.draft_decode.is_flat
+    assert first_costs.prefill_per_token == 0 and first_costs.call_overhead == 0
+    assert first_acc.is_iid and first_acc.target_steps.is_constant
+    full = CostModel.from_calibration(cal)
+    last_costs, last_acc = vs[-1][1], vs[-1][2]
+    for name in ("prefill_per_token", "draft_prefill_per_token", "call_overhead",
+                 "draft_call_overhead", "verifier_per_pair", "contention",
+                 "draft_contention", "target_decode", "draft_decode", "engine"):
+        assert getattr(last_costs, name) == getattr(full, name), name
+    work = Workload.of(CFG, 100)
+    a = predict(CFG, last_acc, last_costs, work, problems=60, draws=0, seed=3).speedup
+    b = predict(CFG, last_acc, full, work, problems=60, draws=0, seed=3).speedup
+    assert a == pytest.approx(b, rel=1e-12)
+
+
+def test_each_step_changes_only_what_it_adds() -> None:
+    vs = variants(_calibration())
+    names = [n for n, _, _ in vs]
+    i = names.index("prefill")
+    before, after = vs[i - 1][1], vs[i][1]
+    assert before.prefill_per_token == 0 and after.prefill_per_token > 0
+    assert before.target_decode == after.target_decode and before.engine == after.engine
+    j = names.index("concurrency")
+    assert vs[j - 1][1].contention == 1.0 and vs[j][1].contention > 1.0
