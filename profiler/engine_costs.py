@@ -158,7 +158,7 @@ def _per_token_alone_and_busy(engine: Any, other: Any, prompt: str, other_prompt
         while not stop.is_set():
             other.generate_exact([other_prompt], tokens)
 
-    worker = threading.Thread(target=loop, daemon=True)
+    worker = threading.Thread(target=loop, name="engine-costs-other", daemon=True)
     worker.start()
     try:
         time.sleep(0.05)

@@ -87,6 +87,7 @@ def check_interrupt_and_resume(target: Path, draft: Path, tmp_path: Path) -> Non
         assert read_record(record).key == read_record(ref.with_suffix(".pairs.jsonl")).key
 
 
+@pytest.mark.slow  # about 75 s; the phase/resume logic has offline tests in CI
 def test_interrupted_profile_steps_resumes_to_the_uninterrupted_result(
     smollm_path, qwen05_path, tmp_path
 ) -> None:

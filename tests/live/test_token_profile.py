@@ -9,6 +9,7 @@ from tests.conftest import require
 pytestmark = pytest.mark.live
 
 
+@pytest.mark.slow  # about 35 s; vLLM's counters are profiled in CI by the server loop
 def test_profile_tokens_writes_a_calibration(smollm_path, tmp_path) -> None:
     require("vllm")
     require("reasoning_gym")

@@ -1,0 +1,100 @@
+"""profiler.engine_costs without a model: the cell lines, the intercept fit and the
+contention measurement on engines whose call times are known."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from profiler.engine_costs import (
+    CellTiming,
+    fit_intercepts,
+    measure_contention,
+    measure_model,
+    model_costs,
+)
+
+
+class _Clock:
+    """Call times of a model: overhead + prefill · b · L + per_token(b, L) · n, slower by
+    ``busy`` while the other model's caller thread runs."""
+
+    def __init__(self, over: float, pre: float, per: float, busy: float = 1.0):
+        self.over, self.pre, self.per, self.busy = over, pre, per, busy
+        self.tokenizer = self
+        self.calls: list[tuple[int, int, int]] = []
+
+    # the tokenizer interface context_prompt uses: one token per word
+    def __call__(self, text: str, add_special_tokens: bool = False):
+        return type("Enc", (), {"input_ids": text.split()})()
+
+    def decode(self, ids, skip_special_tokens: bool = True) -> str:
+        return " ".join(ids)
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+    def seconds(self, b: int, L: int, n: int) -> float:
+        return self.over + self.pre * b * L + self.per * (1 + 0.5 * (b - 1)) * n
+
+    def generate_exact(self, prompts: list[str], n: int) -> float:
+        b, L = len(prompts), self.count_tokens(prompts[0])
+        self.calls.append((b, L, n))
+        # slowed while the other model's caller thread runs (deterministic: no race
+        # between its back-to-back calls)
+        others = any(t.name == "engine-costs-other" for t in threading.enumerate()
+                     if t is not threading.current_thread())
+        t = self.seconds(b, L, n) * (self.busy if others else 1.0)
+        time.sleep(t)
+        return t
+
+
+def test_cells_recover_the_slope_and_the_fit_recovers_overhead_and_prefill() -> None:
+    eng = _Clock(over=0.004, pre=2e-5, per=0.001)
+    cells = measure_model(eng, contexts=[20, 60], widths=[1, 2], tokens=(2, 6), repeats=1)
+    assert [(c.batch, c.context) for c in cells] == [(1, 20), (2, 20), (1, 60), (2, 60)]
+    for c in cells:
+        assert c.per_token == pytest.approx(0.001 * (1 + 0.5 * (c.batch - 1)), rel=1e-9)
+    (over, _), (pre, _) = fit_intercepts(cells)
+    assert over == pytest.approx(0.004, abs=1e-9) and pre == pytest.approx(2e-5, rel=1e-6)
+    costs = model_costs("m", cells)
+    assert costs.call_overhead.value == pytest.approx(0.004, abs=1e-9)
+    assert costs.decode_points()[(2, 60)] == pytest.approx(0.0015)
+    # every cell was warmed at its own shape before it was timed
+    assert (2, 60, 2) in eng.calls
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.floats(0, 0.5), st.floats(0, 0.01), st.lists(
+    st.tuples(st.integers(1, 8), st.integers(1, 2000)), min_size=3, max_size=9, unique=True))
+def test_the_intercept_fit_is_exact_on_exact_lines(over, pre, cells) -> None:
+    if len({b * L for b, L in cells}) < 2:
+        return
+    timed = [CellTiming(b, L, over + pre * b * L + 0.1 * 2, over + pre * b * L + 0.1 * 8,
+                        (2, 8), 1) for b, L in cells]
+    (o, o_se), (p, p_se) = fit_intercepts(timed)
+    assert o == pytest.approx(over, abs=1e-7) and p == pytest.approx(pre, abs=1e-9)
+    assert o_se < 1e-6 and p_se < 1e-9
+
+
+def test_bad_grids_are_refused() -> None:
+    eng = _Clock(0, 0, 0.001)
+    with pytest.raises(ValueError, match="tokens must be two lengths"):
+        measure_model(eng, contexts=[8], widths=[1], tokens=(4, 4))
+    with pytest.raises(ValueError, match="contexts and widths"):
+        measure_model(eng, contexts=[], widths=[1])
+    with pytest.raises(ValueError, match="two distinct b"):
+        fit_intercepts([CellTiming(1, 8, 1.0, 2.0, (1, 2), 1)])
+
+
+def test_contention_is_each_models_time_beside_the_other_over_alone() -> None:
+    target = _Clock(0.0, 0.0, 0.004, busy=1.5)
+    draft = _Clock(0.0, 0.0, 0.002, busy=1.2)
+    slow_t, slow_d = measure_contention(target, draft, context=8, tokens=4, repeats=3)
+    assert slow_t == pytest.approx(1.5, rel=1e-9)
+    assert slow_d == pytest.approx(1.2, rel=1e-9)
+    assert threading.active_count() == 1  # the background caller was joined
