@@ -47,6 +47,11 @@ CostWidths = Annotated[str, typer.Option(help="Engine costs: comma-separated bat
 CostTokens = Annotated[str, typer.Option(
     help="Engine costs: the two call lengths (tokens written), short,long.")]
 CostRepeats = Annotated[int, typer.Option(help="Engine costs: timed calls per cell and length.")]
+SpeculationK2 = Annotated[str, typer.Option(
+    help="Engine costs: k2 values at which the target's speculative step calls are timed "
+    "on real step prefixes ('' for none).")]
+SpeculationProblems = Annotated[int, typer.Option(
+    help="Engine costs: gsm_symbolic problems whose step prefixes the speculative calls use.")]
 
 
 def _widths(text: str, option: str = "--widths") -> list[int]:
@@ -153,8 +158,10 @@ def engine_costs(
     draft: Annotated[str | None, typer.Option(
         help="Step draft model (pack or folder); its calls and the contention too.")] = None,
     contexts: Contexts = "64,256,512", cost_widths: CostWidths = "1,2,4",
-    cost_tokens: CostTokens = "4,16", cost_repeats: CostRepeats = 2, threads: Threads = 1,
-    calibration: CalibrationOpt = None, preset: PresetOpt = None,
+    cost_tokens: CostTokens = "4,16", cost_repeats: CostRepeats = 2,
+    speculation_k2: SpeculationK2 = "2,3,5", speculation_problems: SpeculationProblems = 2,
+    seed: Seed = 0, delimiter: Delimiter = "\\n\\n", max_step_tokens: MaxStepTokens = 48,
+    threads: Threads = 1, calibration: CalibrationOpt = None, preset: PresetOpt = None,
 ) -> None:
     """Price the decoder's engine calls on this machine (T(b, L) per token, prefill,
     per-call overhead, contention) into a copy of a calibration."""
@@ -162,18 +169,24 @@ def engine_costs(
 
     if draft is not None:
         check_distinct_models(target, draft)
-    kw = _engine_cost_options(contexts, cost_widths, cost_tokens)
+    kw = _engine_cost_options(contexts, cost_widths, cost_tokens, speculation_k2)
     with _recorder(output, calibration, preset, False) as rec, \
             saving(_unchanged(output, "the engine costs")):
         _measure(rec, engine_costs_phase, "engine costs", target=target, draft=draft,
-                 repeats=cost_repeats, threads=threads, **kw)
+                 repeats=cost_repeats, threads=threads,
+                 speculation_problems=speculation_problems, seed=seed,
+                 delimiter=unescape(delimiter), max_step_tokens=max_step_tokens, **kw)
 
 
-def _engine_cost_options(contexts: str, widths: str, tokens: str) -> dict[str, list[int]]:
+def _engine_cost_options(contexts: str, widths: str, tokens: str,
+                         speculation: str) -> dict[str, Any]:
     """The engine-cost grid options, parsed, each error naming its option."""
-    out = {"contexts": _widths(contexts, "--contexts"),
-           "widths": _widths(widths, "--cost-widths"),
-           "tokens": _widths(tokens, "--cost-tokens")}
+    spec = _widths(speculation, "--speculation-k2")
+    if spec and min(spec) < 2:
+        raise ValueError(f"--speculation-k2 must be integers >= 2, got {speculation!r}")
+    out: dict[str, Any] = {"contexts": _widths(contexts, "--contexts"),
+                           "widths": _widths(widths, "--cost-widths"),
+                           "tokens": _widths(tokens, "--cost-tokens")}
     for option, key in (("--contexts", "contexts"), ("--cost-widths", "widths"),
                         ("--cost-tokens", "tokens")):
         if not out[key] or min(out[key]) < 1:
@@ -182,6 +195,7 @@ def _engine_cost_options(contexts: str, widths: str, tokens: str) -> dict[str, l
     if len(t) != 2 or t[0] >= t[1]:
         raise ValueError(f"--cost-tokens must be two lengths short,long with short < long, "
                          f"got {tokens!r}")
+    out["speculation_k2"] = spec or None
     return out
 
 
@@ -252,6 +266,7 @@ def run(
         help="Run the engine-costs phase (what the decoder model prices calls by).")] = True,
     contexts: Contexts = "64,256,512", cost_widths: CostWidths = "1,2,4",
     cost_tokens: CostTokens = "4,16", cost_repeats: CostRepeats = 2,
+    speculation_k2: SpeculationK2 = "2,3,5", speculation_problems: SpeculationProblems = 2,
     threads: Threads = 1, resume: Resume = False,
     calibration: CalibrationOpt = None, preset: PresetOpt = None,
 ) -> None:
@@ -274,7 +289,7 @@ def run(
                    threads=threads)
     check_distinct_models(target, draft)
     ws = _widths(widths)
-    grid = _engine_cost_options(contexts, cost_widths, cost_tokens)
+    grid = _engine_cost_options(contexts, cost_widths, cost_tokens, speculation_k2)
     resolve_model(target)
     resolve_model(draft)
     expected = {
@@ -291,7 +306,9 @@ def run(
                              prompt_lookup_min=prompt_lookup_min,
                              prompt_lookup_max=prompt_lookup_max, threads=threads),
         "engine_costs": engine_costs_key(target=target, draft=draft, repeats=cost_repeats,
-                                         threads=threads, **grid),
+                                         threads=threads, seed=seed,
+                                         speculation_problems=speculation_problems,
+                                         delimiter=unescape(delimiter), **grid),
     }
     if not measure_tokens:
         del expected["tokens"]
@@ -322,7 +339,9 @@ def run(
                             prompt_lookup_max=prompt_lookup_max, threads=threads)
         if measure_engine_costs and "engine_costs" not in done:
             _measure(rec, engine_costs_phase, "engine costs", target=target, draft=draft,
-                     repeats=cost_repeats, threads=threads, **grid)
+                     repeats=cost_repeats, threads=threads, seed=seed,
+                     speculation_problems=speculation_problems,
+                     delimiter=unescape(delimiter), max_step_tokens=max_step_tokens, **grid)
         cal = rec.calibration
     con.print(f"calibration {cal.name} ({cal.provenance.source}) in {output}", soft_wrap=True)
 

@@ -169,14 +169,19 @@ def tokens_key(*, model: str, engine: str, problems: int, seed: int, max_tokens:
 
 
 def engine_costs_key(*, target: str, draft: str | None, contexts: list[int],
-                     widths: list[int], tokens: list[int], repeats: int,
-                     threads: int) -> dict[str, Any]:
+                     widths: list[int], tokens: list[int], repeats: int, threads: int,
+                     speculation_k2: list[int] | None = None, speculation_problems: int = 2,
+                     seed: int = 0, delimiter: str = "\n\n") -> dict[str, Any]:
     """Everything that determines an ``engine_costs`` measurement (its resume key)."""
+    spec = sorted(set(speculation_k2)) if speculation_k2 else None
     return {"target": target, "target_sha256": model_sha256(target), "draft": draft,
             "draft_sha256": model_sha256(draft) if draft is not None else None,
             "engine": "transformers", "contexts": sorted(set(contexts)),
             "widths": sorted(set(widths)), "tokens": list(tokens), "repeats": repeats,
-            "threads": threads, "versions": key_versions()}
+            "threads": threads, "versions": key_versions(), "speculation_k2": spec,
+            "speculation_problems": speculation_problems if spec else None,
+            "speculation_seed": seed if spec else None,
+            "delimiter": delimiter if spec else None}
 
 
 def finished_at() -> str:
@@ -351,11 +356,14 @@ def tokens_phase(
 def engine_costs_phase(
     target: str, draft: str | None = None, *, contexts: list[int] | None = None,
     widths: list[int] | None = None, tokens: list[int] | None = None, repeats: int = 2,
-    threads: int = 1, progress: ProgressCallback | None = None,
+    threads: int = 1, speculation_k2: list[int] | None = None,
+    speculation_problems: int = 2, seed: int = 0, delimiter: str = "\n\n",
+    max_step_tokens: int = 48, progress: ProgressCallback | None = None,
 ) -> PhaseResult:
     """Price the transformers engine's calls of the target (and the step draft) on this
-    machine: T(b, L) per token, prefill per token, per-call overhead and, with a draft,
-    the slowdown of each while the other runs (:mod:`profiler.engine_costs`)."""
+    machine: T(b, L) per token, prefill per token, per-call overhead, with a draft the
+    slowdown of each while the other runs, and with ``speculation_k2`` the target's
+    speculative step calls (:mod:`profiler.engine_costs`)."""
     check_settings(threads=threads)
     ctx = sorted(set(contexts or [64, 256, 512]))
     ws = sorted(set(widths or [1, 2, 4]))
@@ -367,11 +375,15 @@ def engine_costs_phase(
                          "fit of overhead and prefill needs two)")
     if repeats < 1:
         raise ValueError(f"repeats must be >= 1, got {repeats}")
+    if speculation_k2 is not None and (not speculation_k2 or min(speculation_k2) < 2):
+        raise ValueError(f"speculation_k2 must be integers >= 2, got {speculation_k2}")
+    if speculation_problems < 1:
+        raise ValueError(f"speculation_problems must be >= 1, got {speculation_problems}")
     from profiler.engine_costs import measure_contention, measure_model, model_costs
     from profiler.engines import HFEngine
     from profiler.packs import resolve_model
 
-    eng_t = HFEngine(resolve_model(target), threads=threads)
+    eng_t = HFEngine(resolve_model(target), threads=threads, delimiter=delimiter)
     eng_d = HFEngine(resolve_model(draft), threads=threads) if draft is not None else None
     kw = {"contexts": ctx, "widths": ws, "tokens": (tk[0], tk[1]), "repeats": repeats,
           "progress": progress}
@@ -381,9 +393,14 @@ def engine_costs_phase(
     if eng_d is not None:
         slow_t, slow_d = measure_contention(eng_t, eng_d, context=ctx[0], tokens=tk[1],
                                             repeats=max(3, repeats))
+    target_costs = model_costs(target, cells_t, slow_t)
+    if speculation_k2:
+        target_costs = _with_speculation(eng_t, target_costs, speculation_k2,
+                                          speculation_problems, seed, max_step_tokens,
+                                          progress)
     costs = EngineCosts(
         engine="transformers", device=eng_t.device, dtype=eng_t.dtype, threads=threads,
-        tokens=(tk[0], tk[1]), target=model_costs(target, cells_t, slow_t),
+        tokens=(tk[0], tk[1]), target=target_costs,
         draft=None if cells_d is None else model_costs(draft, cells_d, slow_d))
 
     def said(m: Any, role: str) -> str:
@@ -391,6 +408,12 @@ def engine_costs_phase(
                         for p in m.points)
         slow = ("" if m.concurrent_slowdown is None else
                 f"; {m.concurrent_slowdown:.2f}x slower while the other model generates")
+        if m.speculative_passes:
+            slow += ("; a prompt-lookup pass inside a step call costs " + ", ".join(
+                f"{v.value:.2f} +/- {v.stderr or 0:.2f} (k2 = {k}, {v.n} calls)"
+                for k, v in sorted(m.speculative_passes.items()))
+                + f" decode forwards (step prefixes of {speculation_problems} gsm_symbolic "
+                f"problems (seed {seed}), passes replayed)")
         return (f"{role} {m.model}: per token (ms) {pts}; call overhead "
                 f"{m.call_overhead.value * 1e3:.1f} +/- {(m.call_overhead.stderr or 0) * 1e3:.1f}"
                 f" ms, prefill {m.prefill_per_token.value * 1e3:.3f} +/- "
@@ -406,7 +429,9 @@ def engine_costs_phase(
     settings = EngineCostsSettings(
         description=desc, date=finished_at(),
         **engine_costs_key(target=target, draft=draft, contexts=ctx, widths=ws, tokens=tk,
-                           repeats=repeats, threads=threads))
+                           repeats=repeats, threads=threads, speculation_k2=speculation_k2,
+                           speculation_problems=speculation_problems, seed=seed,
+                           delimiter=delimiter))
     t = costs.target
     return PhaseResult(
         "engine_costs", costs, settings,
@@ -416,6 +441,25 @@ def engine_costs_phase(
         f"{t.call_overhead.value * 1e3:.0f} ms, prefill {t.prefill_per_token.value * 1e3:.2f}"
         " ms/token" + ("" if t.concurrent_slowdown is None else
                        f", contention {t.concurrent_slowdown:.2f}x"))
+
+
+def _with_speculation(engine: Any, costs: Any, k2s: list[int], problems: int, seed: int,
+                      max_step_tokens: int, progress: ProgressCallback | None) -> Any:
+    """``costs`` with the target's speculative passes measured on real step prefixes."""
+    from profiler.engine_costs import measure_speculative_passes, step_prefixes
+    from profiler.problems import format_prompt, load_problems
+    from specmodel.decodermodel import Surface
+    from specmodel.formats.calibration import Measurement
+
+    surface = Surface.from_points(costs.decode_points())
+    prompts = [format_prompt(p) for p in load_problems(problems, seed)]
+    prefixes = step_prefixes(engine, prompts, steps=[0, 4, 8], max_step_tokens=max_step_tokens)
+    got = measure_speculative_passes(
+        engine, prefixes, k2s=k2s, max_step_tokens=max_step_tokens,
+        decode=lambda L: surface.time(1, L), overhead=costs.call_overhead.value,
+        prefill=costs.prefill_per_token.value, progress=progress)
+    return costs.model_copy(update={"speculative_passes": {
+        k: Measurement(value=m, stderr=se, n=n) for k, (m, se, n) in got.items()}})
 
 
 def _rebuilt(model: Any, **changes: Any) -> Any:

@@ -19,6 +19,13 @@ cells are fitted as ``overhead + prefill_per_token · b · L`` by least squares 
 standard errors; values clamped at 0).  Then the contention: the per-token time of
 each model while the other generates in another thread of the process (the async
 decoder's two workers) over its time alone.
+
+Last, token speculation as the decoder runs it (prompt lookup inside a step, one
+prefix per call, no KV reuse): the target's real step calls with speculation at each
+k2, on real step prefixes of the calibration's problems, timed; the passes each call
+made are replayed exactly (:func:`profiler.ngram_replay.replay_counters`), and what
+the call cost beyond its overhead and prefill, over passes × T(1, L), is the time of
+one speculative pass in decode forwards (ratio of sums over the calls).
 """
 
 from __future__ import annotations
@@ -34,7 +41,7 @@ from typing import Any
 from profiler.progress import ProgressCallback, no_progress
 
 __all__ = ["CellTiming", "context_prompt", "fit_intercepts", "measure_contention",
-           "measure_model", "model_costs"]
+           "measure_model", "measure_speculative_passes", "model_costs", "step_prefixes"]
 
 _TEXT = ("Question: A farmer has 17 sheep, buys 5 more and sells 3. Each sheep eats 2 kg "
          "of hay a day. How much hay do the sheep eat in a week?\nAnswer: Let's think step "
@@ -195,3 +202,75 @@ def model_costs(model: str, cells: Sequence[CellTiming],
         call_overhead=Measurement(value=max(0.0, over), stderr=over_se, n=len(cells)),
         prefill_per_token=Measurement(value=max(0.0, pre), stderr=pre_se, n=len(cells)),
         concurrent_slowdown=concurrent_slowdown)
+
+
+def step_prefixes(engine: Any, prompts: Sequence[str], *, steps: Sequence[int],
+                  max_step_tokens: int) -> list[str]:
+    """Prefixes of real reasoning: each prompt followed by the target's own greedy
+    steps, taken after each number of steps in ``steps`` (a prefix that ended its
+    answer earlier is not taken again)."""
+    out = []
+    for prompt in prompts:
+        prefix, done = prompt, 0
+        for want in sorted(set(steps)):
+            ended = False
+            while done < want:
+                step = engine.generate_steps([prefix], max_step_tokens).outputs[0]
+                prefix += step.text
+                done += 1
+                if not step.text.strip() or step.finished != "stop":
+                    ended = True
+                    break
+            if ended:
+                break
+            out.append(prefix)
+    return out
+
+
+def measure_speculative_passes(
+    engine: Any, prefixes: Sequence[str], *, k2s: Sequence[int], max_step_tokens: int,
+    decode: Any, overhead: float, prefill: float, prompt_lookup_max: int = 3,
+    progress: ProgressCallback | None = None,
+) -> dict[int, tuple[float, float, int]]:
+    """k2 → (one speculative pass in decode forwards T(1, L), its standard error over
+    the calls, calls): the engine's step calls with prompt-lookup speculation of k2 − 1
+    tokens on ``prefixes``, each call's passes replayed (module docstring).
+    ``decode(L)`` is T(1, L) in seconds; ``overhead`` and ``prefill`` (per token) are
+    the fitted call costs."""
+    from profiler.ngram_replay import replay_counters
+    from specmodel.config import TokenDrafter, TokenSpeculation
+
+    if not prefixes:
+        raise ValueError("prefixes must not be empty")
+    if not k2s or min(k2s) < 2:
+        raise ValueError(f"k2s must be integers >= 2, got {list(k2s)}")
+    say = progress or no_progress
+    tok = engine.tokenizer
+    out: dict[int, tuple[float, float, int]] = {}
+    todo = sorted(set(k2s))
+    for i, k2 in enumerate(todo):
+        spec = engine.with_speculation(TokenSpeculation(
+            drafter=TokenDrafter(method="ngram", prompt_lookup_max=prompt_lookup_max),
+            num_speculative_tokens=k2 - 1))
+        spec.generate_steps([prefixes[0]], 4)  # warm-up of the assisted path
+        beyond, forwards, ratios = 0.0, 0.0, []
+        for prefix in prefixes:
+            batch = spec.generate_steps([prefix], max_step_tokens)
+            ctx = tok(prefix, add_special_tokens=False).input_ids
+            ids = tok(batch.outputs[0].text, add_special_tokens=False).input_ids
+            if not ids:
+                continue
+            passes = replay_counters(ctx, ids, k2 - 1, prompt_lookup_max)[
+                "num_target_passes"]
+            b = batch.seconds - overhead - prefill * len(ctx)
+            f = passes * decode(len(ctx))
+            beyond += b
+            forwards += f
+            ratios.append(b / f)
+        if not ratios:
+            raise ValueError("no speculative call wrote a token")
+        mean = beyond / forwards
+        se = statistics.stdev(ratios) / math.sqrt(len(ratios)) if len(ratios) > 1 else 0.0
+        out[k2] = (mean, se, len(ratios))
+        say(i + 1, len(todo), f"k2={k2}: a pass costs {mean:.2f} decode forwards")
+    return out

@@ -30,6 +30,8 @@ STEPS: tuple[tuple[str, str], ...] = (
     ("prefill", "+ prefill of every uncached prompt token"),
     ("overhead", "+ the fixed per-call overhead"),
     ("verifier", "+ the verifier's cost per judged pair"),
+    ("token passes", "+ a token-speculation pass priced as measured through the engine "
+                     "(instead of by c2)"),
     ("step lengths", "+ the measured spread of target and draft step lengths"),
     ("acceptance", "+ position-dependent acceptance (by depth, by token position, "
                    "verdict correlation, measured best-of-W)"),
@@ -57,7 +59,7 @@ def variants(cal: Any) -> list[Variant]:
     t1 = full_c.target_decode.time(1, 0)
     d1 = full_c.draft_decode.time(1, 0)
     c1 = d1 / t1 if t1 > 0 else cal.step.c1
-    ideal_c = replace(CostModel.flat(c1, c2=full_c.token_draft_per_forward),
+    ideal_c = replace(CostModel.flat(c1, c2=full_c.token_draft_per_forward),  # c2 as f·g
                       target_decode=Surface.flat(t1), draft_decode=Surface.flat(d1),
                       unit=full_c.unit)
     ideal_a = replace(full_a, step_by_depth=None, token_by_position=None,
@@ -76,6 +78,7 @@ def variants(cal: Any) -> list[Variant]:
                      "draft_call_overhead": full_c.draft_call_overhead},
         "verifier": {"verifier_per_pair": full_c.verifier_per_pair,
                      "verifier_per_batch": full_c.verifier_per_batch},
+        "token passes": {"pass_multipliers": full_c.pass_multipliers},
         "concurrency": {"contention": full_c.contention,
                         "draft_contention": full_c.draft_contention},
     }

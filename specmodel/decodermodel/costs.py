@@ -31,6 +31,7 @@ Every field's origin is in :attr:`CostModel.sources` ("measured: …" or "assume
 from __future__ import annotations
 
 import bisect
+import itertools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -305,6 +306,10 @@ class CostModel:
     token_drafter_decode: Surface | None = None
     """The token-level drafter's decode forward (with ``target_forwards``; None: the
     drafter is free, e.g. n-gram)."""
+    pass_multipliers: tuple[tuple[int, float], ...] | None = None
+    """(k2, one token-speculation pass of the target in decode forwards T(1, L)) as
+    measured through the engine (``engine_costs``); a pass of b prefixes then costs
+    T(b, L) + (m(k2) − 1)·T(1, L) instead of the c2 price.  None: priced by c2."""
     unit: Literal["s", "T"] = "T"
     """Absolute seconds, or units of one target decode forward."""
     engine: EngineBehaviour = field(default_factory=EngineBehaviour)
@@ -328,6 +333,19 @@ class CostModel:
                 raise ValueError(f"{name} must be >= 1, got {v!r}")
         if self.engine.context_bucket < 0:
             raise ValueError(f"context_bucket must be >= 0, got {self.engine.context_bucket}")
+
+    def pass_multiplier(self, k2: int) -> float | None:
+        """m(k2) from :attr:`pass_multipliers`: linear in k2 between measured values and
+        from m(1) = 1 below the first, extended with the last two's slope above the last
+        (never below 1); None when not measured or k2 = 1."""
+        if self.pass_multipliers is None or k2 <= 1:
+            return None
+        pts = [(1, 1.0), *sorted(self.pass_multipliers)]
+        for (k0, m0), (k1, m1) in itertools.pairwise(pts):
+            if k2 <= k1:
+                return max(1.0, m0 + (m1 - m0) * (k2 - k0) / (k1 - k0))
+        (k0, m0), (k1, m1) = pts[-2], pts[-1]
+        return max(1.0, m1 + (m1 - m0) / (k1 - k0) * (k2 - k1))
 
     # -- construction ----------------------------------------------------------------
 
@@ -463,6 +481,13 @@ class CostModel:
         over = given("call_overhead", call_overhead, 0.0, "per-call overhead")
         cont = given("contention", contention, 1.0, "the concurrency slowdown")
         draft_pre = pre * step.c1
+        if ec is not None and ec.target.speculative_passes:
+            sp = ec.target.speculative_passes
+            fwd["pass_multipliers"] = tuple(sorted((k, m.value) for k, m in sp.items()))
+            src["pass_multipliers"] = _engine_source(ec, ec.target, "a prompt-lookup pass = "
+                                                     + ", ".join(f"{m.value:.3g} (k2 = {k})"
+                                                                 for k, m in sorted(sp.items()))
+                                                     + " decode forwards, passes replayed")
         if ec is not None:
             fits = _engine_fits(ec, prefill_per_token is None, call_overhead is None,
                                 contention is None, src)
@@ -520,6 +545,7 @@ class CostModel:
                 and self.verifier_per_batch == 0 and self.contention == 1.0
                 and self.draft_contention in (None, 1.0) and self.target_forwards is None
                 and self.draft_forwards is None and self.token_drafter_decode is None
+                and self.pass_multipliers is None
                 and self.engine == EngineBehaviour.papers())
 
     def to_dict(self) -> dict[str, Any]:

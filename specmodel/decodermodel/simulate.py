@@ -118,8 +118,11 @@ class _Engine:
     def __init__(self, decode: Surface, prefill: float, costs: CostModel,
                  lengths: StepLengths, k2: int, acc: AcceptanceModel, segs: _Segments,
                  cap: int, rng: np.random.Generator, forwards: Forwards | None = None,
-                 drafter: Surface | None = None, overhead: float | None = None) -> None:
+                 drafter: Surface | None = None, overhead: float | None = None,
+                 pass_multiplier: float | None = None) -> None:
         self.decode = decode
+        self.pass_multiplier = pass_multiplier
+        """A token-speculation pass in decode forwards T(1, L), measured (None: c2)."""
         self.overhead = costs.call_overhead if overhead is None else overhead
         """This engine's fixed time per call."""
         self.forwards = forwards
@@ -175,6 +178,8 @@ class _Engine:
         return passes
 
     def _pass_cost(self, b: int, L: float) -> float:
+        if self.pass_multiplier is not None:
+            return (self.pass_multiplier - 1) * self.decode.time(1, L) + self.decode.time(b, L)
         return (self.costs.token_draft_per_forward * (self.k2 - 1) * self.decode.time(1, L)
                 + self.decode.time(b, L))
 
@@ -311,7 +316,8 @@ class _Run:
         self.target = _Engine(self.costs.target_decode, self.costs.prefill_per_token,
                               self.costs, self.acc.target_steps, k2, self.acc, self.segs,
                               cap, self.rng, self.costs.target_forwards,
-                              self.costs.token_drafter_decode)
+                              self.costs.token_drafter_decode,
+                              pass_multiplier=self.costs.pass_multiplier(k2))
         dk2 = k2 if self.costs.engine.draft_token_speculation else 1
         self.draft = _Engine(self.costs.draft_decode, self.costs.draft_prefill_per_token,
                              self.costs, self.acc.draft_steps, dk2, self.acc, self.segs,

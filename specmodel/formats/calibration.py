@@ -435,6 +435,19 @@ class ModelEngineCosts(_Strict):
     """Per-token time while the other model of the trio generates at the same time in
     another thread of the process (the async decoder's two workers) over alone (median
     over median); None if not measured."""
+    speculative_passes: dict[int, Measurement] | None = None
+    """k2 → the time of one token-speculation pass (prompt lookup of k2 − 1 tokens, the
+    engine's assisted generation inside a step call) in decode forwards T(1, L),
+    measured on real step prefixes with each call's passes replayed exactly; None if
+    not measured (the decoder model then prices a pass by c2)."""
+
+    @field_validator("speculative_passes")
+    @classmethod
+    def _k2_at_least_2(cls, v: dict[int, Measurement] | None) -> dict[int, Measurement] | None:
+        if v is not None and any(k < 2 or m.value <= 0 for k, m in v.items()):
+            raise ValueError("speculative_passes: keys must be k2 >= 2 and values > 0, got "
+                             f"{ {k: m.value for k, m in v.items()} }")
+        return v
 
     def decode_points(self) -> dict[tuple[int, int], float]:
         """(b, L) → seconds per generated token (the surface the decoder model
@@ -498,6 +511,14 @@ class EngineCostsSettings(_Strict):
     """The pinned SHA-256 of the draft's pack (None: a local folder or no draft)."""
     versions: dict[str, str] | None = None
     """specmodel, torch and transformers versions the phase ran with (its resume key)."""
+    speculation_k2: list[PositiveInt] | None = None
+    """The k2 at which speculative step calls were timed (None: not measured)."""
+    speculation_problems: PositiveInt | None = None
+    """gsm_symbolic problems whose step prefixes they were timed on."""
+    speculation_seed: int | None = None
+    """Those problems' seed."""
+    delimiter: str | None = None
+    """The step delimiter of those calls."""
 
 
 PhaseName = Literal["batch_cost", "steps", "tokens", "engine_costs"]

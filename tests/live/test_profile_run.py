@@ -92,7 +92,9 @@ def test_profile_engine_costs_prices_the_engine_and_feeds_the_decoder_model(
     out = tmp_path / "costs.json"
     args = ["profile", "engine-costs", "--target", str(smollm_path), "-o", str(out),
             "--contexts", "16,48", "--cost-widths", "1,2", "--cost-tokens", "2,5",
-            "--cost-repeats", "1", "--preset", "measured-qwen2.5-coder-0.5b-smollm2-135m"]
+            "--cost-repeats", "1", "--preset", "measured-qwen2.5-coder-0.5b-smollm2-135m",
+            "--speculation-k2", "3", "--speculation-problems", "1", "--seed", "1",
+            "--delimiter", "\\n", "--max-step-tokens", "16"]
     assert main(args) == 0
     assert "engine costs:" in capsys.readouterr().out
     cal = load_calibration(out)
@@ -104,13 +106,18 @@ def test_profile_engine_costs_prices_the_engine_and_feeds_the_decoder_model(
     assert {p.context for p in m.points} == {16, 48}  # the prompts are cut exactly
     assert {p.batch for p in m.points} == {1, 2}
     assert m.call_overhead.value >= 0 and m.prefill_per_token.value >= 0
+    spec = m.speculative_passes
+    assert spec is not None and set(spec) == {3} and spec[3].value > 0 and spec[3].n >= 1
     phase = cal.provenance.settings.phases.engine_costs
     assert phase.contexts == [16, 48] and phase.widths == [1, 2] and phase.repeats == 1
+    assert phase.speculation_k2 == [3] and phase.speculation_seed == 1
+    assert phase.delimiter == "\n"
     assert "intercepts fitted as overhead + prefill" in cal.provenance.description
     costs = CostModel.from_calibration(cal)
     assert costs.unit == "s" and costs.sources["target_decode"].startswith(
         "measured: engine_costs of")
     assert costs.sources["draft_decode"].startswith("measured: c1")  # no draft measured
+    assert costs.pass_multiplier(3) == pytest.approx(spec[3].value)
     pred = predict_calibrated(cal, SpecConfig(k1=2, max_steps=4, max_step_tokens=16),
                               problems=20, draws=2)
     assert pred.speedup > 0 and pred.tokens_per_second is not None

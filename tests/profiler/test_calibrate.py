@@ -138,7 +138,8 @@ def _settings(phase: str, options: dict):
                              verifier=options["verifier"], record=str(options["record"]),
                              accepted=3, pairs=4, alpha1_ci95=(0.3, 0.95), c1_stderr=0.01)
     if phase == "engine_costs":
-        keys = ("target", "draft", "contexts", "widths", "tokens", "repeats", "threads")
+        keys = ("target", "draft", "contexts", "widths", "tokens", "repeats", "threads",
+                "speculation_k2", "speculation_problems", "seed", "delimiter")
         return EngineCostsSettings(**common, **calibrate.engine_costs_key(
             **{k: options[k] for k in keys}))
     keys = ("model", "engine", "problems", "seed", "max_tokens", "num_speculative_tokens",

@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from specmodel.config import SpecConfig
 from specmodel.decodermodel import Workload, predict
@@ -44,3 +46,35 @@ def test_each_step_changes_only_what_it_adds() -> None:
     assert before.target_decode == after.target_decode and before.engine == after.engine
     j = names.index("concurrency")
     assert vs[j - 1][1].contention == 1.0 and vs[j][1].contention > 1.0
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.dictionaries(st.integers(2, 9), st.floats(1.0, 5.0), min_size=1, max_size=4),
+       st.integers(2, 16))
+def test_pass_multipliers_interpolate_through_the_measured_values(measured, k2) -> None:
+    costs = CostModel.flat(0.3).replace(pass_multipliers=tuple(sorted(measured.items())))
+    for k, m in measured.items():
+        assert costs.pass_multiplier(k) == pytest.approx(m)
+    assert costs.pass_multiplier(1) is None
+    assert costs.pass_multiplier(k2) >= 1.0
+    ks = sorted(measured)
+    if ks[0] <= k2 <= ks[-1]:  # between measured points: between their values
+        lo = max(k for k in [1, *ks] if k <= k2)
+        hi = min(k for k in ks if k >= k2)
+        vals = [measured.get(lo, 1.0), measured[hi]]
+        assert min(vals) - 1e-9 <= costs.pass_multiplier(k2) <= max(vals) + 1e-9
+
+
+def test_a_costlier_measured_pass_makes_token_speculation_slower() -> None:
+    from specmodel.decodermodel import AcceptanceModel
+
+    acc = AcceptanceModel.iid(0.6, 0.5, step_tokens=24)
+    cfg = SpecConfig(k2=3, max_steps=6, max_step_tokens=32)
+    work = Workload.of(cfg, 100)
+    base = CostModel.flat(0.3, c2=0.25)
+    cheap = base.replace(pass_multipliers=((3, 1.5),))
+    dear = base.replace(pass_multipliers=((3, 3.0),))
+    s = [predict(cfg, acc, c, work, problems=200, draws=0, seed=1).speedup
+         for c in (base, cheap, dear)]
+    assert s[0] == pytest.approx(s[1], rel=1e-9)  # m = 1 + c2·(k2 − 1): the c2 price
+    assert s[2] < s[1]
