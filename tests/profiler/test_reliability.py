@@ -31,11 +31,17 @@ ROOT = Path(__file__).resolve().parents[2]
 """The repository root: the subprocesses import specmodel, profiler and cli from it."""
 
 
+def _default_sigint() -> None:
+    """In the child: Ctrl-C's default disposition, whatever the test runner inherited (a
+    shell's background job starts with SIGINT ignored, and children inherit that)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _python(code: str, *args: str, **kwargs) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.Popen([sys.executable, "-c", textwrap.dedent(code), *args], cwd=ROOT,
                             env=env, text=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, **kwargs)
+                            stderr=subprocess.PIPE, preexec_fn=_default_sigint, **kwargs)
 
 
 HOLD = """
@@ -407,4 +413,4 @@ def test_an_interrupted_profile_run_says_what_it_saved_and_resumes(
     monkeypatch.setattr(calibrate, "steps_phase", good)
     fake_phases.clear()
     assert main([*RUN, "-o", str(out), "--resume"]) == 0
-    assert fake_phases == ["steps", "tokens"]
+    assert fake_phases == ["steps", "tokens", "engine_costs"]
