@@ -77,7 +77,8 @@ def test_token_level_draft_model_with_another_tokenizer_is_lossless(
         # in CI: async, token-level and sync with two branches; the rest are slow
         pytest.param(SpecConfig(mode="sync", k1=3, **CAPS), marks=pytest.mark.slow),
         SpecConfig(mode="async", k1=3, **CAPS),
-        SpecConfig(mode="sync", k1=1, k2=3, **CAPS),
+        # token-level alone: test_engines.py checks HF prompt lookup is lossless in CI
+        pytest.param(SpecConfig(mode="sync", k1=1, k2=3, **CAPS), marks=pytest.mark.slow),
         pytest.param(SpecConfig(mode="sync", k1=2, k2=3, **CAPS), marks=pytest.mark.slow),
         SpecConfig(mode="sync", k1=2, width=2, **CAPS),
     ],
@@ -88,8 +89,10 @@ def test_exact_match_lookahead_reasoning_is_lossless(
 ) -> None:
     draft = HFEngine(qwen05_path, threads=1, delimiter="\n") if config.k1 > 1 else None
     dec = LookaheadDecoder.for_config(hf_target, draft, ExactMatch() if draft else None, config)
-    runs = [dec.decode(p) for p in problems]
-    for run, ref in zip(runs, reference, strict=True):
+    # one problem with a draft (the 0.5B draft is the slow model here)
+    todo = problems[:1] if config.k1 > 1 else problems
+    runs = [dec.decode(p) for p in todo]
+    for run, ref in zip(runs, reference[: len(todo)], strict=True):
         assert _steps(run) == _steps(ref)
         assert run.output == ref.output
         assert run.accepted_steps <= run.drafted_steps
