@@ -397,7 +397,7 @@ def engine_costs_phase(
     if speculation_k2:
         target_costs = _with_speculation(eng_t, target_costs, speculation_k2,
                                           speculation_problems, seed, max_step_tokens,
-                                          progress)
+                                          progress, beside=eng_d)
     costs = EngineCosts(
         engine="transformers", device=eng_t.device, dtype=eng_t.dtype, threads=threads,
         tokens=(tk[0], tk[1]), target=target_costs,
@@ -414,6 +414,9 @@ def engine_costs_phase(
                 for k, v in sorted(m.speculative_passes.items()))
                 + f" decode forwards (step prefixes of {speculation_problems} gsm_symbolic "
                 f"problems (seed {seed}), passes replayed)")
+        if m.speculative_slowdown is not None:
+            slow += (f"; those calls {m.speculative_slowdown:.2f}x slower while the other "
+                     "model generates")
         return (f"{role} {m.model}: per token (ms) {pts}; call overhead "
                 f"{m.call_overhead.value * 1e3:.1f} +/- {(m.call_overhead.stderr or 0) * 1e3:.1f}"
                 f" ms, prefill {m.prefill_per_token.value * 1e3:.3f} +/- "
@@ -444,9 +447,15 @@ def engine_costs_phase(
 
 
 def _with_speculation(engine: Any, costs: Any, k2s: list[int], problems: int, seed: int,
-                      max_step_tokens: int, progress: ProgressCallback | None) -> Any:
-    """``costs`` with the target's speculative passes measured on real step prefixes."""
-    from profiler.engine_costs import measure_speculative_passes, step_prefixes
+                      max_step_tokens: int, progress: ProgressCallback | None,
+                      beside: Any | None = None) -> Any:
+    """``costs`` with the target's speculative passes measured on real step prefixes
+    (and, with ``beside``, the slowdown of those calls while it generates)."""
+    from profiler.engine_costs import (
+        measure_speculative_contention,
+        measure_speculative_passes,
+        step_prefixes,
+    )
     from profiler.problems import format_prompt, load_problems
     from specmodel.decodermodel import Surface
     from specmodel.formats.calibration import Measurement
@@ -458,8 +467,14 @@ def _with_speculation(engine: Any, costs: Any, k2s: list[int], problems: int, se
         engine, prefixes, k2s=k2s, max_step_tokens=max_step_tokens,
         decode=lambda L: surface.time(1, L), overhead=costs.call_overhead.value,
         prefill=costs.prefill_per_token.value, progress=progress)
+    slow = None
+    if beside is not None:
+        ks = sorted(set(k2s))
+        slow = measure_speculative_contention(engine, beside, prefixes, k2=ks[len(ks) // 2],
+                                              max_step_tokens=max_step_tokens)
     return costs.model_copy(update={"speculative_passes": {
-        k: Measurement(value=m, stderr=se, n=n) for k, (m, se, n) in got.items()}})
+        k: Measurement(value=m, stderr=se, n=n) for k, (m, se, n) in got.items()},
+        "speculative_slowdown": slow})
 
 
 def _rebuilt(model: Any, **changes: Any) -> Any:

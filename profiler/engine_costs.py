@@ -34,14 +34,16 @@ import math
 import statistics
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from profiler.progress import ProgressCallback, no_progress
 
 __all__ = ["CellTiming", "context_prompt", "fit_intercepts", "measure_contention",
-           "measure_model", "measure_speculative_passes", "model_costs", "step_prefixes"]
+           "measure_model", "measure_speculative_contention", "measure_speculative_passes",
+           "model_costs", "step_prefixes"]
 
 _TEXT = ("Question: A farmer has 17 sheep, buys 5 more and sells 3. Each sheep eats 2 kg "
          "of hay a day. How much hay do the sheep eat in a week?\nAnswer: Let's think step "
@@ -155,24 +157,32 @@ def fit_intercepts(cells: Sequence[CellTiming]) -> tuple[tuple[float, float],
     return (float(coef[0]), se[0]), (float(coef[1]), se[1])
 
 
-def _per_token_alone_and_busy(engine: Any, other: Any, prompt: str, other_prompt: str,
-                              tokens: int, repeats: int) -> tuple[float, float]:
-    """Median seconds of ``engine``'s exact call alone and while ``other`` loops."""
-    alone = [engine.generate_exact([prompt], tokens) for _ in range(repeats)]
+@contextmanager
+def _other_generating(other: Any, prompt: str, tokens: int) -> Iterator[None]:
+    """While inside, ``other`` writes ``tokens``-token calls back to back in another
+    thread (named ``engine-costs-other``; joined on exit)."""
     stop = threading.Event()
 
     def loop() -> None:
         while not stop.is_set():
-            other.generate_exact([other_prompt], tokens)
+            other.generate_exact([prompt], tokens)
 
     worker = threading.Thread(target=loop, name="engine-costs-other", daemon=True)
     worker.start()
     try:
         time.sleep(0.05)
-        busy = [engine.generate_exact([prompt], tokens) for _ in range(repeats)]
+        yield
     finally:
         stop.set()
         worker.join()
+
+
+def _per_token_alone_and_busy(engine: Any, other: Any, prompt: str, other_prompt: str,
+                              tokens: int, repeats: int) -> tuple[float, float]:
+    """Median seconds of ``engine``'s exact call alone and while ``other`` loops."""
+    alone = [engine.generate_exact([prompt], tokens) for _ in range(repeats)]
+    with _other_generating(other, other_prompt, tokens):
+        busy = [engine.generate_exact([prompt], tokens) for _ in range(repeats)]
     return statistics.median(alone), statistics.median(busy)
 
 
@@ -274,3 +284,28 @@ def measure_speculative_passes(
         out[k2] = (mean, se, len(ratios))
         say(i + 1, len(todo), f"k2={k2}: a pass costs {mean:.2f} decode forwards")
     return out
+
+
+def measure_speculative_contention(engine: Any, other: Any, prefixes: Sequence[str], *,
+                                   k2: int, max_step_tokens: int,
+                                   prompt_lookup_max: int = 3) -> float:
+    """How many times slower ``engine``'s step calls with prompt-lookup speculation
+    (k2 − 1 tokens) run while ``other`` generates in another thread (the async
+    decoder's draft beside its target): Σ busy / Σ alone over ``prefixes``, each
+    prefix timed alone and busy back to back."""
+    from specmodel.config import TokenDrafter, TokenSpeculation
+
+    if not prefixes:
+        raise ValueError("prefixes must not be empty")
+    if k2 < 2:
+        raise ValueError(f"k2 must be >= 2, got {k2}")
+    spec = engine.with_speculation(TokenSpeculation(
+        drafter=TokenDrafter(method="ngram", prompt_lookup_max=prompt_lookup_max),
+        num_speculative_tokens=k2 - 1))
+    other_prompt, _ = context_prompt(other, 64)
+    alone = busy = 0.0
+    for prefix in prefixes:
+        alone += spec.generate_steps([prefix], max_step_tokens).seconds
+        with _other_generating(other, other_prompt, 16):
+            busy += spec.generate_steps([prefix], max_step_tokens).seconds
+    return busy / alone

@@ -80,7 +80,8 @@ def variants(cal: Any) -> list[Variant]:
                      "verifier_per_batch": full_c.verifier_per_batch},
         "token passes": {"pass_multipliers": full_c.pass_multipliers},
         "concurrency": {"contention": full_c.contention,
-                        "draft_contention": full_c.draft_contention},
+                        "draft_contention": full_c.draft_contention,
+                        "speculative_contention": full_c.speculative_contention},
     }
     acc_steps: dict[str, dict[str, Any]] = {
         "step lengths": {"target_steps": full_a.target_steps,

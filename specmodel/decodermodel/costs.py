@@ -306,6 +306,9 @@ class CostModel:
     token_drafter_decode: Surface | None = None
     """The token-level drafter's decode forward (with ``target_forwards``; None: the
     drafter is free, e.g. n-gram)."""
+    speculative_contention: float | None = None
+    """The target's slowdown in async while the draft runs when its calls carry token
+    speculation (k2 > 1), measured on such calls (None: ``contention``)."""
     pass_multipliers: tuple[tuple[int, float], ...] | None = None
     """(k2, one token-speculation pass of the target in decode forwards T(1, L)) as
     measured through the engine (``engine_costs``); a pass of b prefixes then costs
@@ -327,7 +330,7 @@ class CostModel:
                 math.isfinite(self.draft_call_overhead) and self.draft_call_overhead >= 0):
             raise ValueError("draft_call_overhead must be a finite number >= 0, got "
                              f"{self.draft_call_overhead!r}")
-        for name in ("contention", "draft_contention"):
+        for name in ("contention", "draft_contention", "speculative_contention"):
             v = getattr(self, name)
             if v is not None and not (math.isfinite(v) and v >= 1.0):
                 raise ValueError(f"{name} must be >= 1, got {v!r}")
@@ -481,6 +484,13 @@ class CostModel:
         over = given("call_overhead", call_overhead, 0.0, "per-call overhead")
         cont = given("contention", contention, 1.0, "the concurrency slowdown")
         draft_pre = pre * step.c1
+        if (ec is not None and ec.target.speculative_slowdown is not None
+                and contention is None):
+            v = ec.target.speculative_slowdown
+            fwd["speculative_contention"] = max(1.0, float(v))
+            src["speculative_contention"] = _engine_source(
+                ec, ec.target, f"speculative step calls {v:.3g}× slower while the other "
+                "model generates; below 1 kept at 1")
         if ec is not None and ec.target.speculative_passes:
             sp = ec.target.speculative_passes
             fwd["pass_multipliers"] = tuple(sorted((k, m.value) for k, m in sp.items()))
@@ -545,7 +555,7 @@ class CostModel:
                 and self.verifier_per_batch == 0 and self.contention == 1.0
                 and self.draft_contention in (None, 1.0) and self.target_forwards is None
                 and self.draft_forwards is None and self.token_drafter_decode is None
-                and self.pass_multipliers is None
+                and self.pass_multipliers is None and self.speculative_contention is None
                 and self.engine == EngineBehaviour.papers())
 
     def to_dict(self) -> dict[str, Any]:

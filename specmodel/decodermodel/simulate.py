@@ -481,7 +481,9 @@ class _Run:
         # jobs: [epoch, remaining seconds, payload]
         djob: list[Any] | None = None
         tjob: list[Any] | None = None
-        t_slow = self.costs.contention
+        t_slow = (self.costs.speculative_contention
+                  if cfg.k2 > 1 and self.costs.speculative_contention is not None
+                  else self.costs.contention)
         d_slow = (t_slow if self.costs.draft_contention is None
                   else self.costs.draft_contention)
 

@@ -440,6 +440,11 @@ class ModelEngineCosts(_Strict):
     engine's assisted generation inside a step call) in decode forwards T(1, L),
     measured on real step prefixes with each call's passes replayed exactly; None if
     not measured (the decoder model then prices a pass by c2)."""
+    speculative_slowdown: float | None = Field(default=None, gt=0)
+    """The same speculative step calls (at the middle k2 timed) while the other model
+    of the trio generates beside them in another thread, over alone (ratio of sums,
+    interleaved); None if not measured (async token speculation then takes
+    ``concurrent_slowdown``)."""
 
     @field_validator("speculative_passes")
     @classmethod

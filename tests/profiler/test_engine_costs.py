@@ -99,3 +99,37 @@ def test_contention_is_each_models_time_beside_the_other_over_alone() -> None:
     assert slow_d == pytest.approx(1.2, rel=1e-9)
     # the background caller was joined
     assert not any(t.name == "engine-costs-other" for t in threading.enumerate())
+
+
+class _SpecClock(_Clock):
+    """A _Clock whose step calls with token speculation take ``step`` seconds (slowed
+    by ``busy`` beside the other model's caller thread)."""
+
+    def __init__(self, step: float, busy: float) -> None:
+        super().__init__(0.0, 0.0, 0.001, busy=busy)
+        self.step = step
+
+    def with_speculation(self, speculation):
+        assert speculation.num_speculative_tokens >= 1
+        return self
+
+    def generate_steps(self, prefixes, max_tokens):
+        from profiler.engines import StepBatch, StepOutput
+
+        others = any(t.name == "engine-costs-other" for t in threading.enumerate()
+                     if t is not threading.current_thread())
+        t = self.step * (self.busy if others else 1.0)
+        time.sleep(t)
+        return StepBatch([StepOutput("1. A step.\n", 4, "stop")], t)
+
+
+def test_speculative_contention_is_those_calls_beside_the_other_over_alone() -> None:
+    from profiler.engine_costs import measure_speculative_contention
+
+    target = _SpecClock(step=0.01, busy=1.7)
+    draft = _Clock(0.0, 0.0, 0.001)
+    slow = measure_speculative_contention(target, draft, ["a b c", "a b c d e"], k2=3,
+                                          max_step_tokens=8)
+    assert slow == pytest.approx(1.7, rel=1e-9)
+    with pytest.raises(ValueError, match="k2 must be >= 2"):
+        measure_speculative_contention(target, draft, ["a"], k2=1, max_step_tokens=8)

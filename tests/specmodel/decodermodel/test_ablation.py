@@ -78,3 +78,19 @@ def test_a_costlier_measured_pass_makes_token_speculation_slower() -> None:
          for c in (base, cheap, dear)]
     assert s[0] == pytest.approx(s[1], rel=1e-9)  # m = 1 + c2·(k2 − 1): the c2 price
     assert s[2] < s[1]
+
+
+def test_async_token_speculation_takes_the_contention_measured_on_such_calls() -> None:
+    from specmodel.decodermodel import AcceptanceModel, EngineBehaviour
+
+    acc = AcceptanceModel.iid(0.3, 0.5, step_tokens=24)
+    base = CostModel.flat(0.5, c2=0.25, engine=EngineBehaviour()).replace(contention=1.1)
+    hybrid = SpecConfig(mode="async", k1=2, k2=3, max_steps=6, max_step_tokens=32)
+    steps_only = hybrid.replace(k2=1)
+    work = Workload.of(hybrid, 100)
+    spec = base.replace(speculative_contention=2.0)
+    pred = {(cfg.k2, c is spec): predict(cfg, acc, c, work, problems=200, draws=0,
+                                         seed=2).speedup
+            for cfg in (hybrid, steps_only) for c in (base, spec)}
+    assert pred[(3, True)] < pred[(3, False)]  # the hybrid's target calls are slowed more
+    assert pred[(1, True)] == pytest.approx(pred[(1, False)], rel=1e-12)  # k2 = 1: unchanged
