@@ -47,9 +47,16 @@ def export(
 
         priced = price_budget(params, budget, mode, curve, concurrency)
         decisions, best = priced.by_batch_size, priced.best
+    dec = None
+    cal = inputs.calibration
+    if cal is not None and cal.engine_costs is not None and concurrency == 1:
+        # what optimize leads with (the decoder model predicts one request at a time)
+        from specmodel.decodermodel.search import optimize_decoder
+
+        dec = optimize_decoder(cal, budget, base=base)
     bundle = export_vllm(res, calibration_name=inputs.source.name,
                          calibration_source=inputs.source.source, decisions=decisions,
-                         priced=best, concurrency=concurrency)
+                         priced=best, concurrency=concurrency, decoder=dec)
     if output is None:
         inputs.print_source(stderr=True)
         render.emit_json(bundle.to_dict())

@@ -137,7 +137,8 @@ def optimize(
                               compare=(res.k1, res.k2))
     dec = None
     cal = inputs.calibration
-    if decoder and cal is not None and cal.engine_costs is not None:
+    if decoder and cal is not None and cal.engine_costs is not None and concurrency == 1:
+        # the decoder model predicts one request at a time
         from specmodel.decodermodel.search import optimize_decoder
 
         dec = optimize_decoder(cal, budget, base=base, seed=seed)

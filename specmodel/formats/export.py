@@ -75,7 +75,7 @@ class Prediction(_Strict):
 
     speedup: float = Field(gt=0, allow_inf_nan=False)
     """Predicted speedup over target-only decoding."""
-    model: Literal["flat-budget f·g", "priced by the measured T(b)"]
+    model: Literal["flat-budget f·g", "priced by the measured T(b)", "decoder model"]
     """Which model produced ``speedup``: the papers' closed form under a flat budget, or the
     same priced by the calibration's measured batch cost."""
     regime: Literal["hybrid", "token-only", "step-only", "none"]
@@ -196,13 +196,17 @@ def export_vllm(
     decisions: Sequence[BatchSizeDecision] | None = None,
     priced: CostAwarePoint | None = None,
     concurrency: int = 1,
+    decoder: Any = None,
 ) -> ExportFile:
     """The export file for the point ``specmodel optimize`` leads with.
 
     With ``priced`` (the optimum priced by a measured T(b) at ``concurrency`` requests)
     the decoder runs that point; else with ``decisions`` the priced optimum at the
     smallest batch size; else the leanest point within the optimizer's tolerance
-    (``result.economical``, else ``result.best``).  ``decisions`` (per serving batch
+    (``result.economical``, else ``result.best``).  With ``decoder`` (the decoder
+    model's :class:`~specmodel.decodermodel.search.DecoderOptimum`, what ``optimize``
+    leads with when the calibration has engine costs) its leanest configuration within
+    its tolerance, mode and width included.  ``decisions`` (per serving batch
     size) give vLLM's per-batch-size K.  k2 − 1 and k1 − 1 beyond
     :data:`MAX_SPECULATIVE_TOKENS` / :data:`MAX_DRAFT_STEPS` are capped, saying so in
     ``notes``.
@@ -213,7 +217,16 @@ def export_vllm(
     if priced is None and decisions:
         priced = min(decisions, key=lambda d: d.serving_batch).best
         concurrency = min(d.serving_batch for d in decisions)
-    if priced is not None:
+    if decoder is not None:
+        pick = decoder.leanest
+        config = config.replace(mode=pick.mode, k1=pick.k1, k2=pick.k2, width=pick.width)
+        speedup = pick.speedup
+        notes.append(
+            f"decoder model (every engine call priced): {pick.label}, the leanest within "
+            f"{decoder.tolerance:.0%} of its best ({decoder.best.label}, "
+            f"{decoder.best.speedup:.4g}x); the flat-budget optimum was ({result.k1}, "
+            f"{result.k2}).")
+    elif priced is not None:
         config = config.replace(k1=priced.k1, k2=priced.k2)
         speedup = priced.speedup
         notes.append(
@@ -256,7 +269,8 @@ def export_vllm(
     p = result.params
     prediction = Prediction(
         speedup=speedup,
-        model="priced by the measured T(b)" if priced is not None else "flat-budget f·g",
+        model=("decoder model" if decoder is not None else
+               "priced by the measured T(b)" if priced is not None else "flat-budget f·g"),
         regime=config.regime,  # type: ignore[arg-type]
         budget=result.budget, k1=config.k1, k2=config.k2,
         alpha1=p.alpha1, c1=p.c1, alpha2=p.alpha2, c2=p.c2,

@@ -103,3 +103,21 @@ def test_optimize_without_engine_costs_says_what_the_decoder_model_misses(capsys
     assert main(["optimize", "--budget", "8", "--preset", MEASURED]) == 0
     assert "Decoder model (each engine call priced) not used: engine call costs" in \
         capsys.readouterr().out.replace("\n", " ")
+
+
+def test_export_writes_the_decoder_models_choice(tmp_path, capsys) -> None:
+    from cli.main import main
+    from specmodel.formats.export import load_export
+
+    path = save_calibration(_calibration(per_draft=0.01), tmp_path / "cal.json")
+    assert main(["optimize", "--budget", "4", "--calibration", str(path), "--json"]) == 0
+    leanest = json.loads(capsys.readouterr().out)["decoder_model"]["leanest"]
+    out = tmp_path / "export.json"
+    assert main(["export", "--budget", "4", "--calibration", str(path), "-o", str(out)]) == 0
+    exp = load_export(out)
+    assert exp.prediction.model == "decoder model"
+    c = exp.config
+    assert (c.mode if c.k1 > 1 else "sync", c.k1, c.k2, c.width) == (
+        leanest["mode"] if leanest["k1"] > 1 else "sync", leanest["k1"], leanest["k2"],
+        leanest["width"])
+    assert any(n.startswith("decoder model") for n in exp.notes)
