@@ -165,15 +165,18 @@ def decode_rounds(a: argparse.Namespace, cal: Any, configs: list[Any],
 def prompt_tokens(a: argparse.Namespace) -> float:
     """The held-out problems' mean prompt length in the target's tokens (records written
     before ``settings.prompt_tokens`` existed lack it)."""
+    from types import SimpleNamespace
+
     from transformers import AutoTokenizer
 
     from profiler.packs import resolve_model
-    from profiler.problems import format_prompt, load_problems
+    from profiler.problems import load_problems
+    from profiler.runs import mean_prompt_tokens
 
     tok = AutoTokenizer.from_pretrained(resolve_model(TRIOS[a.trio]["target"]))
-    problems = load_problems(a.problems, a.seed)
-    return sum(len(tok(format_prompt(p), add_special_tokens=False).input_ids)
-               for p in problems) / len(problems)
+    counter = SimpleNamespace(  # the tokenizer alone, counted as HFEngine.count_tokens does
+        count_tokens=lambda text: len(tok(text, add_special_tokens=False).input_ids))
+    return mean_prompt_tokens(counter, load_problems(a.problems, a.seed))
 
 
 def report(a: argparse.Namespace, cal: Any, records: list[Path]) -> dict[str, Any]:
@@ -187,7 +190,8 @@ def report(a: argparse.Namespace, cal: Any, records: list[Path]) -> dict[str, An
     common = set.intersection(*({c.label for c in r.configs} for r in recs))
     recs = [r.model_copy(update={"configs": [c for c in r.configs if c.label in common]})
             for r in recs]
-    s = compare_rounds(recs, cal, prompt_tokens=prompt_tokens(a))
+    known = recs[0].settings.prompt_tokens
+    s = compare_rounds(recs, cal, prompt_tokens=known if known is not None else prompt_tokens(a))
     print_table(
         f"held-out sweep, trio {a.trio} ({recs[0].models}), {a.problems} problems (seed "
         f"{a.seed}), {len(recs)} round(s); calibration {cal.name}",
