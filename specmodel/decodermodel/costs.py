@@ -484,20 +484,6 @@ class CostModel:
         over = given("call_overhead", call_overhead, 0.0, "per-call overhead")
         cont = given("contention", contention, 1.0, "the concurrency slowdown")
         draft_pre = pre * step.c1
-        if (ec is not None and ec.target.speculative_slowdown is not None
-                and contention is None):
-            v = ec.target.speculative_slowdown
-            fwd["speculative_contention"] = max(1.0, float(v))
-            src["speculative_contention"] = _engine_source(
-                ec, ec.target, f"speculative step calls {v:.3g}× slower while the other "
-                "model generates; below 1 kept at 1")
-        if ec is not None and ec.target.speculative_passes:
-            sp = ec.target.speculative_passes
-            fwd["pass_multipliers"] = tuple(sorted((k, m.value) for k, m in sp.items()))
-            src["pass_multipliers"] = _engine_source(ec, ec.target, "a prompt-lookup pass = "
-                                                     + ", ".join(f"{m.value:.3g} (k2 = {k})"
-                                                                 for k, m in sorted(sp.items()))
-                                                     + " decode forwards, passes replayed")
         if ec is not None:
             fits = _engine_fits(ec, prefill_per_token is None, call_overhead is None,
                                 contention is None, src)
@@ -506,7 +492,8 @@ class CostModel:
             cont = fits.get("contention", cont)
             draft_pre = fits.get("draft_prefill_per_token", pre * step.c1)
             fwd.update({k: v for k, v in fits.items()
-                        if k in ("draft_call_overhead", "draft_contention")})
+                        if k in ("draft_call_overhead", "draft_contention",
+                                 "speculative_contention", "pass_multipliers")})
         if "draft_contention" in fwd and ec is None:
             src["contention"] = (f"measured: {cont:.3g}× (hardware profile of "
                                  f"{target_architecture}, concurrent with "
@@ -590,10 +577,11 @@ def _engine_source(ec: Any, m: Any, what: str) -> str:
 
 
 def _engine_fits(ec: Any, prefill: bool, overhead: bool, contention: bool,
-                 src: dict[str, str]) -> dict[str, float]:
-    """The fitted call costs of ``engine_costs`` that were not given explicitly (the
-    target's and the draft's), each with its source in ``src``."""
-    out: dict[str, float] = {}
+                 src: dict[str, str]) -> dict[str, Any]:
+    """The call costs of ``engine_costs`` that were not given explicitly (the target's
+    and the draft's fits, the target's speculative calls), each with its source in
+    ``src``."""
+    out: dict[str, Any] = {}
 
     def fit(m: Any, name: str, key: str) -> float:
         meas = getattr(m, name)
@@ -613,6 +601,19 @@ def _engine_fits(ec: Any, prefill: bool, overhead: bool, contention: bool,
             out[key] = max(1.0, float(m.concurrent_slowdown))
             src[key] = _engine_source(ec, m, f"{m.concurrent_slowdown:.3g}× slower while the "
                                              "other model generates; below 1 kept at 1")
+    t = ec.target
+    if contention and t.speculative_slowdown is not None:
+        out["speculative_contention"] = max(1.0, float(t.speculative_slowdown))
+        src["speculative_contention"] = _engine_source(
+            ec, t, f"speculative step calls {t.speculative_slowdown:.3g}× slower while the "
+            "other model generates; below 1 kept at 1")
+    if t.speculative_passes:
+        sp = sorted(t.speculative_passes.items())
+        out["pass_multipliers"] = tuple((k, m.value) for k, m in sp)
+        src["pass_multipliers"] = _engine_source(
+            ec, t, "a prompt-lookup pass = " + ", ".join(f"{m.value:.3g} (k2 = {k})"
+                                                         for k, m in sp)
+            + " decode forwards, passes replayed")
     return out
 
 
