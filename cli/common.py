@@ -181,15 +181,15 @@ class ModelInputs:
 
 @contextmanager
 def options_named(typed: Mapping[str, str]) -> Iterator[None]:
-    """Re-raise a ``ValueError`` whose message starts with a library parameter name the
-    user typed as an option, naming the option instead (``alpha1 must …`` → ``--alpha1
-    must …``)."""
+    """Re-raise a ``ValueError`` whose message starts with a library parameter or field
+    name the user typed as an option, naming the option instead (``alpha1 must …`` →
+    ``--alpha1 must …``, ``token.method: …`` → ``--token-method: …``)."""
     try:
         yield
     except ValueError as e:
         msg = str(e)
         for internal, option in typed.items():
-            if msg.startswith(f"{internal} "):
+            if msg.startswith((f"{internal} ", f"{internal}:")):
                 raise SpecmodelError(f"{option}{msg[len(internal):]}") from e
         raise
 

@@ -105,8 +105,8 @@ def decode(
     if token_draft is not None:
         changes["token"] = {"method": "draft_model", "model": token_draft}
     ver_changes: dict[str, Any] = {}
-    if verifier is not None and verifier != cfg.verifier.kind:
-        ver_changes.update(kind=verifier, model=None)  # the old kind's model does not carry
+    if verifier is not None:
+        ver_changes["kind"] = verifier
     if threshold is not None:
         ver_changes["threshold"] = threshold
     if judge_model is not None and ver_changes.get("kind", cfg.verifier.kind) == "judge":

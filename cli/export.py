@@ -76,24 +76,20 @@ def _base_config(
 ) -> SpecConfig:
     """The calibration's run configuration (its token drafter and verifier) with the
     command line's drafter and verifier options applied."""
-    from specmodel.config import VERIFIER_KINDS, SpecConfig, TokenDrafter, VerifierSpec, build
+    from specmodel.config import VERIFIER_KINDS, SpecConfig
 
     cal = inputs.calibration
     base = cal.base_config(inputs.mode) if cal is not None else SpecConfig(mode=inputs.mode)
-    given = {"model": draft_model, "prompt_lookup_min": prompt_lookup_min,
-             "prompt_lookup_max": prompt_lookup_max}
-    given = {k: v for k, v in given.items() if v is not None}
-    if token_method is not None and token_method != base.token.method:
-        # Another drafter: the calibration's drafter settings do not carry over.
-        base = base.replace(token=build(TokenDrafter, {"method": token_method, **given},
-                                        "--token-method"))
-    elif given:
-        base = base.replace(token=given)
-    if verifier is not None and verifier != base.verifier.kind:
+    token = {"method": token_method, "model": draft_model,
+             "prompt_lookup_min": prompt_lookup_min, "prompt_lookup_max": prompt_lookup_max}
+    token = {k: v for k, v in token.items() if v is not None}
+    if token:
+        base = base.replace(token=token)
+    if verifier is not None:
         if verifier not in VERIFIER_KINDS:
             raise SpecmodelError(
                 f"--verifier must be one of {', '.join(VERIFIER_KINDS)}, got {verifier!r}")
-        base = base.replace(verifier=VerifierSpec(kind=verifier))  # type: ignore[arg-type]
+        base = base.replace(verifier={"kind": verifier})
     return base
 
 
@@ -101,4 +97,8 @@ def register(app: typer.Typer) -> None:
     """Add ``export`` to the app."""
     app.command("export")(model_inputs(
         budget=True, mode=True,
-        options={"serving_batch": "--concurrency", "concurrency": "--concurrency"})(export))
+        options={"serving_batch": "--concurrency", "concurrency": "--concurrency",
+                 "token.method": "--token-method", "token.model": "--draft-model",
+                 "token.prompt_lookup_min": "--prompt-lookup-min",
+                 "token.prompt_lookup_max": "--prompt-lookup-max",
+                 "token": "--token-method/--draft-model"})(export))

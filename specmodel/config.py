@@ -248,12 +248,16 @@ class SpecConfig(_Config):
         return spec.vllm_config(schedule)
 
     def replace(self, **changes: Any) -> SpecConfig:
-        """A copy with ``changes`` applied and validated (nested sections as dicts merge
-        into the current ones)."""
+        """A copy with ``changes`` applied and validated.  A nested section given as a dict
+        merges into the current one while it keeps the same drafter method (token) or
+        verifier kind; a dict naming another method or kind starts from that section's
+        defaults, since the old drafter's or verifier's settings do not carry over."""
         data = self.model_dump()
-        for key in ("token", "verifier"):
-            if isinstance(changes.get(key), dict):
-                changes[key] = {**data[key], **changes[key]}
+        for key, switch in (("token", "method"), ("verifier", "kind")):
+            new = changes.get(key)
+            if isinstance(new, dict):
+                same = new.get(switch, data[key][switch]) == data[key][switch]
+                changes[key] = {**data[key], **new} if same else new
         return build(SpecConfig, {**data, **changes})
 
     @classmethod

@@ -157,6 +157,11 @@ def test_export_token_method_replaces_the_drafter(capsys) -> None:
     assert spec is None or (spec["model"] == "m/small" and "prompt_lookup_max" not in spec)
     code, _, err = run(["export", "--token-method", "eagle"], capsys)
     assert code == 2 and "model" in err and len(err.strip().splitlines()) == 1
+    assert "--token-method/--draft-model" in err
+    for args, option in ((["--token-method", "bogus"], "--token-method:"),
+                         (["--prompt-lookup-max", "0"], "--prompt-lookup-max:")):
+        code, _, err = run(["export", *args], capsys)
+        assert code == 2 and option in err and "token." not in err, err
 
 
 def test_optimize_json_contains_the_configuration(capsys) -> None:

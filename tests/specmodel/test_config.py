@@ -77,6 +77,20 @@ def test_replace_merges_nested_sections_and_validates() -> None:
         c.replace(k2=0)
 
 
+def test_replace_with_another_drafter_or_verifier_starts_from_its_defaults() -> None:
+    """The old method's or kind's settings do not carry over (export and decode share it)."""
+    c = SpecConfig(k2=3, token=TokenDrafter(prompt_lookup_min=2, prompt_lookup_max=4),
+                   verifier=VerifierSpec(kind="embedding", model="minilm", threshold=0.7))
+    d = c.replace(token={"method": "draft_model", "model": "smollm2-135m"},
+                  verifier={"kind": "judge"})
+    assert d.token == TokenDrafter(method="draft_model", model="smollm2-135m")
+    assert d.verifier == VerifierSpec(kind="judge")
+    same = c.replace(token={"method": "ngram"}, verifier={"kind": "embedding"})
+    assert same == c
+    with pytest.raises(SpecmodelError, match="token"):
+        c.replace(token={"method": "eagle"})  # eagle needs its model
+
+
 def test_schedule_sets_k_to_its_largest() -> None:
     c = SpecConfig(k2=2)
     spec = c.speculative_config([[1, 3, 4], [4, 8, 0]])
