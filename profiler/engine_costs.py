@@ -12,8 +12,10 @@ through bare forwards: on a CPU ``generate``'s own work per call and per token i
 real share of a small model's time.
 
 For every context ``L`` and width ``b`` of the grid, calls writing a short and a long
-number of tokens are timed ``repeats`` times each (interleaved, after a warm-up of the
-cell's shapes); the medians give a line in the number of tokens: its slope is T(b, L)
+number of tokens are timed ``repeats`` times each, in ``repeats`` passes over the whole
+grid (after a warm-up of every cell's shapes; every other pass reversed), so that a
+slow spell of a shared machine lands on all cells rather than on a few; the medians
+give a line in the number of tokens: its slope is T(b, L)
 per token, its intercept what the call costs beyond its tokens.  The intercepts of all
 cells are fitted as ``overhead + prefill_per_token · b · L`` by least squares (with
 standard errors; values clamped at 0).  Then the contention: the per-token time of
@@ -95,17 +97,6 @@ def context_prompt(engine: Any, tokens: int) -> tuple[str, int]:
     return prompt, engine.count_tokens(prompt)
 
 
-def _median_times(engine: Any, prompts: list[str], lengths: Sequence[int],
-                  repeats: int) -> list[float]:
-    """Median seconds per length, the lengths interleaved within each repeat."""
-    times: list[list[float]] = [[] for _ in lengths]
-    for r in range(repeats):
-        order = list(enumerate(lengths))
-        for i, n in (order if r % 2 == 0 else order[::-1]):
-            times[i].append(engine.generate_exact(prompts, n))
-    return [statistics.median(t) for t in times]
-
-
 def measure_model(engine: Any, *, contexts: Sequence[int], widths: Sequence[int],
                   tokens: tuple[int, int] = (4, 16), repeats: int = 2,
                   progress: ProgressCallback | None = None, label: str = "") -> list[CellTiming]:
@@ -119,18 +110,29 @@ def measure_model(engine: Any, *, contexts: Sequence[int], widths: Sequence[int]
                          f"and {list(widths)}")
     say = progress or no_progress
     cells = [(L, b) for L in sorted(set(contexts)) for b in sorted(set(widths))]
-    out = []
     first, _ = context_prompt(engine, min(contexts))
     engine.generate_exact([first], 2)  # the process's first call is slower
-    for i, (L, b) in enumerate(cells):
-        prompt, n_ctx = context_prompt(engine, L)
-        say(i, len(cells), f"{label}b={b} L={n_ctx}")
-        engine.generate_exact([prompt] * b, 2)  # this cell's shapes
-        short, long = _median_times(engine, [prompt] * b, tokens, repeats)
-        out.append(CellTiming(b, n_ctx, short, long, tuple(tokens), repeats))
-        c = out[-1]
-        say(i + 1, len(cells), f"{label}b={b} L={n_ctx}: {c.per_token * 1e3:.1f} ms/token, "
-                               f"{c.intercept * 1e3:.0f} ms beyond")
+    prompts = {}
+    for L, b in cells:  # each cell's shapes once, outside every timing
+        prompts[(L, b)] = context_prompt(engine, L)
+        engine.generate_exact([prompts[(L, b)][0]] * b, 2)
+    # One repeat = one pass over the whole grid (reversed every other pass), both call
+    # lengths of a cell back to back: a slow spell of a shared machine spreads over all
+    # cells instead of raising the few measured during it.
+    times: dict[tuple[int, int], list[list[float]]] = {c: [[], []] for c in cells}
+    total = repeats * len(cells)
+    for r in range(repeats):
+        for j, (L, b) in enumerate(cells if r % 2 == 0 else cells[::-1]):
+            prompt, n_ctx = prompts[(L, b)]
+            say(r * len(cells) + j, total, f"{label}pass {r + 1}/{repeats}: b={b} L={n_ctx}")
+            lengths = tokens if (r + j) % 2 == 0 else tokens[::-1]
+            for n in lengths:
+                times[(L, b)][tokens.index(n)].append(engine.generate_exact([prompt] * b, n))
+    out = []
+    for L, b in cells:
+        short, long = (statistics.median(t) for t in times[(L, b)])
+        out.append(CellTiming(b, prompts[(L, b)][1], short, long, tuple(tokens), repeats))
+    say(total, total, f"{label}{len(cells)} cells × {repeats} passes")
     return out
 
 

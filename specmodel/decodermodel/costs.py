@@ -48,11 +48,13 @@ class Surface:
     """Time of one decode forward of ``b`` sequences at context ``L``, T(b, L).
 
     Built from points (b, L) → time; made non-decreasing in b at every L and in L at
-    every b (a measured point below an earlier one is raised to it, and said so in
-    :attr:`notes`).  Between points: linear in b, then linear in L between the two
-    nearest measured context lengths.  Below the first b or L: the first value.  Above
-    the widest b: linear extrapolation from the last two widths (never decreasing),
-    said in :attr:`notes`.  Above the longest L: held at the longest (said so).
+    every b by isotonic regression (the least-squares monotone fit: measured points that
+    violate the order are replaced by their mean, not raised to the highest of them, so
+    noise does not bias the surface upward; said so in :attr:`notes`).  Between points:
+    linear in b, then linear in L between the two nearest measured context lengths.
+    Below the first b or L: the first value.  Above the widest b: linear extrapolation
+    from the last two widths (never decreasing), said in :attr:`notes`.  Above the
+    longest L: held at the longest (said so).
     """
 
     points: tuple[tuple[int, int, float], ...]
@@ -93,8 +95,8 @@ class Surface:
         s = cls(tuple(pts))
         fixed = s._monotone_fixes()
         if fixed:
-            notes.append(f"{name}: {fixed} point(s) below a smaller batch's or context's "
-                         "time raised to it (T must not decrease)")
+            notes.append(f"{name}: {fixed} point(s) out of order (T must not decrease in b "
+                         "or L) replaced by the least-squares monotone fit")
         if len(widths) >= 2:
             notes.append(f"{name}: batches beyond b = {widths[-1]} are extrapolated "
                          "linearly from the last two widths")
@@ -106,10 +108,13 @@ class Surface:
     def _compiled(self) -> tuple[list[int], list[tuple[list[float], list[float]]]]:
         """The measured contexts and, at each, its (widths, times) made monotone."""
         contexts = sorted({L for _, L, _ in self.points})
+        fitted = _isotonic_grid(self.points)
         curves: list[tuple[list[float], list[float]]] = []
         for L in contexts:
             bs = [float(b) for b, c, _ in self.points if c == L]
-            ts = list(np.maximum.accumulate([t for _, c, t in self.points if c == L]))
+            # off a full grid the fit orders only measured neighbours: enforce the rest
+            ts = list(np.maximum.accumulate([fitted[(b, c)] for b, c, _ in self.points
+                                             if c == L]))
             if curves:  # not below the shorter context's curve at the same b
                 ts = list(np.maximum.accumulate(
                     np.maximum(ts, [_interp_b(curves[-1], b) for b in bs])))
@@ -122,7 +127,7 @@ class Surface:
         fixed = 0
         for L, (bs, ts) in zip(contexts, curves, strict=True):
             for b, t in zip(bs, ts, strict=True):
-                if t > raw[(int(b), L)] * (1 + 1e-12):
+                if abs(t - raw[(int(b), L)]) > 1e-9 * raw[(int(b), L)]:
                     fixed += 1
         return fixed
 
@@ -188,6 +193,44 @@ class Forwards:
             return s1.time(b, L)
         t0, t1 = s0.time(b, L), s1.time(b, L)
         return t0 + (q - q0) / (q1 - q0) * (t1 - t0)
+
+
+def _isotonic(values: list[float]) -> list[float]:
+    """The non-decreasing sequence nearest ``values`` in least squares (pool adjacent
+    violators: a run that decreases is replaced by its mean)."""
+    blocks: list[list[float]] = []  # [mean, count]
+    for v in values:
+        blocks.append([float(v), 1.0])
+        while len(blocks) > 1 and blocks[-2][0] > blocks[-1][0]:
+            m2, n2 = blocks.pop()
+            m1, n1 = blocks[-1]
+            blocks[-1] = [(m1 * n1 + m2 * n2) / (n1 + n2), n1 + n2]
+    return [m for m, n in blocks for _ in range(int(n))]
+
+
+def _isotonic_grid(points: tuple[tuple[int, int, float], ...],
+                   sweeps: int = 200) -> dict[tuple[int, int], float]:
+    """Times non-decreasing in b at every measured L and in L at every measured b,
+    nearest the measured ones in least squares: Dykstra's alternating projections onto
+    the two orders (each projection one :func:`_isotonic` per row or column)."""
+    x = {(b, L): t for b, L, t in points}
+    chains = [[(b, L) for b, L, _ in points if c == L] for c in sorted({p[1] for p in points})]
+    columns = [sorted(((b, L) for b, L, _ in points if b == w), key=lambda k: k[1])
+               for w in sorted({p[0] for p in points})]
+    orders = [chains, columns]
+    residual = [dict.fromkeys(x, 0.0), dict.fromkeys(x, 0.0)]
+    for _ in range(sweeps):
+        before = dict(x)
+        for k, order in enumerate(orders):
+            shifted = {key: x[key] + residual[k][key] for key in x}
+            for chain in order:
+                for key, v in zip(chain, _isotonic([shifted[key] for key in chain]),
+                                  strict=True):
+                    x[key] = v
+            residual[k] = {key: shifted[key] - x[key] for key in x}
+        if max(abs(x[k] - before[k]) for k in x) <= 1e-12 * max(x.values()):
+            break
+    return x
 
 
 def _interp_b(curve: tuple[list[float], list[float]], b: float) -> float:

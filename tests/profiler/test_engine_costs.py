@@ -68,6 +68,19 @@ def test_cells_recover_the_slope_and_the_fit_recovers_overhead_and_prefill() -> 
     assert (2, 60, 2) in eng.calls
 
 
+def test_repeats_are_passes_over_the_whole_grid() -> None:
+    """A slow spell must not land on one cell: every cell is timed once per pass, every
+    other pass in reverse order, and each cell's value is the median of its passes."""
+    eng = _Clock(over=0.0, pre=0.0, per=1e-4)
+    cells = measure_model(eng, contexts=[5, 9], widths=[1, 2], tokens=(2, 4), repeats=3)
+    timed = [(b, L) for b, L, n in eng.calls[5:]]  # after the first call and 4 warm-ups
+    grid = [(1, 5), (2, 5), (1, 9), (2, 9)]
+    passes = [timed[i:i + 8:2] for i in range(0, 24, 8)]
+    assert passes == [grid, grid[::-1], grid]
+    assert all(c.n == 3 for c in cells)
+    assert cells[0].per_token == pytest.approx(1e-4, rel=1e-9)
+
+
 @settings(max_examples=40, deadline=None)
 @given(st.floats(0, 0.5), st.floats(0, 0.01), st.lists(
     st.tuples(st.integers(1, 8), st.integers(1, 2000)), min_size=3, max_size=9, unique=True))

@@ -7,6 +7,8 @@ import dataclasses
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from specmodel.config import SpecConfig
 from specmodel.decodermodel import (
@@ -28,11 +30,38 @@ MEASURED = "measured-qwen2.5-coder-0.5b-smollm2-135m"
 
 def test_a_surface_is_monotone_and_says_what_it_corrected() -> None:
     s = Surface.from_points({(1, 0): 1.0, (2, 0): 2.0, (4, 0): 1.5, (8, 0): 3.0})
-    assert [s.time(b) for b in (1, 2, 3, 4, 8)] == [1.0, 2.0, 2.0, 2.0, 3.0]
-    assert s.time(16) == pytest.approx(5.0)  # extrapolated from the last two widths
+    # T(4) < T(2): both replaced by their mean (the least-squares monotone fit)
+    assert [s.time(b) for b in (1, 2, 3, 4, 8)] == pytest.approx([1.0, 1.75, 1.75, 1.75, 3.0])
+    assert s.time(16) == pytest.approx(5.5)  # extrapolated from the last two widths
     assert s.time(0.5) == 1.0
     text = " ".join(s.notes)
-    assert "raised" in text and "one context length" in text and "extrapolated" in text
+    assert "monotone fit" in text and "one context length" in text and "extrapolated" in text
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.floats(0.1, 10.0), min_size=9, max_size=9))
+def test_a_surface_is_the_least_squares_monotone_fit_of_a_grid(times: list[float]) -> None:
+    """On a 3 × 3 grid the fit is non-decreasing in b and L, keeps the mean (constants
+    lie in both orders), leaves monotone data alone, and is no farther from the
+    measurements than raising each point to its predecessors (another monotone fit)."""
+    pts = {(b, L): times[3 * i + j] for i, b in enumerate((1, 2, 4))
+           for j, L in enumerate((0, 100, 200))}
+    s = Surface.from_points(pts)
+    fit = {k: s.time(*k) for k in pts}
+    for (b, L), t in fit.items():
+        for (b2, L2), t2 in fit.items():
+            if b <= b2 and L <= L2:
+                assert t <= t2 * (1 + 1e-6) + 1e-9
+    assert sum(fit.values()) == pytest.approx(sum(pts.values()), rel=1e-6)
+    raised = {}
+    for b in (1, 2, 4):
+        for L in (0, 100, 200):
+            raised[(b, L)] = max(pts[(b2, L2)] for (b2, L2) in pts if b2 <= b and L2 <= L)
+    sq = sum((fit[k] - pts[k]) ** 2 for k in pts)
+    assert sq <= sum((raised[k] - pts[k]) ** 2 for k in pts) * (1 + 1e-6) + 1e-9
+    mono = Surface.from_points(raised)
+    assert all(mono.time(*k) == pytest.approx(v) for k, v in raised.items())
+    assert not any("monotone fit" in n for n in mono.notes)
 
 
 def test_a_surface_interpolates_in_context_and_fills_gaps() -> None:
@@ -44,7 +73,8 @@ def test_a_surface_interpolates_in_context_and_fills_gaps() -> None:
     assert any("missing" in n for n in s.notes)
     # never below the shorter context's time at the same batch
     low = Surface.from_points({(1, 0): 2.0, (1, 100): 1.0})
-    assert low.time(1, 100) == 2.0 and any("raised" in n for n in low.notes)
+    assert low.time(1, 0) == low.time(1, 100) == pytest.approx(1.5)
+    assert any("monotone fit" in n for n in low.notes)
     with pytest.raises(ValueError, match="bad point"):
         Surface.from_points({(0, 0): 1.0})
 
@@ -60,7 +90,7 @@ def test_costs_from_a_calibration_say_what_was_measured_and_what_assumed() -> No
     for name in ("prefill_per_token", "call_overhead", "contention", "verifier_per_batch"):
         assert cm.sources[name].startswith("assumed"), name
     assert set(cm.measured()) | set(cm.assumed()) <= set(cm.sources)
-    assert any("raised" in n for n in cm.notes())  # its T(4) < T(2)
+    assert any("monotone fit" in n for n in cm.notes())  # its T(4) < T(2)
     given = CostModel.from_calibration(cal, prefill_per_token=0.01, contention=1.5)
     assert given.sources["prefill_per_token"].startswith("given")
     assert given.draft_prefill_per_token == pytest.approx(0.01 * cal.step.c1)
