@@ -205,6 +205,15 @@ def report(a: argparse.Namespace, cal: Any, records: list[Path]) -> dict[str, An
           percent(r.decoder_error, signed=True),
           "-" if r.step_acceptance is None else round(r.step_acceptance, 3)]
          for r in s.rows])
+    parts = ("total", "target", "draft", "verify")
+    print_table(
+        "where the time goes: ms per output token, measured (pooled over the rounds) / "
+        "decoder model (in async the parts overlap)",
+        ["config", *parts],
+        [[r.config, *(f"{1e3 * r.measured_split.get(k, 0):.0f} / "
+                      + (f"{1e3 * r.decoder_split[k]:.0f}" if k in r.decoder_split else "-")
+                      for k in parts)]
+         for r in s.rows])
     for model in s.mean_abs_error:
         print(f"{model:8s} mean |error| {percent(s.mean_abs_error[model])}, max "
               f"{percent(s.max_abs_error[model])}, Spearman "

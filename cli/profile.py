@@ -178,6 +178,42 @@ def engine_costs(
                  delimiter=unescape(delimiter), max_step_tokens=max_step_tokens, **kw)
 
 
+@profile_app.command("pool-engine-costs")
+def pool_engine_costs(
+    calibrations: Annotated[list[Path], typer.Argument(
+        help="Calibration files whose engine costs measured one setup (two or more).")],
+    output: Output,
+) -> None:
+    """Pool the engine costs of several calibrations into a copy of the first (the same
+    models and engine measured at different times: on a shared machine one
+    measurement catches one moment of its load)."""
+    from profiler.calibrate import PhaseResult, Recorder
+    from profiler.engine_costs import pool_engine_costs as pool
+    from specmodel.formats.calibration import MeasurementSettings, load_calibration
+
+    cals = [load_calibration(p) for p in calibrations]
+    parts = []
+    for path, cal in zip(calibrations, cals, strict=True):
+        settings = cal.provenance.settings
+        phase = (settings.phases.engine_costs if isinstance(settings, MeasurementSettings)
+                 and settings.phases is not None else None)
+        if cal.engine_costs is None or phase is None:
+            raise ValueError(f"{path} has no engine costs (profile engine-costs writes them)")
+        parts.append((cal.engine_costs, phase))
+    costs, settings = pool(parts)
+    models = {"target": costs.target.model,
+              **({"draft": costs.draft.model} if costs.draft is not None else {})}
+    with Recorder(output, cals[0]) as rec, saving(_unchanged(output, "the pooled costs")):
+        rec.add(PhaseResult("engine_costs", costs, settings, models,
+                            f"{len(parts)} measurements pooled"))
+    t = costs.target
+    console().print(
+        f"engine costs of {len(parts)} calibrations pooled: target "
+        f"{min(p.per_token for p in t.points) * 1e3:.0f}-"
+        f"{max(p.per_token for p in t.points) * 1e3:.0f} ms/token, prefill "
+        f"{t.prefill_per_token.value * 1e3:.2f} ms/token; wrote {output}", soft_wrap=True)
+
+
 def _engine_cost_options(contexts: str, widths: str, tokens: str,
                          speculation: str) -> dict[str, Any]:
     """The engine-cost grid options, parsed, each error naming its option."""

@@ -45,7 +45,7 @@ from profiler.progress import ProgressCallback, no_progress
 
 __all__ = ["CellTiming", "context_prompt", "fit_intercepts", "measure_contention",
            "measure_model", "measure_speculative_contention", "measure_speculative_passes",
-           "model_costs", "step_prefixes"]
+           "model_costs", "pool_engine_costs", "step_prefixes"]
 
 _TEXT = ("Question: A farmer has 17 sheep, buys 5 more and sells 3. Each sheep eats 2 kg "
          "of hay a day. How much hay do the sheep eat in a week?\nAnswer: Let's think step "
@@ -311,3 +311,108 @@ def measure_speculative_contention(engine: Any, other: Any, prefixes: Sequence[s
         with _other_generating(other, other_prompt, 16):
             busy += spec.generate_steps([prefix], max_step_tokens).seconds
     return busy / alone
+
+
+def _pool_model(models: Sequence[Any], tokens: tuple[int, int]) -> Any:
+    """One model's :class:`~specmodel.formats.calibration.ModelEngineCosts` pooled over
+    several measurements (see :func:`pool_engine_costs`)."""
+    from specmodel.formats.calibration import Measurement
+
+    cells: dict[tuple[int, int], list[Any]] = {}
+    for m in models:
+        for p in m.points:
+            cells.setdefault((p.batch, p.context), []).append(p)
+    pooled = []
+    for (b, L), pts in sorted(cells.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+        n = sum(p.n for p in pts)
+        slope = sum(p.per_token * p.n for p in pts) / n
+        icept = sum(p.intercept * p.n for p in pts) / n
+        pooled.append(CellTiming(b, L, icept + slope * tokens[0], icept + slope * tokens[1],
+                                 tokens, n))
+
+    def mean(values: list[float | None]) -> float | None:
+        got = [v for v in values if v is not None]
+        return sum(got) / len(got) if got else None
+
+    out = model_costs(models[0].model, pooled,
+                      mean([m.concurrent_slowdown for m in models]))
+    passes: dict[int, list[Any]] = {}
+    for m in models:
+        for k2, v in (m.speculative_passes or {}).items():
+            passes.setdefault(k2, []).append(v)
+    pooled_passes = {}
+    for k2, vs in sorted(passes.items()):
+        n = sum(v.n for v in vs)
+        value = sum(v.value * v.n for v in vs) / n
+        within = math.sqrt(sum((v.n * (v.stderr or 0.0)) ** 2 for v in vs)) / n
+        between = statistics.stdev([v.value for v in vs]) / math.sqrt(len(vs)) \
+            if len(vs) > 1 else 0.0
+        pooled_passes[k2] = Measurement(value=value, n=n, stderr=max(within, between))
+    return out.model_copy(update={
+        "speculative_passes": pooled_passes or None,
+        "speculative_slowdown": mean([m.speculative_slowdown for m in models])})
+
+
+def pool_engine_costs(measured: Sequence[tuple[Any, Any]]) -> tuple[Any, Any]:
+    """Several ``engine_costs`` measurements of one setup (the same engine, device,
+    dtype, threads, call lengths and models, e.g. taken at different times on a shared
+    machine), as one: (EngineCosts, EngineCostsSettings) from a list of such pairs.
+
+    Per (b, L) cell the n-weighted mean of the measurements' slopes and intercepts
+    (cells measured only by some of them pooled from those), call overhead and prefill
+    refitted from the pooled cells; speculative passes n-weighted by k2, their standard
+    error at least the spread between the measurements over √k; slowdowns averaged.
+    The settings are the first's with the union of the grids, the repeats summed, the
+    latest date, and a description that gives every measurement's figures beside the
+    pooled ones."""
+    from specmodel.formats.calibration import EngineCosts
+
+    if len(measured) < 2:
+        raise ValueError(f"pooling needs at least two engine-cost measurements, got "
+                         f"{len(measured)}")
+    first, first_s = measured[0]
+
+    def setup(c: Any) -> dict[str, Any]:
+        return {"engine": c.engine, "device": c.device, "dtype": c.dtype,
+                "threads": c.threads, "call lengths": tuple(c.tokens),
+                "target": c.target.model, "draft": None if c.draft is None else c.draft.model}
+
+    for i, (c, _) in enumerate(measured[1:], start=2):
+        for key, value in setup(c).items():
+            if value != setup(first)[key]:
+                raise ValueError(f"measurement {i} has {key} {value!r}, measurement 1 "
+                                 f"{setup(first)[key]!r}: only measurements of one setup pool")
+    tokens = (first.tokens[0], first.tokens[1])
+    target = _pool_model([c.target for c, _ in measured], tokens)
+    drafts = [c.draft for c, _ in measured if c.draft is not None]
+    costs = EngineCosts(engine=first.engine, device=first.device, dtype=first.dtype,
+                        threads=first.threads, tokens=tokens, target=target,
+                        draft=_pool_model(drafts, tokens) if drafts else None)
+
+    def figures(c: Any, s: Any) -> str:
+        t = c.target
+        L0 = min(p.context for p in t.points)
+        t1 = [p.per_token for p in t.points if p.batch == 1 and p.context == L0]
+        passes = ", ".join(f"{v.value:.2f} (k2 = {k})"
+                           for k, v in sorted((t.speculative_passes or {}).items()))
+        return (f"{s.date}: T(1, {L0}) = {t1[0] * 1e3:.0f} ms" if t1 else f"{s.date}:") + (
+            f", prefill {t.prefill_per_token.value * 1e3:.2f} ms/token"
+            + (f", a pass {passes} decode forwards" if passes else ""))
+
+    t = costs.target
+    desc = (f"engine_costs pooled from {len(measured)} measurements of one setup "
+            f"({'; '.join(figures(c, s) for c, s in measured)}): per (b, L) cell the "
+            "n-weighted mean of their slopes and intercepts, overhead and prefill refitted "
+            f"(overhead {t.call_overhead.value * 1e3:.0f} +/- "
+            f"{(t.call_overhead.stderr or 0) * 1e3:.0f} ms, prefill "
+            f"{t.prefill_per_token.value * 1e3:.2f} +/- "
+            f"{(t.prefill_per_token.stderr or 0) * 1e3:.2f} ms per token), pass costs "
+            "n-weighted (stderr at least their spread over sqrt(k)), slowdowns averaged. "
+            "First measurement's description: " + first_s.description)
+    settings = first_s.model_copy(update={
+        "description": desc,
+        "date": max(s.date for _, s in measured),
+        "contexts": sorted({x for _, s in measured for x in s.contexts}),
+        "widths": sorted({x for _, s in measured for x in s.widths}),
+        "repeats": sum(s.repeats for _, s in measured)})
+    return costs, settings

@@ -106,6 +106,12 @@ class ValidationRow(BaseModel):
     """Measured accepted / judged draft steps."""
     accuracy: float
     """Fraction of final answers right."""
+    measured_split: dict[str, float] = {}
+    """Where the run's time went: seconds per output token in all, inside target, draft
+    and verifier calls (keys ``total``, ``target``, ``draft``, ``verify``; in async the
+    three overlap, so they may sum to more than the total)."""
+    decoder_split: dict[str, float] = {}
+    """The same as the decoder model simulates it (absolute costs only; empty else)."""
     models: dict[str, str] = MODELS
     """The model behind each predicted number."""
 
@@ -185,9 +191,32 @@ def compare(record: RunRecord, calibration: Calibration | None = None, *,
                 decoder_interval=None if dec is None else dec.interval,
                 step_acceptance=c.totals.step_acceptance,
                 accuracy=c.totals.accuracy,
+                measured_split=_split_of(c.problems),
+                decoder_split={} if dec is None or dec.tokens_per_second is None else
+                time_split(dec.counters.get("output_tokens", 0.0), dec.counters.get(
+                    "output_tokens", 0.0) / dec.tokens_per_second,
+                    {k: dec.counters.get(f"{k}_seconds", 0.0) for k in _PARTS}),
             )
         )
     return rows
+
+
+_PARTS = ("target", "draft", "verify")
+"""The decoder's timed call kinds (its counters ``<part>_seconds``)."""
+
+
+def _split_of(problems: list[Any]) -> dict[str, float]:
+    """:func:`time_split` of measured problems (their decoder counters)."""
+    return time_split(sum(p.output_tokens for p in problems), sum(p.seconds for p in problems),
+                      {k: sum(getattr(p, f"{k}_seconds") for p in problems) for k in _PARTS})
+
+
+def time_split(tokens: float, seconds: float, parts: dict[str, float]) -> dict[str, float]:
+    """Seconds per output token in all (``total``) and inside each part's calls; empty
+    when no token was written."""
+    if tokens <= 0:
+        return {}
+    return {"total": seconds / tokens, **{k: v / tokens for k, v in parts.items()}}
 
 
 def decoder_prediction(cal: Calibration, config: SpecConfig, *, seed: int = 0,
@@ -275,6 +304,11 @@ class RoundsRow(BaseModel):
     """Accepted / judged draft steps over all rounds (None without step speculation)."""
     ms_per_token: list[float]
     """Measured ms per generated token of every round."""
+    measured_split: dict[str, float] = {}
+    """Seconds per output token in all and inside target, draft and verifier calls,
+    pooled over the rounds (:attr:`ValidationRow.measured_split`)."""
+    decoder_split: dict[str, float] = {}
+    """The same as the decoder model simulates it (:attr:`ValidationRow.decoder_split`)."""
 
 
 class RoundsSummary(BaseModel):
@@ -349,7 +383,9 @@ def compare_rounds(records: list[RunRecord], calibration: Calibration | None = N
             step_acceptance=(sum(c.totals.accepted_steps for c in runs) / judged
                              if judged else None),
             ms_per_token=[1e3 * c.totals.seconds / max(1, c.totals.output_tokens)
-                          for c in runs]))
+                          for c in runs],
+            measured_split=_split_of([p for c in runs for p in c.problems]),
+            decoder_split=row.decoder_split))
     return _summarize(out, len(records))
 
 

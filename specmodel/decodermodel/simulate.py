@@ -590,10 +590,11 @@ class SimResult:
     seconds: np.ndarray
     """Its time."""
     counters: dict[str, float] = field(default_factory=dict)
-    """Per problem, on average: target_batches, target_steps, draft_steps (generated),
-    drafted_steps (judged positions), accepted_steps, and the time inside target, draft
-    and verifier calls (target_seconds, draft_seconds, verify_seconds; in async they
-    overlap) — the decoder's own counters (:class:`profiler.decoder.records.Tally`)."""
+    """Per problem, on average: output_tokens, target_batches, target_steps, draft_steps
+    (generated), drafted_steps (judged positions), accepted_steps, and the time inside
+    target, draft and verifier calls (target_seconds, draft_seconds, verify_seconds; in
+    async they overlap) — the decoder's own counters
+    (:class:`profiler.decoder.records.Tally`)."""
 
     def rate(self) -> Estimate:
         """Tokens per unit time (ratio estimator over problems)."""
@@ -609,8 +610,9 @@ def simulate(config: SpecConfig, acceptance: AcceptanceModel, costs: CostModel,
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     run = _Run(config, acceptance, costs, workload or Workload.of(config), rng)
     out = np.array([run.problem() for _ in range(problems)], dtype=np.float64)
-    return SimResult(out[:, 0], out[:, 1],
-                     {k: v / problems for k, v in run.counters().items()})
+    counters = {k: v / problems for k, v in run.counters().items()}
+    counters["output_tokens"] = float(out[:, 0].mean())
+    return SimResult(out[:, 0], out[:, 1], counters)
 
 
 def _speedup(cfg: Estimate, base: Estimate) -> tuple[float, float]:

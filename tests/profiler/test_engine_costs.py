@@ -146,3 +146,89 @@ def test_speculative_contention_is_those_calls_beside_the_other_over_alone() -> 
     assert slow == pytest.approx(1.7, rel=1e-9)
     with pytest.raises(ValueError, match="k2 must be >= 2"):
         measure_speculative_contention(target, draft, ["a"], k2=1, max_step_tokens=8)
+
+
+def _measured(per: float, over: float, pre: float, passes: dict[int, tuple[float, float]],
+              slowdown: float, date: str, n: int = 3):
+    """An engine_costs section and its settings whose cells lie exactly on
+    over + pre · b · L + n · per · b."""
+    from profiler import calibrate
+    from specmodel.formats.calibration import EngineCosts, EngineCostsSettings, Measurement
+
+    cells = [CellTiming(b, L, over + pre * b * L + 4 * per * b, over + pre * b * L + 32 * per * b,
+                        (4, 32), n) for L in (64, 256) for b in (1, 2)]
+    target = model_costs("tgt", cells, slowdown).model_copy(update={
+        "speculative_passes": {k: Measurement(value=v, n=6, stderr=se)
+                               for k, (v, se) in passes.items()},
+        "speculative_slowdown": slowdown})
+    costs = EngineCosts(engine="transformers", device="cpu", dtype="float32", threads=1,
+                        tokens=(4, 32), target=target)
+    settings = EngineCostsSettings(
+        description="engine_costs: measured.", date=date, **calibrate.engine_costs_key(
+            target="tgt", draft=None, contexts=[64, 256], widths=[1, 2], tokens=[4, 32],
+            repeats=n, threads=1, speculation_k2=sorted(passes), speculation_problems=2,
+            seed=1, delimiter="\n"))
+    return costs, settings
+
+
+def test_pooling_averages_cells_refits_and_keeps_the_spread_between_measurements() -> None:
+    from profiler.engine_costs import pool_engine_costs
+
+    a = _measured(0.2, 0.05, 0.01, {2: (1.5, 0.1), 3: (1.8, 0.1)}, 1.0,
+                  "2026-11-23T18:00:00+00:00", n=3)
+    b = _measured(0.3, 0.05, 0.01, {2: (2.0, 0.1), 3: (3.0, 0.2)}, 1.2,
+                  "2026-11-23T20:00:00+00:00", n=1)
+    costs, settings = pool_engine_costs([a, b])
+    pts = costs.target.decode_points()
+    assert pts[(1, 64)] == pytest.approx((3 * 0.2 + 1 * 0.3) / 4)
+    assert pts[(2, 256)] == pytest.approx(2 * (3 * 0.2 + 1 * 0.3) / 4)
+    assert all(p.n == 4 for p in costs.target.points)
+    # both measurements lie on the same intercept line: the refit recovers it
+    assert costs.target.call_overhead.value == pytest.approx(0.05, abs=1e-9)
+    assert costs.target.prefill_per_token.value == pytest.approx(0.01, rel=1e-9)
+    k3 = costs.target.speculative_passes[3]
+    assert k3.value == pytest.approx(2.4) and k3.n == 12
+    assert k3.stderr == pytest.approx(0.6)  # sd(1.8, 3.0)/√2: the spread, not the ±0.1s
+    assert costs.target.concurrent_slowdown == pytest.approx(1.1)
+    assert costs.target.speculative_slowdown == pytest.approx(1.1)
+    assert settings.repeats == 4 and settings.date == "2026-11-23T20:00:00+00:00"
+    assert "pooled from 2 measurements" in settings.description
+    assert "2026-11-23T18:00:00+00:00: T(1, 64) = 200 ms" in settings.description
+
+
+def test_pooling_refuses_other_setups_and_single_measurements() -> None:
+    from profiler.engine_costs import pool_engine_costs
+
+    a = _measured(0.2, 0.05, 0.01, {2: (1.5, 0.1)}, 1.0, "2026-11-23T18:00:00+00:00")
+    other = (a[0].model_copy(update={"threads": 2}), a[1])
+    with pytest.raises(ValueError, match="measurement 2 has threads 2"):
+        pool_engine_costs([a, other])
+    with pytest.raises(ValueError, match="at least two"):
+        pool_engine_costs([a])
+
+
+def test_profile_pool_engine_costs_writes_a_copy_of_the_first(tmp_path) -> None:
+    from cli.main import main
+    from profiler.calibrate import PhaseResult, Recorder
+    from specmodel.formats.calibration import load_calibration, load_preset
+
+    base = load_preset("measured-qwen2.5-coder-0.5b-smollm2-135m")
+    paths = []
+    for i, per in enumerate((0.2, 0.4)):
+        costs, settings = _measured(per, 0.05, 0.01, {2: (1.5, 0.1)}, 1.0,
+                                    f"2026-11-23T1{i}:00:00+00:00")
+        path = tmp_path / f"m{i}.json"
+        with Recorder(path, base) as rec:
+            rec.add(PhaseResult("engine_costs", costs, settings, {"target": "tgt"}))
+        paths.append(path)
+    out = tmp_path / "pooled.json"
+    assert main(["profile", "pool-engine-costs", *map(str, paths), "-o", str(out)]) == 0
+    cal = load_calibration(out)
+    assert cal.engine_costs.target.decode_points()[(1, 64)] == pytest.approx(0.3)
+    assert cal.step == base.step and cal.token == base.token
+    assert "pooled from 2" in cal.provenance.settings.phases.engine_costs.description
+    assert main(["profile", "pool-engine-costs", str(paths[0]), "-o", str(out)]) == 2
+    plain = tmp_path / "plain.json"
+    plain.write_text(base.model_dump_json())
+    assert main(["profile", "pool-engine-costs", str(plain), str(paths[0]),
+                 "-o", str(out)]) == 2

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from specmodel.formats.run_record import ProblemRun
 from specmodel.prediction import compare, compare_rounds
 
 from .test_validate_rows import _record
@@ -52,3 +53,37 @@ def test_the_decoder_model_is_summarised_when_asked() -> None:
     assert s.mean_abs_error["decoder"] is not None
     assert s.spearman["decoder"] is not None
     assert s.recommended["decoder"] in {r.config for r in s.rows}
+
+
+def _problem(tokens: int, target: float, draft: float, verify: float) -> dict:
+    return {"problem": 0, "output": "x", "steps": [], "drafted_steps": 0,
+            "accepted_steps": 0, "wasted_draft_steps": 0, "target_steps": 1,
+            "target_batches": 1, "output_tokens": tokens, "seconds": target + draft + verify,
+            "draft_seconds": draft, "target_seconds": target, "verify_seconds": verify,
+            "correct": False, "finished": "end"}
+
+
+def test_rows_say_where_the_time_went_measured_and_simulated() -> None:
+    """Seconds per output token inside each model's calls: pooled over the rounds'
+    problems, and as the decoder model simulates them (absolute costs)."""
+    recs = []
+    for scale in (1.0, 3.0):
+        rec = _record(ROUND1)
+        cfg = next(c for c in rec.configs if c.label == "sync k1=2 k2=1")
+        probs = [_problem(100, 20 * scale, 4.0, 1.0), _problem(50, 10 * scale, 2.0, 0.5)]
+        cfg = cfg.model_copy(update={"problems": [ProblemRun.model_validate(p)
+                                                  for p in probs]})
+        recs.append(rec.model_copy(update={"configs": [
+            cfg if c.label == cfg.label else c for c in rec.configs]}))
+    s = compare_rounds(recs)
+    row = next(r for r in s.rows if r.config == "sync k1=2 k2=1")
+    assert row.measured_split["target"] == pytest.approx((30 + 90) / 300)
+    assert row.measured_split["draft"] == pytest.approx(12 / 300)
+    assert row.measured_split["verify"] == pytest.approx(3 / 300)
+    assert row.measured_split["total"] == pytest.approx((30 + 90 + 12 + 3) / 300)
+    assert set(row.decoder_split) == {"total", "target", "draft", "verify"}
+    assert row.decoder_split["target"] > 0 and row.decoder_split["draft"] > 0
+    # sync runs one model at a time: the parts add up to the whole
+    parts = sum(row.decoder_split[k] for k in ("target", "draft", "verify"))
+    assert parts == pytest.approx(row.decoder_split["total"], rel=1e-6)
+    assert s.rows[0].measured_split == {}  # no problems recorded for it
