@@ -282,14 +282,15 @@ def steps_phase(
     pairs = profile_steps(tgt, drf, ver, load_problems(problems, seed), record,
                           steps_per_problem=steps_per_problem, max_step_tokens=max_step_tokens,
                           resume=resume, progress=progress, key=key, note=note)
-    s = summarize(pairs)
+    s = summarize(pairs, delimiter=delimiter, max_step_tokens=max_step_tokens)
     desc = (f"step: {s.pairs} target/draft step pairs ({target} target, {draft} draft, verifier "
             f"{ver.name}; transformers, greedy, {threads} thread(s), step delimiter "
             f"{delimiter!r}, cap {max_step_tokens} tokens) from {problems} gsm_symbolic problems "
             f"(seed {seed}); alpha1 = ({s.accepted} + 0.5)/({s.pairs} + 1), Wilson 95% CI of the "
             f"raw rate {s.alpha1_ci95[0]:.3f}-{s.alpha1_ci95[1]:.3f}; c1 = {s.c1:.4f} +/- "
             f"{s.c1_stderr:.4f} (ratio of summed times, delta-method SE); verifier cost "
-            f"{s.verifier_cost:.4f} target steps; mean step {s.step_tokens_mean:.1f} tokens.")
+            f"{s.verifier_cost:.4f} target steps; mean step {s.step_tokens_mean:.1f} tokens; "
+            f"{s.draft_end_rate:.3f} of the draft steps end the answer.")
     settings = StepsSettings(
         description=desc, verifier=ver.name, record=str(record), accepted=s.accepted,
         pairs=s.pairs, alpha1_ci95=s.alpha1_ci95, c1_stderr=s.c1_stderr, date=finished_at(),

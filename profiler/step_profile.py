@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from specmodel.formats.calibration import StepLevel
 
 __all__ = ["RECORD_KIND", "StepPair", "StepSummary", "check_record", "profile_steps",
-           "read_pairs", "read_record", "summarize", "verdict_correlation"]
+           "draft_ends", "read_pairs", "read_record", "summarize", "verdict_correlation"]
 
 RECORD_KIND = "specmodel-step-pairs"
 """The ``kind`` of a pairs record's header line."""
@@ -315,6 +315,9 @@ class StepSummary:
     """Lag-1 phi coefficient of consecutive verdicts of one problem (None: undefined)."""
     verdict_pairs: int | None = None
     """Consecutive (step i, step i + 1) pairs behind ``verdict_correlation``."""
+    draft_end_rate: float | None = None
+    """Fraction of draft steps that end the answer (:func:`draft_ends`; None: the
+    delimiter and cap were not given)."""
 
     def step_section(self, verifier_name: str) -> StepLevel:
         """The calibration's ``step`` section (a draft no faster than the target is an error)."""
@@ -336,11 +339,26 @@ class StepSummary:
             draft_step_tokens_histogram=self.draft_step_tokens_histogram,
             verdict_correlation=self.verdict_correlation,
             verdict_pairs=self.verdict_pairs,
+            draft_end_rate=self.draft_end_rate,
         )
 
 
-def summarize(pairs: Sequence[StepPair]) -> StepSummary:
-    """α1, c1, verifier cost and step lengths with their uncertainty."""
+def draft_ends(pair: StepPair, delimiter: str, max_step_tokens: int) -> bool:
+    """Whether the pair's draft step ends the answer as the decoder sees it
+    (:func:`profiler.decoder.records.ends_answer`): the answer mark, nothing written, or
+    a step that stopped before its cap without the delimiter (the end of the sequence)."""
+    from profiler.decoder.records import ANSWER_MARK
+
+    text = pair.draft_text
+    if ANSWER_MARK in text or not text.strip():
+        return True
+    return not text.endswith(delimiter) and pair.draft_tokens < max_step_tokens
+
+
+def summarize(pairs: Sequence[StepPair], *, delimiter: str | None = None,
+              max_step_tokens: int | None = None) -> StepSummary:
+    """α1, c1, verifier cost and step lengths with their uncertainty; with the step
+    ``delimiter`` and cap, the rate of draft steps that end the answer."""
     from specmodel.montecarlo.estimate import ratio_estimate
 
     n = len(pairs)
@@ -365,6 +383,8 @@ def summarize(pairs: Sequence[StepPair]) -> StepSummary:
         draft_step_tokens_histogram=dict(sorted(draft_hist.items())),
         verdict_correlation=phi,
         verdict_pairs=lag_pairs,
+        draft_end_rate=(None if delimiter is None or max_step_tokens is None else
+                        sum(draft_ends(p, delimiter, max_step_tokens) for p in pairs) / n),
     )
 
 

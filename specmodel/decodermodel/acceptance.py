@@ -13,7 +13,10 @@
   p(1 − ρ), clipped to [0, 1] (:meth:`AcceptanceModel.next_step_rate`);
 * step lengths of the target and of the draft (:class:`StepLengths`: a histogram, else a
   fixed mean; the draft's own histogram when measured, else the target's);
-* token acceptance by draft position (conditional), else i.i.d. α2.
+* token acceptance by draft position (conditional), else i.i.d. α2;
+* the rate of draft steps that end the answer (``draft_end_rate``): such a step closes
+  its branch (nothing is drafted after it, the target does not expand it) and, if
+  accepted, ends the problem.
 
 :meth:`AcceptanceModel.from_calibration` names every part it had to assume
 (:attr:`AcceptanceModel.missing`); :meth:`AcceptanceModel.resampled` draws the rates
@@ -109,6 +112,10 @@ class AcceptanceModel:
     verdict_samples: int | None = None
     """Consecutive verdict pairs behind ``verdict_correlation`` (None: unknown, ρ is kept
     as it is by :meth:`resampled`)."""
+    draft_end_rate: float = 0.0
+    """Probability that a draft step ends the answer (the answer mark, the end of the
+    sequence, or nothing written): the decoder drafts nothing after it and gives it no
+    target step, and accepting it ends the problem (0: every draft step goes on)."""
 
     def __post_init__(self) -> None:
         check_probability("alpha1", self.alpha1)
@@ -122,6 +129,7 @@ class AcceptanceModel:
                     check_probability(f"{name}[{i}]", a, closed=True)
         for w, a in self.branch_by_width.items():
             check_probability(f"branch_by_width[{w}]", a, closed=True)
+        check_probability("draft_end_rate", self.draft_end_rate, closed=True)
         rho = self.verdict_correlation
         if not (isinstance(rho, (int, float)) and not isinstance(rho, bool)
                 and -1.0 <= rho <= 1.0):
@@ -166,6 +174,10 @@ class AcceptanceModel:
             draft_lengths = lengths
             missing.append("draft step lengths: not measured apart; the target's "
                            "distribution")
+        end_rate = getattr(step, "draft_end_rate", None)
+        if end_rate is None:
+            missing.append("draft steps that end the answer: not measured; none (every "
+                           "draft step is followed and gets its target step)")
         if tok.acceptance_by_position is None:
             missing.append("token acceptance by position: not measured; i.i.d. α2")
         return cls(
@@ -179,6 +191,7 @@ class AcceptanceModel:
             verdict_correlation=float(rho) if rho is not None else 0.0,
             verdict_samples=(getattr(step, "verdict_pairs", None)
                              if rho is not None else None),
+            draft_end_rate=float(end_rate or 0.0),
             missing=tuple(missing),
         )
 
@@ -186,10 +199,11 @@ class AcceptanceModel:
 
     @property
     def is_iid(self) -> bool:
-        """No position or depth dependence, no measured branch acceptance and
-        uncorrelated step verdicts."""
+        """No position or depth dependence, no measured branch acceptance, uncorrelated
+        step verdicts and no draft step that ends the answer."""
         return (self.step_by_depth is None and self.token_by_position is None
-                and not self.branch_by_width and self.verdict_correlation == 0)
+                and not self.branch_by_width and self.verdict_correlation == 0
+                and self.draft_end_rate == 0)
 
     def step_rate(self, depth: int, width: int = 1) -> float:
         """Acceptance of the best of ``width`` draft steps at ``depth`` (0-based)."""
@@ -253,6 +267,7 @@ class AcceptanceModel:
                 "draft_step_tokens_mean": self.draft_steps.mean,
                 "verdict_correlation": self.verdict_correlation,
                 "verdict_samples": self.verdict_samples,
+                "draft_end_rate": self.draft_end_rate,
                 "step_samples": self.step_samples, "token_samples": self.token_samples,
                 "missing": list(self.missing)}
 

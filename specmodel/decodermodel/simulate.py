@@ -343,6 +343,12 @@ class _Run:
         self.accepted += ok
         return ok
 
+    def draft_ends(self) -> bool:
+        """Whether a new draft step ends the answer (no draw when the rate is 0, so the
+        random stream is the same as without the rate)."""
+        p = self.acc.draft_end_rate
+        return p > 0 and bool(self.rng.random() < p)
+
     def counters(self) -> dict[str, float]:
         return {"target_batches": self.target.calls, "target_steps": self.target.rows,
                 "draft_steps": self.draft.rows, "drafted_steps": self.judged,
@@ -388,8 +394,12 @@ class _Run:
         while steps < self.work.max_steps:
             depth = min(cfg.k1 - 1, self.work.max_steps - steps - 1)
             nodes: list[tuple[int, int, tuple[int, ...]]] = [(-1, 0, prefix)]  # parent, tok
+            closed: set[int] = set()  # draft nodes that end the answer
             level = [0]
             for _ in range(depth):
+                level = [i for i in level if i not in closed]
+                if not level:
+                    break
                 kids: dict[int, list[tuple[int, int]]] = {i: [] for i in level}
                 if w > 1 and self.costs.engine.branches_one_call:
                     reps = [i for i in level for _ in range(w)]
@@ -413,20 +423,26 @@ class _Run:
                     for seg, n in kids[i]:
                         nodes.append((i, n, (*nodes[i][2], seg)))
                         new.append(len(nodes) - 1)
+                        if self.draft_ends():
+                            closed.add(new[-1])
                 level = new
-            dt, touts = self.target.call([nd[2] for nd in nodes])
+            expand = [i for i in range(len(nodes)) if i not in closed]
+            dt, outs = self.target.call([nodes[i][2] for i in expand])
+            touts = dict(zip(expand, outs, strict=True))
             t += dt
             if len(nodes) > 1:
                 t += self.verify(len(nodes) - 1)
             node = 0
             for j in range(depth):
                 children = [i for i in range(node + 1, len(nodes)) if nodes[i][0] == node]
-                if not self.judge(j, len(children)):
+                if not children or not self.judge(j, len(children)):
                     break
                 node = children[0]
                 prefix = nodes[node][2]
                 tokens += nodes[node][1]
                 steps += 1
+                if node in closed:  # an accepted draft that ends the answer ends it
+                    return tokens, t
             seg, n = touts[node]
             prefix = (*prefix, seg)
             tokens += n
@@ -474,7 +490,8 @@ class _Run:
         k1, max_steps = cfg.k1, self.work.max_steps
         committed: tuple[int, ...] = (0,)
         steps = tokens = 0
-        chain: list[tuple[int, int]] = []
+        chain: list[tuple[int, int, bool]] = []  # (segment, tokens, ends the answer)
+        ended = False
         targets: dict[int, tuple[int, int]] = {}
         epoch = run = 0
         now = 0.0
@@ -511,17 +528,18 @@ class _Run:
             return min(j[1] * f for j, f in live)
 
         def prefix_at(pos: int) -> tuple[int, ...]:
-            return (*committed, *(s for s, _ in chain[: pos - steps]))
+            return (*committed, *(s for s, _, _ in chain[: pos - steps]))
 
         while True:
             # _submit
             base = steps
             room = max_steps - base
-            if djob is None and len(chain) < min(k1 - 1, room - 1):
+            chain_closed = bool(chain) and chain[-1][2]
+            if djob is None and not chain_closed and len(chain) < min(k1 - 1, room - 1):
                 dt, (out,) = self.draft.call([prefix_at(base + len(chain))])
-                djob = [epoch, dt, out]
+                djob = [epoch, dt, (*out, self.draft_ends())]
             if tjob is None:
-                last = base + len(chain)
+                last = base + len(chain) - (1 if chain_closed else 0)
                 todo = [q for q in range(base, min(last, base + k1 - 1) + 1)
                         if q not in targets]
                 if todo:
@@ -549,11 +567,14 @@ class _Run:
                     advance(v)
                     now += v
                     if self.judge(run):
-                        seg, n = chain.pop(0)
+                        seg, n, ends = chain.pop(0)
                         committed = (*committed, seg)
                         tokens += n
                         steps += 1
                         run += 1
+                        if ends:  # an accepted draft that ends the answer ends it
+                            ended = True
+                            break
                         continue
                     chain.clear()
                     targets.clear()
@@ -565,7 +586,7 @@ class _Run:
                 tokens += t_out[1]
                 steps += 1
                 run = 0
-            if steps >= max_steps:
+            if ended or steps >= max_steps:
                 rest = next_done()  # leaving the pools waits for running jobs
                 while rest > 0:
                     advance(rest)

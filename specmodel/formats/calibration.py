@@ -143,6 +143,10 @@ class StepLevel(_Strict):
     verdict_pairs: int | None = Field(default=None, ge=0)
     """Consecutive (step i, step i + 1) pairs of one problem behind
     ``verdict_correlation`` (None: not measured)."""
+    draft_end_rate: float | None = Field(default=None, ge=0, le=1)
+    """Fraction of the measured draft steps that end the answer (the answer mark, the end
+    of the sequence, or nothing written): the decoder drafts nothing after such a step and
+    gives it no target step (None: not measured)."""
 
     _rates = field_validator("acceptance_by_position")(_open_unit_interval)
 

@@ -136,3 +136,22 @@ def test_an_old_calibration_without_the_fields_loads_and_new_ones_round_trip(
     path.write_text(json.dumps(data))
     with pytest.raises(SpecmodelError, match="verdict_correlation"):
         load_calibration(path)
+
+
+def test_the_rate_of_draft_steps_that_end_the_answer() -> None:
+    """As the decoder sees a step: the answer mark, nothing written, or a stop before the
+    cap without the delimiter (end of sequence); a step cut at the cap goes on."""
+    from profiler.step_profile import draft_ends
+
+    def pair(text: str, tokens: int) -> StepPair:
+        return StepPair(0, 0, "t\n", text, 5, tokens, 1.0, 0.2, 0.01, False)
+
+    cases = [("1. Add.\n", 6, False), ("#### 42", 3, True), ("\n", 1, True), ("  ", 1, True),
+             ("So the answer is 42.", 7, True), ("a long step cut at the cap", 48, False)]
+    for text, tokens, ends in cases:
+        assert draft_ends(pair(text, tokens), "\n", 48) is ends, text
+    pairs = [pair(t, n) for t, n, _ in cases]
+    s = summarize(pairs, delimiter="\n", max_step_tokens=48)
+    assert s.draft_end_rate == pytest.approx(4 / 6)
+    assert s.step_section("exact").draft_end_rate == pytest.approx(4 / 6)
+    assert summarize(pairs).draft_end_rate is None  # delimiter and cap unknown

@@ -189,3 +189,44 @@ def test_a_calibrated_prediction_has_an_interval_tokens_per_second_and_sources()
     with pytest.raises(ValueError, match="problems"):
         simulate(cfg, AcceptanceModel.from_calibration(cal), CostModel.from_calibration(cal),
                  problems=1)
+
+
+def test_draft_steps_that_end_the_answer_close_their_branch() -> None:
+    """A draft step that ends the answer gets no children and no target step; accepted,
+    it ends the problem.  At rate 1 a sync cycle expands only its root and drafts one
+    level; async drafts one step ahead; at rate 0 nothing changes (no random draw)."""
+    lengths = StepLengths.constant(10)
+    acc = AcceptanceModel(0.3, 0.5, target_steps=lengths, draft_steps=lengths)
+    ends = dataclasses.replace(acc, draft_end_rate=1.0)
+    assert acc.is_iid and not ends.is_iid
+    cm = CostModel.flat(0.2).replace(engine=EngineBehaviour())
+    work = Workload(12, 48)
+    sync = SpecConfig(mode="sync", k1=3, max_steps=12, max_step_tokens=48)
+    open_ = simulate(sync, acc, cm, work, problems=40, seed=3).counters
+    closed = simulate(sync, ends, cm, work, problems=40, seed=3).counters
+    assert closed["target_steps"] == pytest.approx(closed["target_batches"])  # root only
+    # one draft level (none in a last cycle of depth 0)
+    assert closed["target_batches"] - 1 <= closed["draft_steps"] <= closed["target_batches"]
+    assert open_["target_steps"] > 2 * open_["target_batches"]
+    # an accepted draft ends the problem early: fewer steps written per problem
+    assert closed["output_tokens"] < open_["output_tokens"]
+    asy = SpecConfig(mode="async", k1=3, max_steps=12, max_step_tokens=48)
+    a_open = simulate(asy, acc, cm, work, problems=40, seed=3).counters
+    a_closed = simulate(asy, ends, cm, work, problems=40, seed=3).counters
+    assert a_closed["draft_steps"] < a_open["draft_steps"]
+    assert a_closed["target_steps"] <= a_open["target_steps"]
+    zero = dataclasses.replace(acc, draft_end_rate=0.0)
+    assert simulate(sync, zero, cm, work, problems=10, seed=5).counters == \
+        simulate(sync, acc, cm, work, problems=10, seed=5).counters
+    with pytest.raises(ValueError, match="draft_end_rate"):
+        dataclasses.replace(acc, draft_end_rate=1.5)
+
+
+def test_the_calibrations_draft_end_rate_reaches_the_model() -> None:
+    cal = load_preset(MEASURED)
+    step = cal.step.model_copy(update={"draft_end_rate": 0.1})
+    acc = AcceptanceModel.from_calibration(cal.model_copy(update={"step": step}))
+    assert acc.draft_end_rate == 0.1
+    assert not any("end the answer" in m for m in acc.missing)
+    bare = cal.model_copy(update={"step": cal.step.model_copy(update={"draft_end_rate": None})})
+    assert any("end the answer" in m for m in AcceptanceModel.from_calibration(bare).missing)
