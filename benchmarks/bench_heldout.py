@@ -209,10 +209,12 @@ def report(a: argparse.Namespace, cal: Any, records: list[Path]) -> dict[str, An
     print_table(
         "where the time goes: ms per output token, measured (pooled over the rounds) / "
         "decoder model (in async the parts overlap)",
-        ["config", *parts],
+        ["config", *parts, "target steps per call"],
         [[r.config, *(f"{1e3 * r.measured_split.get(k, 0):.0f} / "
                       + (f"{1e3 * r.decoder_split[k]:.0f}" if k in r.decoder_split else "-")
-                      for k in parts)]
+                      for k in parts),
+          " / ".join("-" if v is None else f"{v:.2f}"
+                     for v in (r.rows_per_batch, r.decoder_rows_per_batch))]
          for r in s.rows])
     for model in s.mean_abs_error:
         print(f"{model:8s} mean |error| {percent(s.mean_abs_error[model])}, max "

@@ -112,6 +112,10 @@ class ValidationRow(BaseModel):
     three overlap, so they may sum to more than the total)."""
     decoder_split: dict[str, float] = {}
     """The same as the decoder model simulates it (absolute costs only; empty else)."""
+    rows_per_batch: float | None = None
+    """Measured target steps per target call (how full the sync batches were)."""
+    decoder_rows_per_batch: float | None = None
+    """The same as the decoder model simulates it."""
     models: dict[str, str] = MODELS
     """The model behind each predicted number."""
 
@@ -192,6 +196,10 @@ def compare(record: RunRecord, calibration: Calibration | None = None, *,
                 step_acceptance=c.totals.step_acceptance,
                 accuracy=c.totals.accuracy,
                 measured_split=_split_of(c.problems),
+                rows_per_batch=_rows_per_batch(c.problems),
+                decoder_rows_per_batch=(
+                    None if dec is None or not dec.counters.get("target_batches") else
+                    dec.counters["target_steps"] / dec.counters["target_batches"]),
                 decoder_split={} if dec is None or dec.tokens_per_second is None else
                 time_split(dec.counters.get("output_tokens", 0.0), dec.counters.get(
                     "output_tokens", 0.0) / dec.tokens_per_second,
@@ -203,6 +211,12 @@ def compare(record: RunRecord, calibration: Calibration | None = None, *,
 
 _PARTS = ("target", "draft", "verify")
 """The decoder's timed call kinds (its counters ``<part>_seconds``)."""
+
+
+def _rows_per_batch(problems: list[Any]) -> float | None:
+    """Target steps per target call over ``problems`` (None without a call)."""
+    calls = sum(p.target_batches for p in problems)
+    return sum(p.target_steps for p in problems) / calls if calls else None
 
 
 def _split_of(problems: list[Any]) -> dict[str, float]:
@@ -309,6 +323,10 @@ class RoundsRow(BaseModel):
     pooled over the rounds (:attr:`ValidationRow.measured_split`)."""
     decoder_split: dict[str, float] = {}
     """The same as the decoder model simulates it (:attr:`ValidationRow.decoder_split`)."""
+    rows_per_batch: float | None = None
+    """Target steps per target call, pooled over the rounds."""
+    decoder_rows_per_batch: float | None = None
+    """The same as the decoder model simulates it."""
 
 
 class RoundsSummary(BaseModel):
@@ -385,7 +403,9 @@ def compare_rounds(records: list[RunRecord], calibration: Calibration | None = N
             ms_per_token=[1e3 * c.totals.seconds / max(1, c.totals.output_tokens)
                           for c in runs],
             measured_split=_split_of([p for c in runs for p in c.problems]),
-            decoder_split=row.decoder_split))
+            decoder_split=row.decoder_split,
+            rows_per_batch=_rows_per_batch([p for c in runs for p in c.problems]),
+            decoder_rows_per_batch=row.decoder_rows_per_batch))
     return _summarize(out, len(records))
 
 

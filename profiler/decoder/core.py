@@ -96,6 +96,8 @@ class LookaheadDecoder:
             drafted_steps=tally.drafted,
             accepted_steps=tally.accepted,
             wasted_draft_steps=tally.draft_calls - tally.drafted,
+            draft_steps=tally.draft_calls,
+            draft_ends=tally.draft_ends,
             target_steps=tally.target_steps,
             target_batches=tally.target_batches,
             output_tokens=self.target.count_tokens(output),
@@ -151,6 +153,8 @@ class LookaheadDecoder:
             batch = self.draft.generate_steps(prefixes, self.config.max_step_tokens)
         tally.draft_seconds += batch.seconds
         tally.draft_calls += batch.batch
+        tally.draft_ends += sum(ends_answer(o, self.config.step_delimiter)
+                                for o in batch.outputs)
         return batch.outputs
 
     def verify_one(self, target_step: str, draft_step: str, tally: Tally) -> bool:

@@ -44,6 +44,8 @@ class Tally:
     """Draft positions accepted."""
     draft_calls: int = 0
     """Draft steps generated (judged or not)."""
+    draft_ends: int = 0
+    """Draft steps generated that end the answer (:func:`ends_answer`)."""
     target_steps: int = 0
     """Target steps generated."""
     target_batches: int = 0

@@ -89,6 +89,12 @@ class ProblemRun(_Record):
     wasted_draft_steps: int
     """Draft steps generated but never judged (the chain was dropped first; with several
     branches, the extra branches)."""
+    draft_steps: int | None = Field(default=None, ge=0)
+    """Draft steps generated (None in records from before it was counted)."""
+    draft_ends: int | None = Field(default=None, ge=0)
+    """Of those, the steps that end the answer (the answer mark, end of sequence, or
+    nothing written): the decoder drafts nothing after them and gives them no target
+    step (None in records from before it was counted)."""
     target_steps: int = Field(ge=0)
     """Target steps generated (all positions of all batches, used or not)."""
     target_batches: int = Field(ge=0)

@@ -138,3 +138,14 @@ def test_totals_are_the_run_record_s() -> None:
     assert t.tokens_per_second == pytest.approx(t.output_tokens / t.seconds)
     with pytest.raises(ValueError, match="runs"):
         totals([])
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_the_run_counts_draft_steps_that_end_the_answer(mode) -> None:
+    """The draft writes the answer mark at line LAST, like the target: that draft step
+    ends the answer (nothing is drafted after it); the run record counts it."""
+    run, _, draft = _decode(_config(mode, k1=3), set())
+    assert run.draft_steps == sum(b for b, _ in draft.calls)
+    assert run.draft_ends is not None and 1 <= run.draft_ends <= run.draft_steps
+    plain, _, _ = _decode(_config(mode, k1=1), set())
+    assert (plain.draft_steps, plain.draft_ends) == (0, 0)

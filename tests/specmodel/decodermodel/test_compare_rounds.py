@@ -87,3 +87,5 @@ def test_rows_say_where_the_time_went_measured_and_simulated() -> None:
     parts = sum(row.decoder_split[k] for k in ("target", "draft", "verify"))
     assert parts == pytest.approx(row.decoder_split["total"], rel=1e-6)
     assert s.rows[0].measured_split == {}  # no problems recorded for it
+    assert row.rows_per_batch == pytest.approx(1.0)  # each problem: 1 step in 1 call
+    assert row.decoder_rows_per_batch is not None and row.decoder_rows_per_batch > 1
