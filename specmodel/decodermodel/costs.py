@@ -362,6 +362,10 @@ class CostModel:
     """What the engine does besides forwards."""
     sources: Mapping[str, str] = field(default_factory=dict)
     """Field name → where the value came from ("measured: …" / "assumed: …")."""
+    stderrs: Mapping[str, float] = field(default_factory=dict)
+    """Standard errors of measured scalar costs: a field name (``prefill_per_token``,
+    ``call_overhead`` and the draft's) or ``pass_multipliers:K2`` → its standard error;
+    :meth:`resampled` draws the costs from them."""
 
     def __post_init__(self) -> None:
         for name in ("prefill_per_token", "draft_prefill_per_token", "call_overhead",
@@ -437,6 +441,7 @@ class CostModel:
         running at once (each profile's ``concurrent`` entry for the other).
         """
         src: dict[str, str] = {}
+        stderrs: dict[str, float] = {}
         step, tok = cal.step, cal.token
         ec = getattr(cal, "engine_costs", None) if target_architecture is None else None
         if ec is not None:
@@ -529,7 +534,7 @@ class CostModel:
         draft_pre = pre * step.c1
         if ec is not None:
             fits = _engine_fits(ec, prefill_per_token is None, call_overhead is None,
-                                contention is None, src)
+                                contention is None, src, stderrs)
             pre = fits.get("prefill_per_token", pre)
             over = fits.get("call_overhead", over)
             cont = fits.get("contention", cont)
@@ -552,14 +557,37 @@ class CostModel:
         return cls(target, draft, prefill_per_token=pre, draft_prefill_per_token=draft_pre,
                    call_overhead=over, verifier_per_pair=per_pair, verifier_per_batch=0.0,
                    token_draft_per_forward=tok.c2, contention=cont, unit=unit, engine=eng,
-                   sources=src, **fwd)
+                   sources=src, stderrs=stderrs, **fwd)
+
+    def resampled(self, rng: np.random.Generator) -> CostModel:
+        """The measured scalar costs drawn from normal distributions with their
+        :attr:`stderrs` (the calibration's uncertainty; times clamped at 0, a pass at
+        least one forward), in a fixed order so that a seed gives one draw; costs
+        without a standard error, and the decode surfaces, are kept."""
+        if not self.stderrs:
+            return self
+        changes: dict[str, Any] = {}
+        passes = dict(self.pass_multipliers or ())
+        for key in sorted(self.stderrs):
+            se = float(self.stderrs[key])
+            z = float(rng.standard_normal())
+            if key.startswith("pass_multipliers:"):
+                k2 = int(key.split(":", 1)[1])
+                if k2 in passes:
+                    passes[k2] = max(1.0, passes[k2] + z * se)
+            elif getattr(self, key, None) is not None:
+                changes[key] = max(0.0, float(getattr(self, key)) + z * se)
+        if self.pass_multipliers is not None:
+            changes["pass_multipliers"] = tuple(sorted(passes.items()))
+        return replace(self, **changes)
 
     def replace(self, **changes: Any) -> CostModel:
         """A copy with fields changed (their sources marked "given")."""
         src = dict(self.sources)
         for k, v in changes.items():
             src[k] = f"given: {v}" if not isinstance(v, Surface | EngineBehaviour) else "given"
-        return replace(self, sources=src, **changes)
+        se = {k: v for k, v in self.stderrs.items() if k.split(":", 1)[0] not in changes}
+        return replace(self, sources=src, stderrs=se, **changes)
 
     # -- queries -----------------------------------------------------------------
 
@@ -620,16 +648,18 @@ def _engine_source(ec: Any, m: Any, what: str) -> str:
 
 
 def _engine_fits(ec: Any, prefill: bool, overhead: bool, contention: bool,
-                 src: dict[str, str]) -> dict[str, Any]:
+                 src: dict[str, str], stderrs: dict[str, float]) -> dict[str, Any]:
     """The call costs of ``engine_costs`` that were not given explicitly (the target's
     and the draft's fits, the target's speculative calls), each with its source in
-    ``src``."""
+    ``src`` and its standard error, where known, in ``stderrs``."""
     out: dict[str, Any] = {}
 
     def fit(m: Any, name: str, key: str) -> float:
         meas = getattr(m, name)
         se = "" if meas.stderr is None else f" ± {meas.stderr:.3g}"
         src[key] = _engine_source(ec, m, f"fit {meas.value:.4g}{se} s")
+        if meas.stderr:
+            stderrs[key] = float(meas.stderr)
         return float(meas.value)
 
     roles = [(ec.target, "")] + ([(ec.draft, "draft_")] if ec.draft is not None else [])
@@ -653,6 +683,7 @@ def _engine_fits(ec: Any, prefill: bool, overhead: bool, contention: bool,
     if t.speculative_passes:
         sp = sorted(t.speculative_passes.items())
         out["pass_multipliers"] = tuple((k, m.value) for k, m in sp)
+        stderrs.update({f"pass_multipliers:{k}": float(m.stderr) for k, m in sp if m.stderr})
         src["pass_multipliers"] = _engine_source(
             ec, t, "a prompt-lookup pass = " + ", ".join(f"{m.value:.3g} (k2 = {k})"
                                                          for k, m in sp)

@@ -694,10 +694,12 @@ def predict(config: SpecConfig, acceptance: AcceptanceModel, costs: CostModel,
     The point estimate simulates ``problems`` problems of the configuration and of the
     baseline with the nominal models.  Calibration uncertainty: ``draws`` times, the
     acceptance rates are drawn from their Beta posteriors
-    (:meth:`AcceptanceModel.resampled`) and ``draw_problems`` problems are simulated;
+    (:meth:`AcceptanceModel.resampled`) and the measured scalar costs from their
+    standard errors (:meth:`CostModel.resampled`; the baseline is then simulated again
+    with the drawn costs), and ``draw_problems`` problems are simulated;
     the interval is the point ± 1.96·sqrt(var(draws) + stderr²) (the draws' spread
     carries their own simulation noise, so this is conservative).  The baseline does
-    not depend on acceptance and is simulated once.
+    not depend on acceptance: without cost draws it is simulated once.
     """
     work = workload or Workload.of(config)
     ss = np.random.SeedSequence(seed)
@@ -709,12 +711,15 @@ def predict(config: SpecConfig, acceptance: AcceptanceModel, costs: CostModel,
     r, se = _speedup(cfg, base)
     spread = 0.0
     n_draws = 0
-    if draws > 1 and (acceptance.step_samples or acceptance.token_samples):
+    if draws > 1 and (acceptance.step_samples or acceptance.token_samples or costs.stderrs):
         vals = []
         for _ in range(draws):
             acc = acceptance.resampled(s_draw)
-            est = simulate(config, acc, costs, work, draw_problems, s_draw).rate()
-            vals.append(est.mean / base.mean)
+            cst = costs.resampled(s_draw)
+            est = simulate(config, acc, cst, work, draw_problems, s_draw).rate()
+            ref = base.mean if cst is costs else simulate(
+                base_cfg, acc, cst, work, draw_problems, s_draw).rate().mean
+            vals.append(est.mean / ref)
         spread = float(np.std(vals, ddof=1))
         n_draws = draws
     half = 1.96 * math.sqrt(spread**2 + se**2)

@@ -230,3 +230,31 @@ def test_the_calibrations_draft_end_rate_reaches_the_model() -> None:
     assert not any("end the answer" in m for m in acc.missing)
     bare = cal.model_copy(update={"step": cal.step.model_copy(update={"draft_end_rate": None})})
     assert any("end the answer" in m for m in AcceptanceModel.from_calibration(bare).missing)
+
+
+def test_cost_uncertainty_widens_the_interval() -> None:
+    """Measured costs carry their standard errors; the prediction's draws take them, so a
+    token-speculation configuration whose pass cost is uncertain gets a wider interval,
+    and a cost model without standard errors draws nothing (the same numbers)."""
+    lengths = StepLengths.constant(12)
+    acc = AcceptanceModel(0.3, 0.6, target_steps=lengths, draft_steps=lengths,
+                          step_samples=400, token_samples=4000)
+    cm = CostModel.flat(0.2).replace(engine=EngineBehaviour(), prefill_per_token=0.01,
+                                     pass_multipliers=((3, 2.0),))
+    unsure = dataclasses.replace(cm, stderrs={"pass_multipliers:3": 0.4,
+                                              "prefill_per_token": 0.002})
+    cfg = SpecConfig(k1=1, k2=3, max_steps=8, max_step_tokens=40)
+    work = Workload(8, 40, prompt_tokens=200)
+    sure = predict(cfg, acc, cm, work, problems=60, draws=12, draw_problems=30)
+    wide = predict(cfg, acc, unsure, work, problems=60, draws=12, draw_problems=30)
+    assert sure.speedup == pytest.approx(wide.speedup)  # the point uses the nominal costs
+    span = lambda p: p.interval[1] - p.interval[0]  # noqa: E731
+    assert span(wide) > 1.5 * span(sure)
+    rng = np.random.default_rng(0)
+    drawn = unsure.resampled(rng)
+    assert drawn.pass_multipliers[0][1] >= 1.0 and drawn.prefill_per_token >= 0
+    assert drawn.pass_multipliers != unsure.pass_multipliers
+    assert cm.resampled(rng) is cm
+    assert "prefill_per_token" not in unsure.replace(prefill_per_token=0.02).stderrs
+    cal = load_preset(MEASURED)
+    assert CostModel.from_calibration(cal).stderrs == {}  # no engine costs in the preset
