@@ -7,8 +7,16 @@ from typing import Annotated, Any
 
 import typer
 
-from cli.common import CalibrationOpt, JsonOut, PresetOpt, unescape
+from cli.common import CalibrationOpt, JsonOut, PresetOpt, options_named, unescape
 from cli.render import ProgressBar, console, emit_json
+
+_DECODE_OPTIONS = {
+    "mode": "--mode", "k1": "--k1", "k2": "--k2", "width": "--width",
+    "branch_temperature": "--branch-temperature", "max_steps": "--max-steps",
+    "max_step_tokens": "--max-step-tokens", "step_delimiter": "--delimiter",
+    "verifier.threshold": "--threshold", "verifier.kind": "--verifier",
+    "verifier.model": "--judge-model", "token.model": "--token-draft"}
+"""The configuration's fields as ``decode``'s options name them."""
 
 
 def decode(
@@ -116,7 +124,8 @@ def decode(
     if ver_changes:
         changes["verifier"] = ver_changes
     if changes:
-        cfg = cfg.replace(**changes)
+        with options_named(_DECODE_OPTIONS):  # a bad value names the option typed
+            cfg = cfg.replace(**changes)
     if not synthetic and cfg.verifier.kind == "synthetic" and cfg.k1 > 1:
         raise ValueError("--verifier synthetic (here from --config) judges the synthetic "
                          "engine's steps: use --engine synthetic --acceptance CALIBRATION")

@@ -169,7 +169,8 @@ def engine_costs(
 
     if draft is not None:
         check_distinct_models(target, draft)
-    kw = _engine_cost_options(contexts, cost_widths, cost_tokens, speculation_k2)
+    kw = _engine_cost_options(contexts, cost_widths, cost_tokens, speculation_k2,
+                              cost_repeats, speculation_problems)
     with _recorder(output, calibration, preset, False) as rec, \
             saving(_unchanged(output, "the engine costs")):
         _measure(rec, engine_costs_phase, "engine costs", target=target, draft=draft,
@@ -214,9 +215,13 @@ def pool_engine_costs(
         f"{t.prefill_per_token.value * 1e3:.2f} ms/token; wrote {output}", soft_wrap=True)
 
 
-def _engine_cost_options(contexts: str, widths: str, tokens: str,
-                         speculation: str) -> dict[str, Any]:
+def _engine_cost_options(contexts: str, widths: str, tokens: str, speculation: str,
+                         repeats: int, speculation_problems: int) -> dict[str, Any]:
     """The engine-cost grid options, parsed, each error naming its option."""
+    for option, value in (("--cost-repeats", repeats),
+                          ("--speculation-problems", speculation_problems)):
+        if value < 1:
+            raise ValueError(f"{option} must be >= 1, got {value}")
     spec = _widths(speculation, "--speculation-k2")
     if spec and min(spec) < 2:
         raise ValueError(f"--speculation-k2 must be integers >= 2, got {speculation!r}")
@@ -325,7 +330,8 @@ def run(
                    threads=threads)
     check_distinct_models(target, draft)
     ws = _widths(widths)
-    grid = _engine_cost_options(contexts, cost_widths, cost_tokens, speculation_k2)
+    grid = _engine_cost_options(contexts, cost_widths, cost_tokens, speculation_k2,
+                                cost_repeats, speculation_problems)
     resolve_model(target)
     resolve_model(draft)
     expected = {

@@ -470,3 +470,19 @@ def test_optimize_what_if_from_architectures(capsys) -> None:
 def test_optimize_what_if_bad_input(capsys, args, named) -> None:
     code, _, err = run(["optimize", *args], capsys)
     assert code == 2 and named in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("args,option", [
+    (["decode", "--k2", "0"], "--k2:"), (["decode", "--k1", "0"], "--k1:"),
+    (["decode", "--width", "0"], "--width:"), (["decode", "--mode", "bad"], "--mode:"),
+    (["decode", "--k1", "2", "--threshold", "2"], "--threshold:"),
+    (["profile", "engine-costs", "--target", "t", "-o", "x.json", "--cost-repeats", "0"],
+     "--cost-repeats must be >= 1"),
+    (["profile", "run", "--target", "t", "--draft", "d", "-o", "x.json",
+      "--speculation-problems", "0"], "--speculation-problems must be >= 1"),
+])
+def test_bad_values_name_the_option_typed(args, option, capsys, tmp_path, monkeypatch) -> None:
+    """Refused before any model loads, in one line naming the option, not the field."""
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run(args, capsys)
+    assert code == 2 and option in err and len(err.strip().splitlines()) == 1, err
