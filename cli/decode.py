@@ -62,7 +62,7 @@ def decode(
              "target's step time) or auto (calibration when it has one). Default: auto.")]
     = None,
     problems: Annotated[int, typer.Option(help="gsm_symbolic problems.")] = 4,
-    seed: Annotated[int, typer.Option(help="Problem seed.")] = 0,
+    seed: Annotated[int, typer.Option(min=0, help="Problem seed.")] = 0,
     max_steps: Annotated[int | None, typer.Option(
         help="Steps per problem at most. Default: 12, or what --config names.")] = None,
     max_step_tokens: Annotated[int | None, typer.Option(

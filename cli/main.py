@@ -67,7 +67,7 @@ def optimize(
         MethodChoice, typer.Option("--method", help="closed-form, or mc (Monte-Carlo).")
     ] = MethodChoice.closed_form,
     samples: Annotated[int, typer.Option(help="Monte-Carlo samples per level.")] = 200_000,
-    seed: Annotated[int, typer.Option(help="Monte-Carlo seed.")] = 0,
+    seed: Annotated[int, typer.Option(min=0, help="Monte-Carlo seed.")] = 0,
     concurrency: Concurrency = 1,
     landscape: Annotated[bool, typer.Option(help="Include every feasible point.")] = False,
     target_arch: Annotated[str | None, typer.Option(
@@ -380,7 +380,7 @@ def simulate(
         int, typer.Option(min=1, help="hybrid: tokens per reasoning step.")
     ] = 64,
     samples: Annotated[int, typer.Option(help="Stages / iterations / cycles.")] = 200_000,
-    seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
+    seed: Annotated[int, typer.Option(min=0, help="Random seed.")] = 0,
     json_out: JsonOut = False,
 ) -> None:
     """Monte-Carlo of a process, next to its closed form."""

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -11,6 +12,7 @@ import typer
 from cli.common import CalibrationOpt, PresetOpt, unescape
 from cli.interrupt import saving
 from cli.render import ProgressBar, console
+from specmodel.errors import SpecmodelError
 
 if TYPE_CHECKING:
     from profiler.calibrate import PhaseResult, Recorder
@@ -22,7 +24,7 @@ Model = Annotated[str, typer.Option(help="Target model: pack name or local folde
 Output = Annotated[Path, typer.Option("--output", "-o", help="Calibration file to write.")]
 Threads = Annotated[int, typer.Option(help="CPU threads per model.")]
 Problems = Annotated[int, typer.Option(help="gsm_symbolic problems.")]
-Seed = Annotated[int, typer.Option(help="Problem seed.")]
+Seed = Annotated[int, typer.Option(min=0, help="Problem seed.")]
 Widths = Annotated[str, typer.Option(help="Comma-separated batch widths.")]
 Draft = Annotated[str, typer.Option(help="Draft model: pack name or local folder.")]
 Record = Annotated[
@@ -85,9 +87,28 @@ def _unchanged(output: Path, what: str) -> str:
             "command again")
 
 
+@contextmanager
+def _models_named(**typed: Any) -> Iterator[None]:
+    """Re-raise "model must be a pack name … got 'X'" naming the option the user typed X
+    in (``typed``: parameter → value; ``target`` → ``--target``, ``judge_model`` →
+    ``--judge-model``)."""
+    try:
+        yield
+    except ValueError as e:
+        msg = str(e)
+        if msg.startswith("model must be"):
+            for name, value in typed.items():
+                if isinstance(value, str) and msg.endswith(f"got {value!r}"):
+                    option = "--" + name.replace("_", "-")
+                    raise SpecmodelError(option + msg[len("model"):]) from e
+        raise
+
+
 def _measure(rec: Recorder, phase: Callable[..., PhaseResult], what: str, **kwargs: Any) -> None:
     """Run one phase under a progress bar, merge it into the calibration and save it."""
-    with ProgressBar(description=what) as bar:
+    models = {k: v for k, v in kwargs.items() if k in ("target", "draft", "model",
+                                                          "judge_model")}
+    with ProgressBar(description=what) as bar, _models_named(**models):
         result = phase(progress=bar, **kwargs)
     rec.add(result)
     console().print(f"{what}: {result.summary}; wrote {rec.output}", soft_wrap=True)
@@ -332,8 +353,9 @@ def run(
     ws = _widths(widths)
     grid = _engine_cost_options(contexts, cost_widths, cost_tokens, speculation_k2,
                                 cost_repeats, speculation_problems)
-    resolve_model(target)
-    resolve_model(draft)
+    with _models_named(target=target, draft=draft):
+        resolve_model(target)
+        resolve_model(draft)
     expected = {
         "batch_cost": batch_cost_key(model=target, engine="transformers", widths=ws,
                                      tokens=batch_tokens, repeats=repeats, threads=threads),
