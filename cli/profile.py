@@ -209,7 +209,7 @@ def pool_engine_costs(
     """Pool the engine costs of several calibrations into a copy of the first (the same
     models and engine measured at different times: on a shared machine one
     measurement catches one moment of its load)."""
-    from profiler.calibrate import PhaseResult, Recorder
+    from profiler.calibrate import PhaseResult, Recorder, engine_costs_summary
     from profiler.engine_costs import pool_engine_costs as pool
     from specmodel.formats.calibration import MeasurementSettings, load_calibration
 
@@ -225,15 +225,11 @@ def pool_engine_costs(
     costs, settings = pool(parts)
     models = {"target": costs.target.model,
               **({"draft": costs.draft.model} if costs.draft is not None else {})}
+    summary = engine_costs_summary(costs)
     with Recorder(output, cals[0]) as rec, saving(_unchanged(output, "the pooled costs")):
-        rec.add(PhaseResult("engine_costs", costs, settings, models,
-                            f"{len(parts)} measurements pooled"))
-    t = costs.target
-    console().print(
-        f"engine costs of {len(parts)} calibrations pooled: target "
-        f"{min(p.per_token for p in t.points) * 1e3:.0f}-"
-        f"{max(p.per_token for p in t.points) * 1e3:.0f} ms/token, prefill "
-        f"{t.prefill_per_token.value * 1e3:.2f} ms/token; wrote {output}", soft_wrap=True)
+        rec.add(PhaseResult("engine_costs", costs, settings, models, summary))
+    console().print(f"engine costs of {len(parts)} calibrations pooled: {summary}; wrote "
+                    f"{output}", soft_wrap=True)
 
 
 def _engine_cost_options(contexts: str, widths: str, tokens: str, speculation: str,

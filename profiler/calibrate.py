@@ -436,15 +436,21 @@ def engine_costs_phase(
                            repeats=repeats, threads=threads, speculation_k2=speculation_k2,
                            speculation_problems=speculation_problems, seed=seed,
                            delimiter=delimiter))
-    t = costs.target
     return PhaseResult(
         "engine_costs", costs, settings,
         {"target": target, **({"draft": draft} if draft is not None else {})},
-        f"target {min(p.per_token for p in t.points) * 1e3:.0f}-"
-        f"{max(p.per_token for p in t.points) * 1e3:.0f} ms/token, overhead "
-        f"{t.call_overhead.value * 1e3:.0f} ms, prefill {t.prefill_per_token.value * 1e3:.2f}"
-        " ms/token" + ("" if t.concurrent_slowdown is None else
-                       f", contention {t.concurrent_slowdown:.2f}x"))
+        engine_costs_summary(costs))
+
+
+def engine_costs_summary(costs: EngineCosts) -> str:
+    """The terminal's line for an ``engine_costs`` section (measured or pooled)."""
+    t = costs.target
+    return (f"target {min(p.per_token for p in t.points) * 1e3:.0f}-"
+            f"{max(p.per_token for p in t.points) * 1e3:.0f} ms/token, overhead "
+            f"{t.call_overhead.value * 1e3:.0f} ms, prefill "
+            f"{t.prefill_per_token.value * 1e3:.2f} ms/token"
+            + ("" if t.concurrent_slowdown is None else
+               f", contention {t.concurrent_slowdown:.2f}x"))
 
 
 def _with_speculation(engine: Any, costs: Any, k2s: list[int], problems: int, seed: int,
