@@ -435,7 +435,7 @@ class _Run:
             node = 0
             for j in range(depth):
                 children = [i for i in range(node + 1, len(nodes)) if nodes[i][0] == node]
-                if not children or not self.judge(j, len(children)):
+                if not self.judge(j, len(children)):
                     break
                 node = children[0]
                 prefix = nodes[node][2]
