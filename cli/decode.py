@@ -133,7 +133,8 @@ def decode(
         if synthetic:
             _architecture(cfg.token.model, "--token-draft")
         else:
-            cfg = cfg.replace(token={"model": str(resolve_model(cfg.token.model))})
+            cfg = cfg.replace(token={"model": str(resolve_model(cfg.token.model,
+                                                              option="--token-draft"))})
     cal = None
     if calibration is not None or preset is not None:
         cal = resolve_calibration(calibration, preset)
@@ -157,12 +158,14 @@ def decode(
         def opts(role: str) -> dict[str, Any] | None:
             return {"acceptance": acc_cal, "role": role, "seed": seed} if synthetic else None
 
-        tgt = make_engine(engine, target if synthetic else resolve_model(target), **where,
-                          options=opts("target"))
+        tgt = make_engine(engine, target if synthetic else
+                          resolve_model(target, option="--target"),
+                          **where, options=opts("target"))
         drf = ver = None
         if cfg.k1 > 1:
-            drf = make_engine(engine, draft if synthetic else resolve_model(draft), **where,
-                              options=opts("draft"))
+            drf = make_engine(engine, draft if synthetic else
+                              resolve_model(draft, option="--draft"),
+                              **where, options=opts("draft"))
             if synthetic:
                 from profiler.verifiers import SyntheticVerifier
 

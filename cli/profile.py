@@ -12,7 +12,6 @@ import typer
 from cli.common import CalibrationOpt, PresetOpt, unescape
 from cli.interrupt import saving
 from cli.render import ProgressBar, console
-from specmodel.errors import SpecmodelError
 
 if TYPE_CHECKING:
     from profiler.calibrate import PhaseResult, Recorder
@@ -89,18 +88,16 @@ def _unchanged(output: Path, what: str) -> str:
 
 @contextmanager
 def _models_named(**typed: Any) -> Iterator[None]:
-    """Re-raise "model must be a pack name … got 'X'" naming the option the user typed X
-    in (``typed``: parameter → value; ``target`` → ``--target``, ``judge_model`` →
-    ``--judge-model``)."""
+    """Re-raise an unknown model naming the option the user typed it in (``typed``:
+    parameter → value; ``target`` → ``--target``, ``judge_model`` → ``--judge-model``)."""
+    from profiler.packs import UnknownModelError
+
     try:
         yield
-    except ValueError as e:
-        msg = str(e)
-        if msg.startswith("model must be"):
-            for name, value in typed.items():
-                if isinstance(value, str) and msg.endswith(f"got {value!r}"):
-                    option = "--" + name.replace("_", "-")
-                    raise SpecmodelError(option + msg[len("model"):]) from e
+    except UnknownModelError as e:
+        for name, value in typed.items():
+            if value == e.value:
+                raise e.named("--" + name.replace("_", "-")) from e
         raise
 
 

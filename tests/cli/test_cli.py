@@ -484,6 +484,10 @@ def test_optimize_what_if_bad_input(capsys, args, named) -> None:
     (["profile", "tokens", "--model", "nope", "-o", "x.json"], "--model must be a pack"),
     (["profile", "run", "--target", "nope-t", "--draft", "nope-d", "-o", "x.json"],
      "--target must be a pack"),
+    (["decode", "--target", "nope-t", "-o", "x.json", "--problems", "1"],
+     "--target must be a pack"),
+    (["decode", "--k1", "2", "--draft", "nope-d", "--verifier", "exact", "-o", "x.json",
+      "--problems", "1"], "--draft must be a pack"),
 ])
 def test_bad_values_name_the_option_typed(args, option, capsys, tmp_path, monkeypatch) -> None:
     """Refused in one error line naming the option, not the field (a phase's progress
