@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from specmodel.formats.calibration import StepLevel
 
 __all__ = ["RECORD_KIND", "StepPair", "StepSummary", "check_record", "profile_steps",
-           "draft_ends", "read_pairs", "read_record", "summarize", "verdict_correlation"]
+           "draft_ends", "extends", "read_pairs", "read_record", "summarize", "verdict_correlation"]
 
 RECORD_KIND = "specmodel-step-pairs"
 """The ``kind`` of a pairs record's header line."""
@@ -149,11 +149,27 @@ def read_pairs(path: str | Path) -> list[StepPair]:
     return read_record(path).pairs
 
 
+def extends(recorded: dict[str, Any], key: dict[str, Any]) -> bool:
+    """Whether settings ``key`` only take more steps per problem than a record measured
+    with ``recorded``: greedy decoding makes its pairs the first ones ``key`` measures, so
+    ``--resume`` keeps them and goes on to the later steps of each problem."""
+    if not isinstance(recorded.get("steps_per_problem"), int):
+        return False
+    if recorded["steps_per_problem"] >= key.get("steps_per_problem", 0):
+        return False
+    same = {k: v for k, v in recorded.items() if k != "steps_per_problem"}
+    wanted = {k: v for k, v in key.items() if k != "steps_per_problem"}
+    return resume_mismatch("", same, wanted) is None
+
+
 def check_record(path: str | Path, key: dict[str, Any]) -> PairsRecord:
-    """The record at ``path`` if ``--resume`` may continue it with settings ``key``; a
-    one-line ValueError naming every setting that differs, or saying that the record
-    predates the resume key, otherwise."""
+    """The record at ``path`` if ``--resume`` may continue it with settings ``key`` (the
+    same settings, or only more steps per problem: :func:`extends`); a one-line ValueError
+    naming every setting that differs, or saying that the record predates the resume key,
+    otherwise."""
     rec = read_record(path)
+    if rec.key is not None and extends(rec.key, key):
+        return rec
     if rec.key is None and rec.pairs:
         raise ValueError(
             f"--resume: {path} predates the resume key (its pairs record no settings), so "
@@ -222,6 +238,12 @@ def _start_record(path: Path, key: dict[str, Any], resume: bool,
             if note is not None:
                 note(f"{path}: dropped a torn last line (a run killed mid-write); that pair "
                      "is measured again")
+        if rec.key is not None and extends(rec.key, key):
+            _rewrite_header(path, key)
+            if note is not None:
+                note(f"{path}: extended from {rec.key['steps_per_problem']} to "
+                     f"{key['steps_per_problem']} steps per problem (its {len(rec.pairs)} "
+                     "pairs kept)")
         if rec.key is not None:
             return rec.pairs
     header = {"kind": RECORD_KIND, "version": RECORD_VERSION, "key": key}
@@ -230,6 +252,19 @@ def _start_record(path: Path, key: dict[str, Any], resume: bool,
         fh.flush()
         os.fsync(fh.fileno())
     return []
+
+
+def _rewrite_header(path: Path, key: dict[str, Any]) -> None:
+    """Give the record at ``path`` (whole lines only) the header of ``key``, atomically."""
+    lines = path.read_bytes().split(b"\n", 1)
+    header = {"kind": RECORD_KIND, "version": RECORD_VERSION, "key": key}
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "wb") as fh:
+        fh.write(json.dumps(header).encode("utf-8") + b"\n" + (lines[1] if len(lines) > 1
+                                                              else b""))
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
 
 
 def _profile_locked(

@@ -221,6 +221,46 @@ def test_a_pairs_record_refuses_a_resume_with_another_setting(tmp_path, setting,
     assert "\n" not in message
 
 
+def test_a_pairs_record_extends_to_more_steps_per_problem(tmp_path) -> None:
+    """Greedy pairs are the first ones a longer run measures: --resume with more steps
+    per problem keeps them, measures only the later steps and rewrites the header."""
+    full, full_calls = _run(tmp_path / "full.jsonl",
+                            key=calibrate.steps_key(**STEPS))  # 3 steps per problem
+    record = tmp_path / "r.jsonl"
+    short = calibrate.steps_key(**{**STEPS, "steps_per_problem": 1})
+    target = ScriptedEngine(["a <s>", "b <s>", "#### 1 <s>"], 1.0)
+    draft = ScriptedEngine(["a <s>", "x <s>", "#### 1 <s>"], 0.25)
+    first = profile_steps(target, draft, ExactMatch(), _problems(2), record,
+                          steps_per_problem=1, key=short)
+    assert len(first) == 2 and read_record(record).key["steps_per_problem"] == 1
+    with pytest.raises(ValueError, match="steps_per_problem = 3, not 1"):
+        check_record(tmp_path / "full.jsonl", short)  # never fewer
+    notes: list[str] = []
+    pairs, calls = _run(record, resume=True, key=calibrate.steps_key(**STEPS), notes=notes)
+    assert _untimed(sorted(pairs, key=lambda p: (p.problem, p.step))) == _untimed(full)
+    assert calls == full_calls - 2  # the 2 recorded steps were not decoded again
+    assert notes == [f"{record}: extended from 1 to 3 steps per problem (its 2 pairs kept)"]
+    rec = read_record(record)
+    assert rec.key["steps_per_problem"] == 3 and len(rec.pairs) == len(full)
+    check_record(record, calibrate.steps_key(**STEPS))  # resumes as a 3-step record now
+    with pytest.raises(ValueError, match="seed = 0, not 1"):  # nothing else may differ
+        check_record(record, calibrate.steps_key(**{**STEPS, "steps_per_problem": 4,
+                                                    "seed": 1}))
+
+
+def test_profile_run_resume_with_more_steps_per_problem_measures_the_steps_on(
+    fake_phases, tmp_path, capsys  # noqa: F811
+) -> None:
+    from cli.main import main
+
+    out = tmp_path / "cal.json"
+    assert main([*RUN, "-o", str(out), "--steps-per-problem", "2"]) == 0
+    fake_phases.clear()
+    assert main([*RUN, "-o", str(out), "--steps-per-problem", "4", "--resume"]) == 0
+    assert fake_phases == ["steps"]  # only the steps phase goes on
+    assert "already measured" in capsys.readouterr().out
+
+
 def test_a_pack_is_keyed_by_its_pinned_sha256_and_versions_by_package(tmp_path) -> None:
     from profiler.packs import PACKS
 
