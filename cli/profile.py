@@ -34,6 +34,13 @@ Threshold = Annotated[float, typer.Option(help="embedding: cosine threshold.")]
 JudgeModel = Annotated[str, typer.Option(help="judge: model.")]
 StepsPerProblem = Annotated[int, typer.Option(help="Target steps per problem.")]
 MaxStepTokens = Annotated[int, typer.Option(help="Token cap per step.")]
+Branches = Annotated[int, typer.Option(
+    min=1, help="Draft steps per prefix: the greedy one and BRANCHES − 1 sampled ones, each "
+                "distinct one judged (measures the best-of-W acceptance and how often "
+                "branches repeat).")]
+BranchTemperature = Annotated[float, typer.Option(
+    min=0.01, max=10.0, help="Temperature of the sampled branches (the decoder's "
+                             "branch_temperature).")]
 Delimiter = Annotated[str, typer.Option(help="Text that ends a step (escapes like \\n decoded).")]
 Resume = Annotated[bool, typer.Option(help="Continue an interrupted run.")]
 MaxTokens = Annotated[int, typer.Option(help="Tokens decoded per prompt.")]
@@ -134,6 +141,7 @@ def _measure_steps(
     rec: Recorder, *, target: str, draft: str, output: Path, record: Path | None,
     verifier: str, threshold: float, judge_model: str, problems: int, seed: int,
     steps_per_problem: int, max_step_tokens: int, threads: int, delimiter: str, resume: bool,
+    branches: int, branch_temperature: float,
 ) -> None:
     """The steps phase with the options ``profile steps`` and ``profile run`` share
     (``delimiter`` as typed, escapes not yet decoded; the record defaults to
@@ -144,16 +152,14 @@ def _measure_steps(
     if _record_path(output, record).resolve() == output.resolve():
         raise ValueError(f"record must be another file than the calibration, got {output} "
                          "for both")
+    settings = dict(target=target, draft=draft, verifier=verifier, threshold=threshold,
+                    judge_model=judge_model, problems=problems, seed=seed,
+                    steps_per_problem=steps_per_problem, max_step_tokens=max_step_tokens,
+                    threads=threads, delimiter=unescape(delimiter), branches=branches,
+                    branch_temperature=branch_temperature)
     if resume:  # a record of other settings is refused before the progress bar and models
-        check_record(_record_path(output, record), steps_key(
-            target=target, draft=draft, verifier=verifier, threshold=threshold,
-            judge_model=judge_model, problems=problems, seed=seed,
-            steps_per_problem=steps_per_problem, max_step_tokens=max_step_tokens,
-            threads=threads, delimiter=unescape(delimiter)))
-    _measure(rec, steps_phase, "step pairs", target=target, draft=draft, verifier=verifier,
-             threshold=threshold, judge_model=judge_model, problems=problems, seed=seed,
-             steps_per_problem=steps_per_problem, max_step_tokens=max_step_tokens,
-             threads=threads, delimiter=unescape(delimiter),
+        check_record(_record_path(output, record), steps_key(**settings))
+    _measure(rec, steps_phase, "step pairs", **settings,
              record=_record_path(output, record), resume=resume, note=_note)
 
 
@@ -261,6 +267,7 @@ def steps(
     judge_model: JudgeModel = "qwen2.5-coder-0.5b", problems: Problems = 8, seed: Seed = 0,
     steps_per_problem: StepsPerProblem = 4, max_step_tokens: MaxStepTokens = 48,
     threads: Threads = 1, delimiter: Delimiter = "\\n\\n", resume: Resume = False,
+    branches: Branches = 1, branch_temperature: BranchTemperature = 0.8,
     calibration: CalibrationOpt = None, preset: PresetOpt = None,
 ) -> None:
     """Measure α1, c1, the verifier's cost and step lengths; write them into a calibration."""
@@ -276,7 +283,8 @@ def steps(
                        verifier=verifier, threshold=threshold, judge_model=judge_model,
                        problems=problems, seed=seed, steps_per_problem=steps_per_problem,
                        max_step_tokens=max_step_tokens, threads=threads, delimiter=delimiter,
-                       resume=resume)
+                       resume=resume, branches=branches,
+                       branch_temperature=branch_temperature)
 
 
 @profile_app.command("tokens")
@@ -304,7 +312,8 @@ def run(
     verifier: VerifierOpt = "embedding", threshold: Threshold = 0.9,
     judge_model: JudgeModel = "qwen2.5-coder-0.5b", problems: Problems = 8, seed: Seed = 0,
     steps_per_problem: StepsPerProblem = 4, max_step_tokens: MaxStepTokens = 48,
-    delimiter: Delimiter = "\\n\\n", widths: Widths = "1,2,4,8",
+    delimiter: Delimiter = "\\n\\n", branches: Branches = 1,
+    branch_temperature: BranchTemperature = 0.8, widths: Widths = "1,2,4,8",
     batch_tokens: Annotated[int, typer.Option(help="T(b): decode steps timed per repeat.")] = 16,
     repeats: Annotated[int, typer.Option(help="T(b): timed repeats per width.")] = 3,
     token_engine: Annotated[
@@ -356,7 +365,8 @@ def run(
                            judge_model=judge_model, problems=problems, seed=seed,
                            steps_per_problem=steps_per_problem,
                            max_step_tokens=max_step_tokens, threads=threads,
-                           delimiter=unescape(delimiter)),
+                           delimiter=unescape(delimiter), branches=branches,
+                           branch_temperature=branch_temperature),
         "tokens": tokens_key(model=target, engine=token_engine, problems=token_problems,
                              seed=seed, max_tokens=max_tokens,
                              num_speculative_tokens=num_speculative_tokens,
@@ -387,7 +397,8 @@ def run(
                            verifier=verifier, threshold=threshold, judge_model=judge_model,
                            problems=problems, seed=seed, steps_per_problem=steps_per_problem,
                            max_step_tokens=max_step_tokens, threads=threads,
-                           delimiter=delimiter, resume=resume)
+                           delimiter=delimiter, resume=resume, branches=branches,
+                           branch_temperature=branch_temperature)
         if measure_tokens and "tokens" not in done:
             _measure_tokens(rec, model=target, engine=token_engine, problems=token_problems,
                             seed=seed, max_tokens=max_tokens,

@@ -144,10 +144,15 @@ def batch_cost_key(*, model: str, engine: str, widths: list[int], tokens: int, r
 
 def steps_key(*, target: str, draft: str, verifier: str, threshold: float, judge_model: str,
               problems: int, seed: int, steps_per_problem: int, max_step_tokens: int,
-              threads: int, delimiter: str) -> dict[str, Any]:
+              threads: int, delimiter: str, branches: int = 1,
+              branch_temperature: float = 0.8) -> dict[str, Any]:
     """Everything that determines a ``steps`` measurement (its resume key; ``delimiter``
-    with its escapes decoded).  Also the key of the step pairs file."""
-    return {"target": target, "target_sha256": model_sha256(target), "draft": draft,
+    with its escapes decoded).  Also the key of the step pairs file.  Sampled branches
+    (``branches`` > 1) add ``branches`` and ``branch_temperature``; without them the key
+    is what it was before branches existed, so older records still resume."""
+    branching = ({"branches": branches, "branch_temperature": branch_temperature}
+                 if branches > 1 else {})
+    return {**branching, "target": target, "target_sha256": model_sha256(target), "draft": draft,
             "draft_sha256": model_sha256(draft), "engine": "transformers",
             "verifier_kind": verifier,
             "threshold": threshold if verifier == "embedding" else None,
@@ -253,6 +258,7 @@ def steps_phase(
     steps_per_problem: int = 4, max_step_tokens: int = 48, threads: int = 1,
     delimiter: str = "\n\n", record: str | Path, resume: bool = False,
     progress: ProgressCallback | None = None, note: NoteCallback | None = None,
+    branches: int = 1, branch_temperature: float = 0.8,
 ) -> PhaseResult:
     """Measure α1, c1, the verifier's cost and step lengths (transformers, greedy).
 
@@ -264,7 +270,8 @@ def steps_phase(
     key = steps_key(target=target, draft=draft, verifier=verifier, threshold=threshold,
                     judge_model=judge_model, problems=problems, seed=seed,
                     steps_per_problem=steps_per_problem, max_step_tokens=max_step_tokens,
-                    threads=threads, delimiter=delimiter)
+                    threads=threads, delimiter=delimiter, branches=branches,
+                    branch_temperature=branch_temperature)
     from profiler.engines import HFEngine
     from profiler.packs import resolve_model
     from profiler.problems import load_problems
@@ -281,8 +288,19 @@ def steps_phase(
     drf = HFEngine(resolve_model(draft), threads=threads, delimiter=delimiter)
     pairs = profile_steps(tgt, drf, ver, load_problems(problems, seed), record,
                           steps_per_problem=steps_per_problem, max_step_tokens=max_step_tokens,
-                          resume=resume, progress=progress, key=key, note=note)
-    s = summarize(pairs, delimiter=delimiter, max_step_tokens=max_step_tokens)
+                          resume=resume, progress=progress, key=key, note=note,
+                          branches=branches, branch_temperature=branch_temperature,
+                          branch_seed=seed)
+    s = summarize(pairs, delimiter=delimiter, max_step_tokens=max_step_tokens,
+                  branch_temperature=branch_temperature if branches > 1 else None)
+    ends = (f"{s.draft_end_rate:.3f} of the draft steps and {s.target_end_rate:.3f} of the "
+            "target steps end the answer")
+    if s.branch_counts:
+        best = "; ".join(f"the best of {w} distinct draft steps accepted at {k}/{n}"
+                         for w, (n, k) in s.branch_counts.items())
+        ends += (f"; {branches - 1} sampled branch(es) per prefix at temperature "
+                 f"{branch_temperature}: {s.duplicate_branch_rate:.3f} of them duplicates, "
+                 f"{best}")
     desc = (f"step: {s.pairs} target/draft step pairs ({target} target, {draft} draft, verifier "
             f"{ver.name}; transformers, greedy, {threads} thread(s), step delimiter "
             f"{delimiter!r}, cap {max_step_tokens} tokens) from {problems} gsm_symbolic problems "
@@ -290,7 +308,7 @@ def steps_phase(
             f"raw rate {s.alpha1_ci95[0]:.3f}-{s.alpha1_ci95[1]:.3f}; c1 = {s.c1:.4f} +/- "
             f"{s.c1_stderr:.4f} (ratio of summed times, delta-method SE); verifier cost "
             f"{s.verifier_cost:.4f} target steps; mean step {s.step_tokens_mean:.1f} tokens; "
-            f"{s.draft_end_rate:.3f} of the draft steps end the answer.")
+            f"{ends}.")
     settings = StepsSettings(
         description=desc, verifier=ver.name, record=str(record), accepted=s.accepted,
         pairs=s.pairs, alpha1_ci95=s.alpha1_ci95, c1_stderr=s.c1_stderr, date=finished_at(),

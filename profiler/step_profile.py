@@ -47,8 +47,9 @@ from specmodel.stats import jeffreys_rate, wilson
 if TYPE_CHECKING:
     from specmodel.formats.calibration import StepLevel
 
-__all__ = ["RECORD_KIND", "StepPair", "StepSummary", "check_record", "profile_steps",
-           "draft_ends", "extends", "read_pairs", "read_record", "summarize", "verdict_correlation"]
+__all__ = ["RECORD_KIND", "StepPair", "StepSummary", "branch_summary", "check_record",
+           "draft_ends", "extends", "profile_steps", "read_pairs", "read_record",
+           "step_ends", "summarize", "target_ends", "verdict_correlation"]
 
 RECORD_KIND = "specmodel-step-pairs"
 """The ``kind`` of a pairs record's header line."""
@@ -80,6 +81,28 @@ class StepPair:
     """Wall time of the verification."""
     accepted: bool
     """The verifier's verdict."""
+    branch_texts: list[str] | None = None
+    """The draft's sampled steps from the same prefix (``branches`` − 1 of them, at the
+    branch temperature; None: not measured)."""
+    branch_tokens: list[int] | None = None
+    """Their lengths in tokens (draft tokenizer)."""
+    branch_accepted: list[bool | None] | None = None
+    """The verifier's verdict on each sampled step against the target's; None for one
+    identical to the greedy step or to an earlier sampled one (the decoder keeps it
+    once, so it is not judged)."""
+    branch_seconds: float | None = None
+    """Wall time of the sampled draft call (all branches as one batch)."""
+
+    @property
+    def distinct_branches(self) -> int:
+        """Different draft steps at this prefix: the greedy one and the distinct sampled
+        ones (1 when no branches were measured)."""
+        return 1 + sum(v is not None for v in (self.branch_accepted or ()))
+
+    @property
+    def best_accepted(self) -> bool:
+        """Whether the verifier accepted the greedy step or any distinct sampled one."""
+        return self.accepted or any(bool(v) for v in (self.branch_accepted or ()))
 
 
 @dataclass(frozen=True)
@@ -195,6 +218,9 @@ def profile_steps(
     progress: ProgressCallback | None = None,
     key: dict[str, Any] | None = None,
     note: NoteCallback | None = None,
+    branches: int = 1,
+    branch_temperature: float = 0.8,
+    branch_seed: int = 0,
 ) -> list[StepPair]:
     """Run the protocol, appending each pair to ``record`` (JSONL) as it is measured.
 
@@ -210,7 +236,17 @@ def profile_steps(
     ``resume=True`` the recorded pairs count as done at once.  A resumed run
     rebuilds each problem's prefix from the recorded target steps (greedy
     decoding is deterministic) instead of decoding them again.
+
+    With ``branches`` W > 1 the draft also samples W − 1 steps from every prefix as one
+    batch (at ``branch_temperature``, seeded by ``branch_seed``, the problem and the
+    step, so a resumed run draws the same), as the decoder's sync tree does; the
+    verifier judges each distinct one against the target's step (what the best of W
+    draft branches is accepted at, measured rather than assumed independent).
     """
+    if isinstance(branches, bool) or not isinstance(branches, int) or branches < 1:
+        raise ValueError(f"branches must be an integer >= 1, got {branches!r}")
+    if not branch_temperature > 0:
+        raise ValueError(f"branch_temperature must be > 0, got {branch_temperature!r}")
     for name, value in (("steps_per_problem", steps_per_problem),
                         ("max_step_tokens", max_step_tokens)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -222,7 +258,8 @@ def profile_steps(
     with WriteLock(path):
         return _profile_locked(target, draft, verifier, problems, path, full_key,
                                steps_per_problem, max_step_tokens, resume,
-                               progress or no_progress, note)
+                               progress or no_progress, note,
+                               (branches, branch_temperature, branch_seed))
 
 
 def _start_record(path: Path, key: dict[str, Any], resume: bool,
@@ -271,7 +308,9 @@ def _profile_locked(
     target: Engine, draft: Engine, verifier: Verifier, problems: Sequence[Problem],
     path: Path, key: dict[str, Any], steps_per_problem: int, max_step_tokens: int,
     resume: bool, say: ProgressCallback, note: NoteCallback | None,
+    branching: tuple[int, float, int] = (1, 0.8, 0),
 ) -> list[StepPair]:
+    branches, temperature, branch_seed = branching
     done = _start_record(path, key, resume, note)
     recorded = {(p.problem, p.step): p for p in done}
     total = len(problems) * steps_per_problem
@@ -294,6 +333,12 @@ def _profile_locked(
                         break  # the target has finished this problem
                     d_batch = draft.generate_steps([prefix], max_step_tokens)
                     verdict = verifier.verify([(t_text, d_batch.outputs[0].text)])[0]
+                    extra: dict[str, Any] = {}
+                    if branches > 1:
+                        extra = _branches(draft, verifier, prefix, t_text,
+                                          d_batch.outputs[0].text, branches, temperature,
+                                          branch_seed * 1_000_000 + prob.index * 1_000 + s,
+                                          max_step_tokens)
                     pair = StepPair(
                         prob.index,
                         s,
@@ -305,6 +350,7 @@ def _profile_locked(
                         d_batch.seconds,
                         verdict.seconds,
                         verdict.accepted,
+                        **extra,
                     )
                     fh.write(json.dumps(asdict(pair)) + "\n")
                     fh.flush()
@@ -320,6 +366,27 @@ def _profile_locked(
                 count = i * steps_per_problem
                 say(count, total, f"problem {prob.index}: finished")
     return pairs
+
+
+def _branches(draft: Engine, verifier: Verifier, prefix: str, target_text: str,
+              greedy_text: str, branches: int, temperature: float, seed: int,
+              max_step_tokens: int) -> dict[str, Any]:
+    """The sampled branches at one prefix, as :class:`StepPair` fields."""
+    batch = draft.generate_steps([prefix] * (branches - 1), max_step_tokens,
+                                 temperature=temperature, seed=seed)
+    seen = {greedy_text}
+    distinct = []
+    for i, out in enumerate(batch.outputs):
+        if out.text not in seen:
+            seen.add(out.text)
+            distinct.append(i)
+    verdicts = (verifier.verify([(target_text, batch.outputs[i].text) for i in distinct])
+                if distinct else [])
+    judged = dict(zip(distinct, (v.accepted for v in verdicts), strict=True))
+    return {"branch_texts": [o.text for o in batch.outputs],
+            "branch_tokens": [o.tokens for o in batch.outputs],
+            "branch_accepted": [judged.get(i) for i in range(len(batch.outputs))],
+            "branch_seconds": batch.seconds}
 
 
 @dataclass(frozen=True)
@@ -353,6 +420,16 @@ class StepSummary:
     draft_end_rate: float | None = None
     """Fraction of draft steps that end the answer (:func:`draft_ends`; None: the
     delimiter and cap were not given)."""
+    target_end_rate: float | None = None
+    """Fraction of target steps that end the answer (:func:`target_ends`; None: as for
+    ``draft_end_rate``)."""
+    branch_counts: dict[int, tuple[int, int]] | None = None
+    """{w: (pairs with w distinct draft steps, of which the best was accepted)}, w ≥ 2
+    (None: no sampled branches measured)."""
+    duplicate_branch_rate: float | None = None
+    """Fraction of the sampled draft steps identical to an earlier one at their prefix."""
+    branch_temperature: float | None = None
+    """Temperature of the sampled branches."""
 
     def step_section(self, verifier_name: str) -> StepLevel:
         """The calibration's ``step`` section (a draft no faster than the target is an error)."""
@@ -375,25 +452,65 @@ class StepSummary:
             verdict_correlation=self.verdict_correlation,
             verdict_pairs=self.verdict_pairs,
             draft_end_rate=self.draft_end_rate,
+            target_end_rate=self.target_end_rate,
+            branch_acceptance=(None if not self.branch_counts else
+                               {w: jeffreys_rate(k, n)
+                                for w, (n, k) in self.branch_counts.items()}),
+            branch_samples=(None if not self.branch_counts else
+                            {w: n for w, (n, _) in self.branch_counts.items()}),
+            duplicate_branch_rate=self.duplicate_branch_rate,
+            branch_temperature=self.branch_temperature,
         )
 
 
-def draft_ends(pair: StepPair, delimiter: str, max_step_tokens: int) -> bool:
-    """Whether the pair's draft step ends the answer as the decoder sees it
+def step_ends(text: str, tokens: int, delimiter: str, max_step_tokens: int) -> bool:
+    """Whether a recorded step ends the answer as the decoder sees it
     (:func:`profiler.decoder.records.ends_answer`): the answer mark, nothing written, or
     a step that stopped before its cap without the delimiter (the end of the sequence)."""
     from profiler.decoder.records import ANSWER_MARK
 
-    text = pair.draft_text
     if ANSWER_MARK in text or not text.strip():
         return True
-    return not text.endswith(delimiter) and pair.draft_tokens < max_step_tokens
+    return not text.endswith(delimiter) and tokens < max_step_tokens
+
+
+def draft_ends(pair: StepPair, delimiter: str, max_step_tokens: int) -> bool:
+    """Whether the pair's (greedy) draft step ends the answer (:func:`step_ends`)."""
+    return step_ends(pair.draft_text, pair.draft_tokens, delimiter, max_step_tokens)
+
+
+def target_ends(pair: StepPair, delimiter: str, max_step_tokens: int) -> bool:
+    """Whether the pair's target step ends the answer (:func:`step_ends`)."""
+    return step_ends(pair.target_text, pair.target_tokens, delimiter, max_step_tokens)
+
+
+def branch_summary(pairs: Sequence[StepPair]) -> tuple[dict[int, tuple[int, int]], float | None]:
+    """From the pairs with sampled branches: {w: (pairs with w distinct draft steps, of
+    which the best was accepted)} for w ≥ 2, and the fraction of sampled steps identical
+    to the greedy one or an earlier sampled one (None: no branches measured)."""
+    counts: dict[int, list[int]] = {}
+    sampled = duplicates = 0
+    for p in pairs:
+        if p.branch_accepted is None:
+            continue
+        sampled += len(p.branch_accepted)
+        duplicates += sum(v is None for v in p.branch_accepted)
+        w = p.distinct_branches
+        if w >= 2:
+            c = counts.setdefault(w, [0, 0])
+            c[0] += 1
+            c[1] += p.best_accepted
+    return ({w: (n, k) for w, (n, k) in sorted(counts.items())},
+            duplicates / sampled if sampled else None)
 
 
 def summarize(pairs: Sequence[StepPair], *, delimiter: str | None = None,
-              max_step_tokens: int | None = None) -> StepSummary:
+              max_step_tokens: int | None = None,
+              branch_temperature: float | None = None) -> StepSummary:
     """α1, c1, verifier cost and step lengths with their uncertainty; with the step
-    ``delimiter`` and cap, the rate of draft steps that end the answer."""
+    ``delimiter`` and cap, the rates of draft and target steps that end the answer; from
+    pairs with sampled branches (drawn at ``branch_temperature``), the acceptance of the
+    best of w distinct draft steps and the rate of duplicate branches."""
     from specmodel.montecarlo.estimate import ratio_estimate
 
     n = len(pairs)
@@ -405,6 +522,9 @@ def summarize(pairs: Sequence[StepPair], *, delimiter: str | None = None,
     hist = Counter(p.target_tokens for p in pairs)
     draft_hist = Counter(p.draft_tokens for p in pairs)
     phi, lag_pairs = verdict_correlation(pairs)
+    ends = None if delimiter is None or max_step_tokens is None else (delimiter,
+                                                                       max_step_tokens)
+    branches, duplicate_rate = branch_summary(pairs)
     return StepSummary(
         pairs=n,
         accepted=x,
@@ -418,8 +538,13 @@ def summarize(pairs: Sequence[StepPair], *, delimiter: str | None = None,
         draft_step_tokens_histogram=dict(sorted(draft_hist.items())),
         verdict_correlation=phi,
         verdict_pairs=lag_pairs,
-        draft_end_rate=(None if delimiter is None or max_step_tokens is None else
-                        sum(draft_ends(p, delimiter, max_step_tokens) for p in pairs) / n),
+        draft_end_rate=(None if ends is None else
+                        sum(draft_ends(p, *ends) for p in pairs) / n),
+        target_end_rate=(None if ends is None else
+                         sum(target_ends(p, *ends) for p in pairs) / n),
+        branch_counts=branches or None,
+        duplicate_branch_rate=duplicate_rate,
+        branch_temperature=branch_temperature if branches else None,
     )
 
 

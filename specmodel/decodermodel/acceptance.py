@@ -3,9 +3,12 @@
 
 * step acceptance by depth — the probability that the draft step at depth j of a run is
   accepted given the earlier ones were (``step_by_depth``), else i.i.d. α1;
-* best-of-W acceptance — measured per width (``branch_by_width``) when given, else
+* best-of-W acceptance — measured per number of distinct branches
+  (``branch_by_width``, by the steps phase with sampled branches) when given, else
   independent branches 1 − (1 − α)^W (an assumption: real branches are correlated, so
-  it is an upper bound);
+  it is an upper bound); and how often a sampled branch repeats an earlier sibling
+  (``duplicate_branch_rate``: the decoder keeps it once, so it costs its draft row but
+  no target row and no verdict);
 * the lag-1 correlation ρ of consecutive step verdicts of one problem
   (``verdict_correlation``, measured by the steps phase; 0: independent verdicts): the
   simulator draws them as a two-state Markov chain with the depth's rate p as its
@@ -16,7 +19,9 @@
 * token acceptance by draft position (conditional), else i.i.d. α2;
 * the rate of draft steps that end the answer (``draft_end_rate``): such a step closes
   its branch (nothing is drafted after it, the target does not expand it) and, if
-  accepted, ends the problem.
+  accepted, ends the problem;
+* the rate of target steps that end the answer (``target_end_rate``): committing one ends
+  the problem (0: every problem runs to ``max_steps``).
 
 :meth:`AcceptanceModel.from_calibration` names every part it had to assume
 (:attr:`AcceptanceModel.missing`); :meth:`AcceptanceModel.resampled` draws the rates
@@ -95,7 +100,7 @@ class AcceptanceModel:
     token_by_position: tuple[float, ...] | None = None
     """Conditional token acceptance at draft position 0, 1, … (None: i.i.d. α2)."""
     branch_by_width: Mapping[int, float] = field(default_factory=dict)
-    """Measured best-of-W acceptance, W → rate."""
+    """Measured acceptance of the best of W distinct draft branches, W → rate."""
     target_steps: StepLengths = field(default_factory=lambda: StepLengths.constant(32))
     """Target step lengths."""
     draft_steps: StepLengths = field(default_factory=lambda: StepLengths.constant(32))
@@ -116,6 +121,12 @@ class AcceptanceModel:
     """Probability that a draft step ends the answer (the answer mark, the end of the
     sequence, or nothing written): the decoder drafts nothing after it and gives it no
     target step, and accepting it ends the problem (0: every draft step goes on)."""
+    target_end_rate: float = 0.0
+    """Probability that a committed target step ends the answer, ending the problem (0:
+    problems run to ``max_steps``)."""
+    duplicate_branch_rate: float = 0.0
+    """Probability that a sampled draft branch is identical to an earlier sibling (kept
+    once: drafted, but neither expanded nor judged; 0: every branch is distinct)."""
 
     def __post_init__(self) -> None:
         check_probability("alpha1", self.alpha1)
@@ -129,7 +140,8 @@ class AcceptanceModel:
                     check_probability(f"{name}[{i}]", a, closed=True)
         for w, a in self.branch_by_width.items():
             check_probability(f"branch_by_width[{w}]", a, closed=True)
-        check_probability("draft_end_rate", self.draft_end_rate, closed=True)
+        for name in ("draft_end_rate", "target_end_rate", "duplicate_branch_rate"):
+            check_probability(name, getattr(self, name), closed=True)
         rho = self.verdict_correlation
         if not (isinstance(rho, (int, float)) and not isinstance(rho, bool)
                 and -1.0 <= rho <= 1.0):
@@ -150,8 +162,13 @@ class AcceptanceModel:
         missing = []
         if step.acceptance_by_position is None:
             missing.append("step acceptance by depth: not measured; i.i.d. α1")
-        missing.append("best-of-W acceptance: not measured; independent branches "
-                       "1 − (1 − α)^W (an upper bound)")
+        branch_rates = getattr(step, "branch_acceptance", None)
+        if not branch_rates:
+            missing.append("best-of-W acceptance: not measured; independent branches "
+                           "1 − (1 − α)^W (an upper bound)")
+        dup = getattr(step, "duplicate_branch_rate", None)
+        if dup is None:
+            missing.append("repeated draft branches: not measured; every branch distinct")
         rho = getattr(step, "verdict_correlation", None)
         if rho is None:
             why = ("not measured" if getattr(step, "verdict_pairs", None) is None
@@ -178,6 +195,10 @@ class AcceptanceModel:
         if end_rate is None:
             missing.append("draft steps that end the answer: not measured; none (every "
                            "draft step is followed and gets its target step)")
+        target_end = getattr(step, "target_end_rate", None)
+        if target_end is None:
+            missing.append("target steps that end the answer: not measured; problems run "
+                           "to max_steps")
         if tok.acceptance_by_position is None:
             missing.append("token acceptance by position: not measured; i.i.d. α2")
         return cls(
@@ -192,6 +213,9 @@ class AcceptanceModel:
             verdict_samples=(getattr(step, "verdict_pairs", None)
                              if rho is not None else None),
             draft_end_rate=float(end_rate or 0.0),
+            target_end_rate=float(target_end or 0.0),
+            branch_by_width={int(w): float(a) for w, a in (branch_rates or {}).items()},
+            duplicate_branch_rate=float(dup or 0.0),
             missing=tuple(missing),
         )
 
@@ -200,10 +224,11 @@ class AcceptanceModel:
     @property
     def is_iid(self) -> bool:
         """No position or depth dependence, no measured branch acceptance, uncorrelated
-        step verdicts and no draft step that ends the answer."""
+        step verdicts, distinct branches and no step that ends the answer."""
         return (self.step_by_depth is None and self.token_by_position is None
                 and not self.branch_by_width and self.verdict_correlation == 0
-                and self.draft_end_rate == 0)
+                and self.draft_end_rate == 0 and self.target_end_rate == 0
+                and self.duplicate_branch_rate == 0)
 
     def step_rate(self, depth: int, width: int = 1) -> float:
         """Acceptance of the best of ``width`` draft steps at ``depth`` (0-based)."""
@@ -268,6 +293,8 @@ class AcceptanceModel:
                 "verdict_correlation": self.verdict_correlation,
                 "verdict_samples": self.verdict_samples,
                 "draft_end_rate": self.draft_end_rate,
+                "target_end_rate": self.target_end_rate,
+                "duplicate_branch_rate": self.duplicate_branch_rate,
                 "step_samples": self.step_samples, "token_samples": self.token_samples,
                 "missing": list(self.missing)}
 

@@ -15,8 +15,9 @@ W − 1 children per node when W > 1 — to depth ``min(k1 − 1, max_steps − 
 one target call expands every node as one batch (so it costs its longest member, and
 with token speculation on transformers its rows run one after another); one verifier
 call judges every edge; the walk commits the accepted drafts and the target's step at the
-node it stopped at.  Identical sibling drafts (kept once by the decoder) are not modelled:
-every branch is drafted and expanded.
+node it stopped at.  A sampled branch identical to a sibling (``duplicate_branch_rate``)
+is drafted but kept once, as the decoder keeps it: no node, no target row, no verdict;
+a position with w distinct children is accepted at the measured best-of-w rate.
 
 **Async** (:class:`profiler.decoder.asynchronous.AsyncScheduler`): one draft worker and one
 target worker, each running one job at a time.  The draft runs at most k1 − 1 steps
@@ -36,11 +37,13 @@ speculation — so token speculation in the decoder loses the cache on every ste
 costs its longest step; token speculation runs one prefix at a time and on the target
 only (the draft is not sped up, so c1 grows by g); the last pass of a step overshoots
 its delimiter (surplus tokens discarded); problems end after ``max_steps`` steps (the
-depth shrinks near the end); the verifier's time; per-call overhead; the async target
-batches (above) and the jobs wasted on dropped chains; correlated step verdicts (a
-measured lag-1 correlation ρ makes the verdicts of one problem a two-state Markov chain
-with the depth's rate as marginal, :meth:`AcceptanceModel.next_step_rate`; ρ = 0 draws
-them independently, exactly as without it).
+depth shrinks near the end), or earlier where a committed draft or target step ends the
+answer (measured end rates); repeated draft branches; the verifier's time; per-call
+overhead; the async target batches (above) and the jobs wasted on dropped chains;
+correlated step verdicts (a measured lag-1 correlation ρ makes the verdicts of one
+problem a two-state Markov chain with the depth's rate as marginal,
+:meth:`AcceptanceModel.next_step_rate`; ρ = 0 draws them independently, exactly as
+without it).
 
 **Closed forms** (:func:`exact_speedup`): with i.i.d. acceptance, constant step lengths,
 flat costs, a free verifier, no overhead, no contention and the papers' engine
@@ -77,7 +80,8 @@ class Workload:
     """What every simulated problem looks like."""
 
     max_steps: int
-    """Steps per problem (the decoder's ``max_steps``; answer marks are not modelled)."""
+    """Steps per problem at most (the decoder's ``max_steps``); a problem ends earlier
+    when a committed step ends the answer (the acceptance model's end rates)."""
     max_step_tokens: int
     """A step's token cap."""
     prompt_tokens: int = 200
@@ -346,7 +350,17 @@ class _Run:
     def draft_ends(self) -> bool:
         """Whether a new draft step ends the answer (no draw when the rate is 0, so the
         random stream is the same as without the rate)."""
-        p = self.acc.draft_end_rate
+        return self._draw(self.acc.draft_end_rate)
+
+    def target_ends(self) -> bool:
+        """Whether a committed target step ends the answer (no draw at rate 0)."""
+        return self._draw(self.acc.target_end_rate)
+
+    def duplicate(self) -> bool:
+        """Whether a sampled draft branch repeats an earlier sibling (no draw at rate 0)."""
+        return self._draw(self.acc.duplicate_branch_rate)
+
+    def _draw(self, p: float) -> bool:
         return p > 0 and bool(self.rng.random() < p)
 
     def counters(self) -> dict[str, float]:
@@ -384,6 +398,8 @@ class _Run:
             t += dt
             tokens += n
             prefix = (*prefix, seg)
+            if self.target_ends():
+                break
         return tokens, t
 
     def sync(self) -> tuple[int, float]:
@@ -418,6 +434,9 @@ class _Run:
                     t += dt
                     for i, o in zip(reps, outs, strict=True):
                         kids[i].append(o)
+                if w > 1:  # a sampled branch that repeats a sibling is kept once
+                    kids = {i: [ks[0], *(k for k in ks[1:] if not self.duplicate())]
+                            for i, ks in kids.items()}
                 new = []
                 for i in level:
                     for seg, n in kids[i]:
@@ -447,6 +466,8 @@ class _Run:
             prefix = (*prefix, seg)
             tokens += n
             steps += 1
+            if self.target_ends():
+                break
         return tokens, t
 
     def async_paper(self) -> tuple[int, float]:
@@ -477,6 +498,8 @@ class _Run:
                     prefix = (*p, tseg)
                     tokens += tn
                     steps += depth + 1
+                    if self.target_ends():
+                        steps = self.work.max_steps
                     break
                 p = (*p, dseg)
                 tokens += dn
@@ -586,6 +609,9 @@ class _Run:
                 tokens += t_out[1]
                 steps += 1
                 run = 0
+                if self.target_ends():
+                    ended = True
+                    break
             if ended or steps >= max_steps:
                 rest = next_done()  # leaving the pools waits for running jobs
                 while rest > 0:

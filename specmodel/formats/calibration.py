@@ -147,8 +147,33 @@ class StepLevel(_Strict):
     """Fraction of the measured draft steps that end the answer (the answer mark, the end
     of the sequence, or nothing written): the decoder drafts nothing after such a step and
     gives it no target step (None: not measured)."""
+    target_end_rate: float | None = Field(default=None, ge=0, le=1)
+    """Fraction of the measured target steps that end the answer (as ``draft_end_rate``):
+    the per-step chance that a problem ends there (None: not measured; problems run to
+    ``max_steps``)."""
+    branch_acceptance: dict[int, float] | None = None
+    """w -> acceptance of the best of w distinct draft steps at one prefix (the greedy one
+    and w − 1 different sampled ones; Jeffreys-smoothed), w ≥ 2 (None: not measured;
+    independent branches are assumed)."""
+    branch_samples: dict[int, int] | None = None
+    """w -> prefixes behind ``branch_acceptance[w]``."""
+    duplicate_branch_rate: float | None = Field(default=None, ge=0, le=1)
+    """Fraction of the sampled draft steps identical to the greedy one or an earlier
+    sampled one at their prefix (the decoder keeps such a branch once; None: not
+    measured)."""
+    branch_temperature: float | None = Field(default=None, gt=0)
+    """Temperature the branches were sampled at (the decoder's ``branch_temperature``)."""
 
     _rates = field_validator("acceptance_by_position")(_open_unit_interval)
+
+    @field_validator("branch_acceptance")
+    @classmethod
+    def _branch_rates(cls, v: dict[int, float] | None) -> dict[int, float] | None:
+        for w, a in (v or {}).items():
+            if w < 2 or not 0 < a < 1:
+                raise ValueError(f"branch_acceptance needs widths >= 2 and rates in (0, 1), "
+                                 f"got {w}: {a}")
+        return v
 
 
 class TokenLevel(_Strict):
@@ -305,6 +330,11 @@ class StepsSettings(_Strict):
     before the resume key was recorded)."""
     draft_sha256: str | None = None
     """The pinned SHA-256 of the draft's pack (None: as for ``target_sha256``)."""
+    branches: PositiveInt | None = None
+    """Draft steps per prefix: the greedy one and ``branches`` − 1 sampled ones (None: the
+    greedy one only)."""
+    branch_temperature: float | None = Field(default=None, gt=0)
+    """Temperature of the sampled branches (None: none sampled)."""
     engine: str | None = None
     """The engine that decoded ('transformers'; None in files from before it was
     recorded)."""

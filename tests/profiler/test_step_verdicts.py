@@ -155,3 +155,112 @@ def test_the_rate_of_draft_steps_that_end_the_answer() -> None:
     assert s.draft_end_rate == pytest.approx(4 / 6)
     assert s.step_section("exact").draft_end_rate == pytest.approx(4 / 6)
     assert summarize(pairs).draft_end_rate is None  # delimiter and cap unknown
+
+
+def test_the_rate_of_target_steps_that_end_the_answer() -> None:
+    def pair(target: str, tokens: int) -> StepPair:
+        return StepPair(0, 0, target, "d\n", tokens, 3, 1.0, 0.2, 0.01, False)
+
+    pairs = [pair("1. Add.\n", 6), pair("#### 42", 3), pair("So it is 42.", 5),
+             pair("cut at the cap", 48)]
+    s = summarize(pairs, delimiter="\n", max_step_tokens=48)
+    assert s.target_end_rate == pytest.approx(2 / 4) and s.draft_end_rate == 0
+    assert s.step_section("exact").target_end_rate == pytest.approx(2 / 4)
+
+
+class _Branching:
+    """A scripted draft that samples: greedy 'g<k>' (k: steps so far, each marked §), and
+    at a temperature row r of the call seeded s writes 'g<k>' again when (s + r) is even,
+    else 'b<k>-<r>'."""
+
+    name = "transformers"
+
+    def __init__(self) -> None:
+        self.sampled_calls: list[tuple[int, float, int | None]] = []
+
+    def generate_steps(self, prefixes, max_tokens, *, temperature=0.0, seed=None):
+        from profiler.engines import StepBatch, StepOutput
+
+        k = prefixes[0].count("§")
+        if temperature == 0:
+            texts = [f"g{k}§\n" for _ in prefixes]
+        else:
+            self.sampled_calls.append((len(prefixes), temperature, seed))
+            texts = [f"g{k}§\n" if (seed + r) % 2 == 0 else f"b{k}-{r}§\n"
+                     for r in range(len(prefixes))]
+        return StepBatch([StepOutput(t, 2, "length") for t in texts], 0.1)
+
+    def count_tokens(self, text: str) -> int:
+        return 2
+
+
+class _Target:
+    name = "transformers"
+
+    def generate_steps(self, prefixes, max_tokens, **_):
+        from profiler.engines import StepBatch, StepOutput
+
+        k = prefixes[0].count("§")
+        text = f"b{k}-0§\n" if k < 3 else ""  # the first sampled branch is what it writes
+        return StepBatch([StepOutput(text, 2, "length")], 1.0)
+
+    def count_tokens(self, text: str) -> int:
+        return 2
+
+
+def test_sampled_branches_measure_best_of_w_and_repeats(tmp_path) -> None:
+    """W = 3: two sampled branches per prefix in one seeded call; repeats of the greedy
+    step or of each other are kept once and not judged; the best of the distinct ones is
+    what a W-branch position is accepted at."""
+    from profiler.problems import Problem
+    from profiler.step_profile import profile_steps, read_pairs
+    from profiler.verifiers import ExactMatch
+
+    draft = _Branching()
+    pairs = profile_steps(_Target(), draft, ExactMatch(), [Problem(0, "q", "1", "#### 1")],
+                          tmp_path / "r.jsonl", steps_per_problem=3, branches=3,
+                          branch_temperature=0.7, branch_seed=5)
+    assert [c[:2] for c in draft.sampled_calls] == [(2, 0.7)] * 3
+    assert len({c[2] for c in draft.sampled_calls}) == 3  # one seed per prefix
+    assert read_pairs(tmp_path / "r.jsonl") == pairs  # the branches are in the record
+    for p, (_, _, seed) in zip(pairs, draft.sampled_calls, strict=True):
+        assert not p.accepted  # the greedy step never matches
+        assert len(p.branch_texts) == 2 and p.branch_seconds == 0.1
+        repeats = [(seed + r) % 2 == 0 for r in range(2)]
+        assert [v is None for v in p.branch_accepted] == repeats
+        assert p.distinct_branches == 1 + repeats.count(False)
+        # the target writes branch 0's text: accepted when branch 0 was no repeat
+        assert p.best_accepted is (not repeats[0])
+    s = summarize(pairs, delimiter="\n", max_step_tokens=48, branch_temperature=0.7)
+    assert s.duplicate_branch_rate == pytest.approx(3 / 6)  # one repeat per prefix
+    assert set(s.branch_counts) == {2}
+    n, k = s.branch_counts[2]
+    assert n == 3 and k == sum(p.best_accepted for p in pairs)
+    section = s.step_section("exact")
+    assert section.branch_samples == {2: 3} and section.branch_temperature == 0.7
+    assert section.branch_acceptance[2] == pytest.approx((k + 0.5) / (n + 1))
+    plain = summarize([_without_branches(p) for p in pairs])
+    assert plain.branch_counts is None and plain.duplicate_branch_rate is None
+
+
+def _without_branches(p: StepPair) -> StepPair:
+    """The pair without its branches (a record from before they were measured)."""
+    import dataclasses
+
+    return dataclasses.replace(p, branch_texts=None, branch_tokens=None,
+                               branch_accepted=None, branch_seconds=None)
+
+
+def test_branch_settings_are_validated_and_keyed_only_when_used() -> None:
+    from profiler.calibrate import steps_key
+    from profiler.step_profile import profile_steps
+
+    base = dict(target="t", draft="d", verifier="exact", threshold=0.9, judge_model="j",
+                problems=1, seed=0, steps_per_problem=1, max_step_tokens=8, threads=1,
+                delimiter="\n")
+    assert "branches" not in steps_key(**base)  # older records keep resuming
+    assert steps_key(**base, branches=2)["branches"] == 2
+    for bad, named in (({"branches": 0}, "branches must be an integer >= 1"),
+                       ({"branches": 2, "branch_temperature": 0.0}, "branch_temperature")):
+        with pytest.raises(ValueError, match=named):
+            profile_steps(_Target(), _Branching(), None, [], "unused.jsonl", **bad)

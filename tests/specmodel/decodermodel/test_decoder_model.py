@@ -222,14 +222,81 @@ def test_draft_steps_that_end_the_answer_close_their_branch() -> None:
         dataclasses.replace(acc, draft_end_rate=1.5)
 
 
-def test_the_calibrations_draft_end_rate_reaches_the_model() -> None:
+def test_the_calibrations_end_and_branch_rates_reach_the_model() -> None:
     cal = load_preset(MEASURED)
-    step = cal.step.model_copy(update={"draft_end_rate": 0.1})
+    measured = {"draft_end_rate": 0.1, "target_end_rate": 0.05,
+                "branch_acceptance": {2: 0.3}, "branch_samples": {2: 40},
+                "duplicate_branch_rate": 0.4, "branch_temperature": 0.8}
+    step = cal.step.model_copy(update=measured)
     acc = AcceptanceModel.from_calibration(cal.model_copy(update={"step": step}))
-    assert acc.draft_end_rate == 0.1
-    assert not any("end the answer" in m for m in acc.missing)
-    bare = cal.model_copy(update={"step": cal.step.model_copy(update={"draft_end_rate": None})})
-    assert any("end the answer" in m for m in AcceptanceModel.from_calibration(bare).missing)
+    assert (acc.draft_end_rate, acc.target_end_rate, acc.duplicate_branch_rate) == \
+        (0.1, 0.05, 0.4)
+    assert acc.branch_by_width == {2: 0.3} and acc.step_rate(0, 2) == 0.3
+    for said in ("end the answer", "best-of-W", "repeated draft branches"):
+        assert not any(said in m for m in acc.missing), said
+    bare = cal.model_copy(update={"step": cal.step.model_copy(update={
+        k: None for k in measured})})
+    missing = AcceptanceModel.from_calibration(bare).missing
+    for said in ("draft steps that end the answer", "target steps that end the answer",
+                 "best-of-W", "repeated draft branches"):
+        assert any(said in m for m in missing), said
+
+
+def test_target_steps_that_end_the_answer_end_the_problem() -> None:
+    """At a target end rate h every mode commits fewer steps per problem (a geometric
+    answer length capped at max_steps: 1 + … + (1 − h)^(n − 1) target-only steps in the
+    baseline); at rate 0 nothing changes (no random draw)."""
+    lengths = StepLengths.constant(10)
+    acc = AcceptanceModel(0.3, 0.5, target_steps=lengths, draft_steps=lengths)
+    cm = CostModel.flat(0.2).replace(engine=EngineBehaviour())
+    work = Workload(12, 48)
+    h = 0.2
+    ends = dataclasses.replace(acc, target_end_rate=h)
+    assert not ends.is_iid
+    plain = SpecConfig(max_steps=12, max_step_tokens=48)
+    base = simulate(plain, ends, cm, work, problems=4000, seed=1).counters
+    expected = sum((1 - h) ** i for i in range(12))
+    sd = 3.0 / (1 - h) / np.sqrt(4000)  # a generous few standard errors
+    assert base["target_steps"] == pytest.approx(expected, abs=5 * sd)
+    for cfg in (SpecConfig(mode="sync", k1=3, max_steps=12, max_step_tokens=48),
+                SpecConfig(mode="async", k1=3, max_steps=12, max_step_tokens=48)):
+        long = simulate(cfg, acc, cm, work, problems=60, seed=2).counters
+        short = simulate(cfg, ends, cm, work, problems=60, seed=2).counters
+        assert short["output_tokens"] < long["output_tokens"]
+    paper = CostModel.flat(0.2)  # the papers' async process
+    asy = SpecConfig(mode="async", k1=3, max_steps=12, max_step_tokens=48)
+    assert (simulate(asy, ends, paper, work, problems=60, seed=2).counters["output_tokens"]
+            < simulate(asy, acc, paper, work, problems=60, seed=2).counters["output_tokens"])
+    zero = dataclasses.replace(acc, target_end_rate=0.0)
+    assert simulate(plain, zero, cm, work, problems=10, seed=5).counters == \
+        simulate(plain, acc, cm, work, problems=10, seed=5).counters
+    with pytest.raises(ValueError, match="target_end_rate"):
+        dataclasses.replace(acc, target_end_rate=-0.1)
+
+
+def test_repeated_branches_are_drafted_but_neither_expanded_nor_judged() -> None:
+    """W = 2 with every sampled branch a repeat costs the chain's target rows and verdicts
+    plus the sampled draft rows; judged positions then have one child, so they are
+    accepted at α1, not at the best-of-2 rate."""
+    lengths = StepLengths.constant(10)
+    acc = AcceptanceModel(0.3, 0.5, target_steps=lengths, draft_steps=lengths,
+                          branch_by_width={2: 0.9})
+    cm = CostModel.flat(0.2).replace(engine=EngineBehaviour())
+    work = Workload(12, 48)
+    w2 = SpecConfig(mode="sync", k1=2, width=2, max_steps=12, max_step_tokens=48)
+    chain = SpecConfig(mode="sync", k1=2, max_steps=12, max_step_tokens=48)
+    distinct = simulate(w2, acc, cm, work, problems=400, seed=4).counters
+    repeats = simulate(w2, dataclasses.replace(acc, duplicate_branch_rate=1.0), cm, work,
+                       problems=400, seed=4).counters
+    one = simulate(chain, acc, cm, work, problems=400, seed=4).counters
+    assert repeats["target_steps"] / repeats["target_batches"] == pytest.approx(
+        one["target_steps"] / one["target_batches"], rel=0.05)
+    assert distinct["target_steps"] / distinct["target_batches"] > \
+        repeats["target_steps"] / repeats["target_batches"] + 0.5
+    assert repeats["draft_steps"] == pytest.approx(2 * one["draft_steps"], rel=0.1)
+    rate = {k: v["accepted_steps"] / v["drafted_steps"]
+            for k, v in (("distinct", distinct), ("repeats", repeats))}
+    assert rate["distinct"] > 0.8 and rate["repeats"] < 0.45
 
 
 def test_cost_uncertainty_widens_the_interval() -> None:
