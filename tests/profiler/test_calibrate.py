@@ -313,3 +313,28 @@ def test_progress_bar_takes_the_library_callback(capsys) -> None:
             bar(i, 3, f"pair {i}")
     err = capsys.readouterr().err
     assert "step pairs: pair 3" in err and "3/3" in err
+
+
+def test_a_phase_into_a_copy_of_a_measured_calibration_keeps_its_phases(
+    fake_phases, tmp_path, capsys
+) -> None:
+    """profile steps --calibration MEASURED -o NEW: the sections it copies keep the record
+    of how they were measured; only the steps phase's entry is new."""
+    from cli.main import main
+
+    first = tmp_path / "cal.json"
+    assert main([*RUN, "-o", str(first)]) == 0
+    before = load_calibration(first).provenance.settings.phases
+    fake_phases.clear()
+    second = tmp_path / "again.json"
+    assert main(["profile", "steps", "--target", "tgt", "--draft", "drf", "--verifier",
+                 "exact", "--steps-per-problem", "6", "--calibration", str(first), "-o",
+                 str(second)]) == 0
+    assert fake_phases == ["steps"]
+    cal = load_calibration(second)
+    phases = cal.provenance.settings.phases
+    assert set(phases.finished()) == {"batch_cost", "steps", "tokens", "engine_costs"}
+    assert phases.tokens == before.tokens and phases.engine_costs == before.engine_costs
+    assert phases.steps.steps_per_problem == 6
+    assert "copied from" not in cal.provenance.description
+    assert cal.provenance.source == "measured"
