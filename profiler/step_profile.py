@@ -424,8 +424,9 @@ class StepSummary:
     """Fraction of target steps that end the answer (:func:`target_ends`; None: as for
     ``draft_end_rate``)."""
     branch_counts: dict[int, tuple[int, int]] | None = None
-    """{w: (pairs with w distinct draft steps, of which the best was accepted)}, w ≥ 2
-    (None: no sampled branches measured)."""
+    """{w: (pairs with w distinct draft steps, of which the best was accepted)} over the
+    pairs with sampled branches (w = 1: every sampled step repeated the greedy one; None:
+    no sampled branches measured)."""
     duplicate_branch_rate: float | None = None
     """Fraction of the sampled draft steps identical to an earlier one at their prefix."""
     branch_temperature: float | None = None
@@ -486,7 +487,9 @@ def target_ends(pair: StepPair, delimiter: str, max_step_tokens: int) -> bool:
 
 def branch_summary(pairs: Sequence[StepPair]) -> tuple[dict[int, tuple[int, int]], float | None]:
     """From the pairs with sampled branches: {w: (pairs with w distinct draft steps, of
-    which the best was accepted)} for w ≥ 2, and the fraction of sampled steps identical
+    which the best was accepted)} (w = 1: every sampled step repeated the greedy one —
+    such prefixes are the easy ones, so their acceptance differs from α1), and the
+    fraction of sampled steps identical
     to the greedy one or an earlier sampled one (None: no branches measured)."""
     counts: dict[int, list[int]] = {}
     sampled = duplicates = 0
@@ -495,11 +498,9 @@ def branch_summary(pairs: Sequence[StepPair]) -> tuple[dict[int, tuple[int, int]
             continue
         sampled += len(p.branch_accepted)
         duplicates += sum(v is None for v in p.branch_accepted)
-        w = p.distinct_branches
-        if w >= 2:
-            c = counts.setdefault(w, [0, 0])
-            c[0] += 1
-            c[1] += p.best_accepted
+        c = counts.setdefault(p.distinct_branches, [0, 0])
+        c[0] += 1
+        c[1] += p.best_accepted
     return ({w: (n, k) for w, (n, k) in sorted(counts.items())},
             duplicates / sampled if sampled else None)
 

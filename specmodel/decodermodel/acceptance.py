@@ -230,9 +230,12 @@ class AcceptanceModel:
                 and self.draft_end_rate == 0 and self.target_end_rate == 0
                 and self.duplicate_branch_rate == 0)
 
-    def step_rate(self, depth: int, width: int = 1) -> float:
-        """Acceptance of the best of ``width`` draft steps at ``depth`` (0-based)."""
-        if width > 1 and width in self.branch_by_width:
+    def step_rate(self, depth: int, width: int = 1, tree: bool = False) -> float:
+        """Acceptance of the best of ``width`` distinct draft steps at ``depth`` (0-based);
+        ``tree``: the position was drafted with several branches (W > 1), so the rate
+        measured for ``width`` distinct ones applies — one included, where the sampled
+        branches all repeated the greedy step."""
+        if (tree or width > 1) and width in self.branch_by_width:
             return float(self.branch_by_width[width])
         prof = self.step_by_depth
         a = self.alpha1 if prof is None else prof[min(depth, len(prof) - 1)]

@@ -333,13 +333,15 @@ class _Run:
     verify_seconds: float = field(init=False, default=0.0)
     last_verdict: bool | None = field(init=False, default=None)
 
-    def judge(self, depth: int, width: int = 1) -> bool:
-        """One position's verdict (counted as the decoder's tally counts it).  With a
+    def judge(self, depth: int, width: int = 1, tree: bool = False) -> bool:
+        """One position's verdict (counted as the decoder's tally counts it): the best of
+        ``width`` distinct children, drafted as a tree of several branches when ``tree``
+        (:meth:`AcceptanceModel.step_rate`).  With a
         verdict correlation ρ ≠ 0 the verdicts of one problem are a Markov chain
         (:meth:`AcceptanceModel.next_step_rate`); with ρ = 0 they are independent draws
         (the same single uniform per verdict either way)."""
         self.judged += 1
-        rate = self.acc.step_rate(depth, width)
+        rate = self.acc.step_rate(depth, width, tree)
         if self.acc.verdict_correlation != 0:
             rate = self.acc.next_step_rate(rate, self.last_verdict)
         ok = bool(self.rng.random() < rate)
@@ -454,7 +456,7 @@ class _Run:
             node = 0
             for j in range(depth):
                 children = [i for i in range(node + 1, len(nodes)) if nodes[i][0] == node]
-                if not self.judge(j, len(children)):
+                if not self.judge(j, len(children), w > 1):
                     break
                 node = children[0]
                 prefix = nodes[node][2]

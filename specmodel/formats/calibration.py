@@ -152,9 +152,11 @@ class StepLevel(_Strict):
     the per-step chance that a problem ends there (None: not measured; problems run to
     ``max_steps``)."""
     branch_acceptance: dict[int, float] | None = None
-    """w -> acceptance of the best of w distinct draft steps at one prefix (the greedy one
-    and w − 1 different sampled ones; Jeffreys-smoothed), w ≥ 2 (None: not measured;
-    independent branches are assumed)."""
+    """w -> acceptance of the best of w distinct draft steps at the prefixes where
+    drafting several branches gave w distinct ones (the greedy one and w − 1 different
+    sampled ones; w = 1: every sampled one repeated the greedy step — the easy prefixes,
+    accepted more often than α1; Jeffreys-smoothed) (None: not measured; independent,
+    always distinct branches are assumed)."""
     branch_samples: dict[int, int] | None = None
     """w -> prefixes behind ``branch_acceptance[w]``."""
     duplicate_branch_rate: float | None = Field(default=None, ge=0, le=1)
@@ -170,8 +172,8 @@ class StepLevel(_Strict):
     @classmethod
     def _branch_rates(cls, v: dict[int, float] | None) -> dict[int, float] | None:
         for w, a in (v or {}).items():
-            if w < 2 or not 0 < a < 1:
-                raise ValueError(f"branch_acceptance needs widths >= 2 and rates in (0, 1), "
+            if w < 1 or not 0 < a < 1:
+                raise ValueError(f"branch_acceptance needs widths >= 1 and rates in (0, 1), "
                                  f"got {w}: {a}")
         return v
 

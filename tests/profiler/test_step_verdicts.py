@@ -239,6 +239,10 @@ def test_sampled_branches_measure_best_of_w_and_repeats(tmp_path) -> None:
     section = s.step_section("exact")
     assert section.branch_samples == {2: 3} and section.branch_temperature == 0.7
     assert section.branch_acceptance[2] == pytest.approx((k + 0.5) / (n + 1))
+    # a prefix whose sampled steps all repeated the greedy one counts under w = 1
+    easy = StepPair(1, 0, "t\n", "t\n", 2, 2, 1.0, 0.2, 0.01, True, ["t\n"], [2], [None],
+                    0.1)
+    assert summarize([*pairs, easy]).branch_counts == {1: (1, 1), 2: (n, k)}
     plain = summarize([_without_branches(p) for p in pairs])
     assert plain.branch_counts is None and plain.duplicate_branch_rate is None
 

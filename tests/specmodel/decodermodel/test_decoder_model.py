@@ -297,6 +297,14 @@ def test_repeated_branches_are_drafted_but_neither_expanded_nor_judged() -> None
     rate = {k: v["accepted_steps"] / v["drafted_steps"]
             for k, v in (("distinct", distinct), ("repeats", repeats))}
     assert rate["distinct"] > 0.8 and rate["repeats"] < 0.45
+    # measured at the prefixes where the branches repeated: those are judged at that rate
+    easy = dataclasses.replace(acc, branch_by_width={1: 0.7, 2: 0.9},
+                               duplicate_branch_rate=1.0)
+    assert easy.step_rate(0, 1, tree=True) == 0.7 and easy.step_rate(0) == 0.3
+    c = simulate(w2, easy, cm, work, problems=400, seed=4).counters
+    assert 0.6 < c["accepted_steps"] / c["drafted_steps"] < 0.8
+    c = simulate(chain, easy, cm, work, problems=400, seed=4).counters  # W = 1 keeps α1
+    assert c["accepted_steps"] / c["drafted_steps"] < 0.45
 
 
 def test_cost_uncertainty_widens_the_interval() -> None:

@@ -115,10 +115,10 @@ def test_the_chain_starts_afresh_with_every_problem() -> None:
     assert len(np.unique(np.round(iid.seconds, 9))) > 2
 
 
-def _reference_judge(self, depth: int, width: int = 1) -> bool:
+def _reference_judge(self, depth: int, width: int = 1, tree: bool = False) -> bool:
     """``_Run.judge`` as it was before verdict correlation (i.i.d. draws)."""
     self.judged += 1
-    ok = bool(self.rng.random() < self.acc.step_rate(depth, width))
+    ok = bool(self.rng.random() < self.acc.step_rate(depth, width, tree))
     self.accepted += ok
     return ok
 
