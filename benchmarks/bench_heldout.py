@@ -104,7 +104,16 @@ def main(argv: list[str] | None = None) -> int:
                     help="while this file exists the sweep waits between problems (each "
                          "problem is timed on its own), so heavy work can share the machine")
     ap.add_argument("--out", default=None,
-                    help="summary name under benchmarks/results (default heldout_<trio>)")
+                    help="name of the round records and the summary under "
+                         "benchmarks/results (default heldout_<trio>)")
+    ap.add_argument("--alpha-from-runs", action="store_true",
+                    help="diagnostic: price with the step acceptance the rounds themselves "
+                         "observed (pooled over every configuration) instead of the "
+                         "calibration's, to separate the cost model's error from the "
+                         "acceptance shift between calibration and held-out problems")
+    ap.add_argument("--summary", default=None,
+                    help="another name for the summary only (e.g. a report of the same "
+                         "rounds with another calibration)")
     a = ap.parse_args(argv)
     name = a.out or f"heldout_{a.trio.replace('.', '')}"
     records = [RESULTS / f"{name}_round{r + 1}.run.json" for r in range(a.rounds)]
@@ -124,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
         decode_rounds(a, cal, configs, records)
     summary = report(a, cal, records)
     summary["decode_seconds_this_invocation"] = time.perf_counter() - t0
-    write_json(name, summary)
+    write_json(a.summary or name, summary)
     return 0
 
 
@@ -179,6 +188,29 @@ def prompt_tokens(a: argparse.Namespace) -> float:
     return mean_prompt_tokens(counter, load_problems(a.problems, a.seed))
 
 
+def with_run_acceptance(cal: Any, recs: list[Any]) -> Any:
+    """``cal`` with α1 (Jeffreys-smoothed) from the step verdicts of the round records,
+    pooled over every configuration, and its best-of-w rates scaled by the same ratio."""
+    judged = accepted = 0
+    for rec in recs:
+        for c in rec.configs:
+            for p in c.problems:
+                judged += p.drafted_steps
+                accepted += p.accepted_steps
+    if judged == 0:
+        raise SystemExit("--alpha-from-runs: the records judged no draft step")
+    alpha1 = (accepted + 0.5) / (judged + 1)
+    ratio = alpha1 / cal.step.alpha1
+    branch = cal.step.branch_acceptance
+    step = cal.step.model_copy(update={
+        "alpha1": alpha1, "samples": judged,
+        "branch_acceptance": None if branch is None else
+        {w: min(0.999, r * ratio) for w, r in branch.items()}})
+    print(f"--alpha-from-runs: α1 {cal.step.alpha1:.3f} (calibration) -> {alpha1:.3f} "
+          f"({accepted}/{judged} draft steps accepted in the rounds)")
+    return cal.model_copy(update={"step": step})
+
+
 def report(a: argparse.Namespace, cal: Any, records: list[Path]) -> dict[str, Any]:
     """Compare what the round records hold (complete rounds only) and print the table."""
     from specmodel.formats.run_record import load_run_record
@@ -191,6 +223,8 @@ def report(a: argparse.Namespace, cal: Any, records: list[Path]) -> dict[str, An
     recs = [r.model_copy(update={"configs": [c for c in r.configs if c.label in common]})
             for r in recs]
     known = recs[0].settings.prompt_tokens
+    if a.alpha_from_runs:
+        cal = with_run_acceptance(cal, recs)
     s = compare_rounds(recs, cal, prompt_tokens=known if known is not None else prompt_tokens(a))
     print_table(
         f"held-out sweep, trio {a.trio} ({recs[0].models}), {a.problems} problems (seed "
