@@ -431,6 +431,8 @@ class StepSummary:
     """Fraction of the sampled draft steps identical to an earlier one at their prefix."""
     branch_temperature: float | None = None
     """Temperature of the sampled branches."""
+    length_pairs: list[tuple[int, int, int]] | None = None
+    """(target tokens, draft tokens, count) over the pairs (the joint distribution)."""
 
     def step_section(self, verifier_name: str) -> StepLevel:
         """The calibration's ``step`` section (a draft no faster than the target is an error)."""
@@ -461,6 +463,7 @@ class StepSummary:
                             {w: n for w, (n, _) in self.branch_counts.items()}),
             duplicate_branch_rate=self.duplicate_branch_rate,
             branch_temperature=self.branch_temperature,
+            step_length_pairs=self.length_pairs,
         )
 
 
@@ -546,6 +549,8 @@ def summarize(pairs: Sequence[StepPair], *, delimiter: str | None = None,
         branch_counts=branches or None,
         duplicate_branch_rate=duplicate_rate,
         branch_temperature=branch_temperature if branches else None,
+        length_pairs=[(t, d, k) for (t, d), k in sorted(
+            Counter((p.target_tokens, p.draft_tokens) for p in pairs).items())],
     )
 
 

@@ -32,7 +32,8 @@ STEPS: tuple[tuple[str, str], ...] = (
     ("verifier", "+ the verifier's cost per judged pair"),
     ("token passes", "+ a token-speculation pass priced as measured through the engine "
                      "(instead of by c2)"),
-    ("step lengths", "+ the measured spread of target and draft step lengths"),
+    ("step lengths", "+ the measured spread of target and draft step lengths (jointly, "
+                     "per prefix, where measured)"),
     ("acceptance", "+ position-dependent acceptance (by depth, by token position, "
                    "verdict correlation, measured best-of-W and repeated branches, draft "
                    "and target steps that end the answer)"),
@@ -66,6 +67,7 @@ def variants(cal: Any) -> list[Variant]:
     ideal_a = replace(full_a, step_by_depth=None, token_by_position=None,
                       branch_by_width={}, verdict_correlation=0.0, draft_end_rate=0.0,
                       target_end_rate=0.0, duplicate_branch_rate=0.0,
+                      step_length_pairs=None,
                       target_steps=StepLengths.constant(full_a.target_steps.mean),
                       draft_steps=StepLengths.constant(full_a.draft_steps.mean))
     steps: dict[str, dict[str, Any]] = {
@@ -87,7 +89,8 @@ def variants(cal: Any) -> list[Variant]:
     }
     acc_steps: dict[str, dict[str, Any]] = {
         "step lengths": {"target_steps": full_a.target_steps,
-                         "draft_steps": full_a.draft_steps},
+                         "draft_steps": full_a.draft_steps,
+                         "step_length_pairs": full_a.step_length_pairs},
         "acceptance": {"step_by_depth": full_a.step_by_depth,
                        "token_by_position": full_a.token_by_position,
                        "branch_by_width": full_a.branch_by_width,

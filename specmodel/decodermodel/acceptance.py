@@ -15,7 +15,10 @@
   marginal, P(accept | accepted before) = p + ρ(1 − p), P(accept | rejected before) =
   p(1 − ρ), clipped to [0, 1] (:meth:`AcceptanceModel.next_step_rate`);
 * step lengths of the target and of the draft (:class:`StepLengths`: a histogram, else a
-  fixed mean; the draft's own histogram when measured, else the target's);
+  fixed mean; the draft's own histogram when measured, else the target's), and their
+  joint distribution from one prefix when measured (``step_length_pairs``: the two
+  lengths are correlated — both models write the same kind of line — which matters
+  wherever one model waits for the other);
 * token acceptance by draft position (conditional), else i.i.d. α2;
 * the rate of draft steps that end the answer (``draft_end_rate``): such a step closes
   its branch (nothing is drafted after it, the target does not expand it) and, if
@@ -127,6 +130,10 @@ class AcceptanceModel:
     duplicate_branch_rate: float = 0.0
     """Probability that a sampled draft branch is identical to an earlier sibling (kept
     once: drafted, but neither expanded nor judged; 0: every branch is distinct)."""
+    step_length_pairs: tuple[tuple[int, int, float], ...] | None = None
+    """The joint distribution of (target, draft) step lengths from one prefix, as
+    (target tokens, draft tokens, weight): the simulator draws both steps of a prefix
+    from one pair (None: ``target_steps`` and ``draft_steps`` drawn independently)."""
 
     def __post_init__(self) -> None:
         check_probability("alpha1", self.alpha1)
@@ -184,6 +191,10 @@ class AcceptanceModel:
         else:
             lengths = StepLengths.constant(32)
             missing.append("step lengths: not measured; assumed 32 tokens")
+        joint = getattr(step, "step_length_pairs", None)
+        if not joint and step.step_tokens_histogram:
+            missing.append("joint lengths of the target's and the draft's step from one "
+                           "prefix: not measured; drawn independently")
         draft_hist = getattr(step, "draft_step_tokens_histogram", None)
         if draft_hist:
             draft_lengths = StepLengths.histogram(draft_hist)
@@ -216,6 +227,8 @@ class AcceptanceModel:
             target_end_rate=float(target_end or 0.0),
             branch_by_width={int(w): float(a) for w, a in (branch_rates or {}).items()},
             duplicate_branch_rate=float(dup or 0.0),
+            step_length_pairs=(tuple((int(t), int(d), float(n)) for t, d, n in joint)
+                               if joint else None),
             missing=tuple(missing),
         )
 

@@ -116,6 +116,43 @@ class _Segments:
         return sum(self.tokens[i] for i in prefix)
 
 
+class _PairedLengths:
+    """Target and draft step lengths drawn together per prefix, from the measured joint
+    distribution: the first target call and the first draft call on one prefix get the
+    two lengths of one measured pair (a long target step goes with a long draft step);
+    any further call of a role on that prefix (a sampled sibling) draws a fresh pair's."""
+
+    def __init__(self, pairs: Sequence[tuple[int, int, float]], rng: np.random.Generator,
+                 cap: int) -> None:
+        self.t = np.clip(np.asarray([p[0] for p in pairs], dtype=np.int64), 1, cap)
+        self.d = np.clip(np.asarray([p[1] for p in pairs], dtype=np.int64), 1, cap)
+        w = np.asarray([p[2] for p in pairs], dtype=np.float64)
+        self.cum = np.cumsum(w / w.sum())
+        self.rng = rng
+        self.memo: dict[tuple[int, ...], list[int | None]] = {}
+        self._idx: list[int] = []
+
+    def _draw(self) -> int:
+        if not self._idx:
+            u = self.rng.random(4096)
+            self._idx = np.minimum(np.searchsorted(self.cum, u, side="right"),
+                                   len(self.cum) - 1).tolist()
+        return self._idx.pop()
+
+    def length(self, prefix: tuple[int, ...], role: int) -> int:
+        """The step length of ``role`` (0: target, 1: draft) from ``prefix``."""
+        slot = self.memo.get(prefix)
+        if slot is None:
+            i = self._draw()
+            slot = self.memo[prefix] = [int(self.t[i]), int(self.d[i])]
+        n = slot[role]
+        if n is None:
+            i = self._draw()
+            return int((self.t, self.d)[role][i])
+        slot[role] = None
+        return n
+
+
 class _Engine:
     """One engine: prices a call of b prefixes and keeps its single-prefix KV cache."""
 
@@ -144,6 +181,8 @@ class _Engine:
         self.cache: tuple[int, ...] | None = None
         self._lengths: list[int] = []
         self._emitted: list[int] = []
+        self.paired: tuple[_PairedLengths, int] | None = None
+        """Joint step lengths and this engine's role in them (None: drawn alone)."""
         self.calls = 0
         self.rows = 0
         self.seconds = 0.0
@@ -273,7 +312,11 @@ class _Engine:
         b = len(prefixes)
         self.calls += 1
         self.rows += b
-        n = self._lengths_of(b)
+        if self.paired is not None:
+            joint, role = self.paired
+            n = [joint.length(p, role) for p in prefixes]
+        else:
+            n = self._lengths_of(b)
         outs = [(self.segs.new(t), t) for t in n]
         eng = self.costs.engine
         if eng.step_cache:
@@ -312,6 +355,7 @@ class _Run:
     segs: _Segments = field(init=False)
     target: _Engine = field(init=False)
     draft: _Engine = field(init=False)
+    paired: _PairedLengths | None = field(init=False)
 
     def __post_init__(self) -> None:
         self.segs = _Segments(self.work.prompt_tokens)
@@ -327,6 +371,11 @@ class _Run:
                              self.costs, self.acc.draft_steps, dk2, self.acc, self.segs,
                              cap, self.rng, self.costs.draft_forwards,
                              overhead=self.costs.draft_call_overhead)
+        self.paired = None
+        if self.acc.step_length_pairs:
+            self.paired = _PairedLengths(self.acc.step_length_pairs, self.rng, cap)
+            self.target.paired = (self.paired, 0)
+            self.draft.paired = (self.paired, 1)
 
     judged: int = field(init=False, default=0)
     accepted: int = field(init=False, default=0)
@@ -384,6 +433,8 @@ class _Run:
         self.target.known.clear()
         self.draft.known.clear()
         self.last_verdict = None  # verdicts are correlated within a problem only
+        if self.paired is not None:
+            self.paired.memo.clear()
         if self.cfg.k1 == 1:
             return self.plain()
         if self.cfg.mode == "sync":
@@ -790,6 +841,7 @@ def exact_speedup(config: SpecConfig, acceptance: AcceptanceModel, costs: CostMo
     work = workload or Workload.of(config)
     ts, ds = acceptance.target_steps, acceptance.draft_steps
     if not (acceptance.is_iid and costs.papers_idealisation and ts.is_constant
+            and acceptance.step_length_pairs is None
             and ds.is_constant and ts.values == ds.values
             and ts.values[0] <= work.max_step_tokens):
         return None

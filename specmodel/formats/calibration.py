@@ -165,8 +165,22 @@ class StepLevel(_Strict):
     measured)."""
     branch_temperature: float | None = Field(default=None, gt=0)
     """Temperature the branches were sampled at (the decoder's ``branch_temperature``)."""
+    step_length_pairs: list[tuple[int, int, int]] | None = None
+    """(target tokens, draft tokens, count) of the step pairs measured from one prefix:
+    the joint distribution of the two lengths (None: not measured; the two histograms
+    are drawn independently)."""
 
     _rates = field_validator("acceptance_by_position")(_open_unit_interval)
+
+    @field_validator("step_length_pairs")
+    @classmethod
+    def _length_pairs(cls, v: list[tuple[int, int, int]] | None
+                      ) -> list[tuple[int, int, int]] | None:
+        for t, d, n in v or ():
+            if t < 0 or d < 0 or n < 1:
+                raise ValueError(f"step_length_pairs needs lengths >= 0 and counts >= 1, "
+                                 f"got ({t}, {d}, {n})")
+        return v
 
     @field_validator("branch_acceptance")
     @classmethod

@@ -333,3 +333,33 @@ def test_cost_uncertainty_widens_the_interval() -> None:
     assert "prefill_per_token" not in unsure.replace(prefill_per_token=0.02).stderrs
     cal = load_preset(MEASURED)
     assert CostModel.from_calibration(cal).stderrs == {}  # no engine costs in the preset
+
+
+def test_joint_step_lengths_pair_the_target_and_draft_step_of_one_prefix() -> None:
+    """Both first steps from one prefix come from one measured pair; a further call of a
+    role on that prefix (a sampled sibling) draws afresh.  With lengths that always
+    agree, an async target never waits for a longer draft step, so async runs faster
+    than with the same marginals drawn independently."""
+    from specmodel.decodermodel.simulate import _PairedLengths
+
+    joint = _PairedLengths([(4, 4, 1.0), (40, 40, 1.0)], np.random.default_rng(0), cap=48)
+    for k in range(50):
+        p = (0, k)
+        assert joint.length(p, 0) == joint.length(p, 1)
+    assert {joint.length((0, 1), 1) for _ in range(40)} == {4, 40}  # fresh draws
+    lengths = StepLengths.histogram({4: 1, 40: 1})
+    indep = AcceptanceModel(0.05, 0.5, target_steps=lengths, draft_steps=lengths)
+    paired = dataclasses.replace(indep, step_length_pairs=((4, 4, 1.0), (40, 40, 1.0)))
+    assert "joint" not in " ".join(AcceptanceModel.from_calibration(load_preset(
+        MEASURED).model_copy(update={"step": load_preset(MEASURED).step.model_copy(
+            update={"step_length_pairs": [(4, 4, 1), (40, 40, 1)]})})).missing)
+    cm = CostModel.flat(0.9).replace(engine=EngineBehaviour())  # a draft nearly as slow
+    work = Workload(12, 48)
+    asy = SpecConfig(mode="async", k1=2, max_steps=12, max_step_tokens=48)
+    rate = {name: simulate(asy, acc, cm, work, problems=300, seed=1).rate().mean
+            for name, acc in (("independent", indep), ("paired", paired))}
+    assert rate["paired"] > 1.1 * rate["independent"]
+    plain = SpecConfig(max_steps=12, max_step_tokens=48)  # the target alone: same marginal
+    base = {name: simulate(plain, acc, cm, work, problems=2000, seed=2).counters[
+        "output_tokens"] for name, acc in (("independent", indep), ("paired", paired))}
+    assert base["paired"] == pytest.approx(base["independent"], rel=0.05)
