@@ -292,7 +292,8 @@ def steps_phase(
                           branches=branches, branch_temperature=branch_temperature,
                           branch_seed=seed)
     s = summarize(pairs, delimiter=delimiter, max_step_tokens=max_step_tokens,
-                  branch_temperature=branch_temperature if branches > 1 else None)
+                  branch_temperature=branch_temperature if branches > 1 else None,
+                  steps_per_problem=steps_per_problem)
     ends = (f"{s.draft_end_rate:.3f} of the draft steps and {s.target_end_rate:.3f} of the "
             "target steps end the answer")
     if s.branch_counts:

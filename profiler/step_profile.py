@@ -508,11 +508,35 @@ def branch_summary(pairs: Sequence[StepPair]) -> tuple[dict[int, tuple[int, int]
             duplicates / sampled if sampled else None)
 
 
+def _target_end_rate(pairs: Sequence[StepPair], delimiter: str, max_step_tokens: int,
+                     steps_per_problem: int | None) -> float:
+    """Target steps that end the answer over the target steps taken.  A problem that
+    stopped before ``steps_per_problem`` pairs although its last recorded step goes on
+    ended with an empty step (the protocol stops there without recording a pair): that
+    step counts too, as an end."""
+    ended = sum(target_ends(p, delimiter, max_step_tokens) for p in pairs)
+    taken = len(pairs)
+    if steps_per_problem is not None:
+        last: dict[int, StepPair] = {}
+        count: Counter[int] = Counter()
+        for p in pairs:
+            count[p.problem] += 1
+            if p.problem not in last or p.step > last[p.problem].step:
+                last[p.problem] = p
+        empty = sum(1 for k, p in last.items() if count[k] < steps_per_problem
+                    and not target_ends(p, delimiter, max_step_tokens))
+        ended += empty
+        taken += empty
+    return ended / taken
+
+
 def summarize(pairs: Sequence[StepPair], *, delimiter: str | None = None,
               max_step_tokens: int | None = None,
-              branch_temperature: float | None = None) -> StepSummary:
+              branch_temperature: float | None = None,
+              steps_per_problem: int | None = None) -> StepSummary:
     """α1, c1, verifier cost and step lengths with their uncertainty; with the step
-    ``delimiter`` and cap, the rates of draft and target steps that end the answer; from
+    ``delimiter`` and cap, the rates of draft and target steps that end the answer (with
+    ``steps_per_problem``, the empty steps that ended a problem early included); from
     pairs with sampled branches (drawn at ``branch_temperature``), the acceptance of the
     best of w distinct draft steps and the rate of duplicate branches."""
     from specmodel.montecarlo.estimate import ratio_estimate
@@ -545,7 +569,7 @@ def summarize(pairs: Sequence[StepPair], *, delimiter: str | None = None,
         draft_end_rate=(None if ends is None else
                         sum(draft_ends(p, *ends) for p in pairs) / n),
         target_end_rate=(None if ends is None else
-                         sum(target_ends(p, *ends) for p in pairs) / n),
+                         _target_end_rate(pairs, *ends, steps_per_problem)),
         branch_counts=branches or None,
         duplicate_branch_rate=duplicate_rate,
         branch_temperature=branch_temperature if branches else None,

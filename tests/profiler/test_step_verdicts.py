@@ -166,6 +166,17 @@ def test_the_rate_of_target_steps_that_end_the_answer() -> None:
     s = summarize(pairs, delimiter="\n", max_step_tokens=48)
     assert s.target_end_rate == pytest.approx(2 / 4) and s.draft_end_rate == 0
     assert s.step_section("exact").target_end_rate == pytest.approx(2 / 4)
+    # problems that stopped early on an empty step (not recorded): one more end each
+    early = [StepPair(1, 0, "1. Add.\n", "d\n", 6, 3, 1.0, 0.2, 0.01, False),
+             StepPair(2, 0, "1. Add.\n", "d\n", 6, 3, 1.0, 0.2, 0.01, False),
+             StepPair(2, 1, "#### 3", "d\n", 3, 3, 1.0, 0.2, 0.01, False),
+             *(StepPair(3, k, "1. Add.\n", "d\n", 6, 3, 1.0, 0.2, 0.01, False)
+               for k in range(3))]
+    s = summarize(early, delimiter="\n", max_step_tokens=48, steps_per_problem=3)
+    # problem 1 ended with an empty step, problem 2 with its answer mark, 3 ran out
+    assert s.target_end_rate == pytest.approx(2 / 7)
+    assert summarize(early, delimiter="\n", max_step_tokens=48).target_end_rate == \
+        pytest.approx(1 / 6)
 
 
 class _Branching:
