@@ -276,29 +276,24 @@ def _start_record(path: Path, key: dict[str, Any], resume: bool,
                 note(f"{path}: dropped a torn last line (a run killed mid-write); that pair "
                      "is measured again")
         if rec.key is not None and extends(rec.key, key):
-            _rewrite_header(path, key)
+            _write_header(path, key, path.read_bytes().partition(b"\n")[2])
             if note is not None:
                 note(f"{path}: extended from {rec.key['steps_per_problem']} to "
                      f"{key['steps_per_problem']} steps per problem (its {len(rec.pairs)} "
                      "pairs kept)")
         if rec.key is not None:
             return rec.pairs
-    header = {"kind": RECORD_KIND, "version": RECORD_VERSION, "key": key}
-    with open(path, "w", encoding="utf-8") as fh:
-        fh.write(json.dumps(header) + "\n")
-        fh.flush()
-        os.fsync(fh.fileno())
+    _write_header(path, key)
     return []
 
 
-def _rewrite_header(path: Path, key: dict[str, Any]) -> None:
-    """Give the record at ``path`` (whole lines only) the header of ``key``, atomically."""
-    lines = path.read_bytes().split(b"\n", 1)
+def _write_header(path: Path, key: dict[str, Any], pairs: bytes = b"") -> None:
+    """Write ``path`` atomically as the header of ``key`` followed by ``pairs`` (whole
+    lines of an existing record, when its header is being replaced)."""
     header = {"kind": RECORD_KIND, "version": RECORD_VERSION, "key": key}
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "wb") as fh:
-        fh.write(json.dumps(header).encode("utf-8") + b"\n" + (lines[1] if len(lines) > 1
-                                                              else b""))
+        fh.write(json.dumps(header).encode("utf-8") + b"\n" + pairs)
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, path)
