@@ -42,7 +42,14 @@ import numpy as np
 
 from specmodel.validation import check_probability
 
-__all__ = ["AcceptanceModel", "StepLengths"]
+__all__ = ["AcceptanceModel", "StepLengths", "draw_indices"]
+
+
+def draw_indices(rng: np.random.Generator, cum: np.ndarray, n: int) -> np.ndarray:
+    """``n`` indices drawn from the categorical distribution whose cumulative weights are
+    ``cum`` (non-decreasing, last entry the total)."""
+    return np.minimum(np.searchsorted(cum, rng.random(n) * cum[-1], side="right"),
+                      len(cum) - 1)
 
 
 @dataclass(frozen=True)
@@ -83,9 +90,7 @@ class StepLengths:
         if self.is_constant:
             out = np.full(n, self.values[0], dtype=np.int64)
         else:
-            cum = np.cumsum(self.weights)
-            idx = np.minimum(np.searchsorted(cum, rng.random(n) * cum[-1], side="right"),
-                             len(self.values) - 1)
+            idx = draw_indices(rng, np.cumsum(self.weights), n)
             out = np.asarray(self.values, dtype=np.int64)[idx]
         return np.minimum(out, cap) if cap is not None else out
 

@@ -65,7 +65,7 @@ from typing import Any
 import numpy as np
 
 from specmodel.config import SpecConfig
-from specmodel.decodermodel.acceptance import AcceptanceModel, StepLengths
+from specmodel.decodermodel.acceptance import AcceptanceModel, StepLengths, draw_indices
 from specmodel.decodermodel.costs import CostModel, Forwards, Surface
 from specmodel.montecarlo.acceptance import sample_accepted_prefix
 from specmodel.montecarlo.estimate import Estimate, ratio_estimate
@@ -134,9 +134,7 @@ class _PairedLengths:
 
     def _draw(self) -> int:
         if not self._idx:
-            u = self.rng.random(4096)
-            self._idx = np.minimum(np.searchsorted(self.cum, u, side="right"),
-                                   len(self.cum) - 1).tolist()
+            self._idx = draw_indices(self.rng, self.cum, 4096).tolist()
         return self._idx.pop()
 
     def length(self, prefix: tuple[int, ...], role: int) -> int:
