@@ -257,6 +257,9 @@ def report(a: argparse.Namespace, cal: Any, records: list[Path]) -> dict[str, An
               f"recommends {s.recommended[model]} "
               f"({percent(s.recommended_vs_best[model])} of the best measured, "
               f"{s.best_measured})")
+    if s.baseline_speed is not None:
+        print(f"the target alone ran at {percent(s.baseline_speed)} of the time per token the "
+              "decoder model gives it (calibration's absolute costs against the sweep's)")
     return {"trio": a.trio, "calibration": a.calibration, "problems": a.problems,
             "seed": a.seed, "max_steps": a.max_steps, "max_step_tokens": a.max_step_tokens,
             "records": [str(p.relative_to(ROOT)) for p in records if p.is_file()],

@@ -336,7 +336,7 @@ def validate(
     from specmodel.errors import SpecmodelError
     from specmodel.formats.calibration import resolve_calibration
     from specmodel.formats.run_record import load_run_record
-    from specmodel.prediction import calibration_mismatches, compare
+    from specmodel.prediction import baseline_speed, calibration_mismatches, compare
 
     record = load_run_record(run_record)
     cal = None
@@ -404,6 +404,12 @@ def validate(
                "with each call priced (prefill, overhead and contention assumed where the "
                "calibration has no measurement); error = predicted/measured − 1; α1 run: "
                "accepted/judged draft steps in this run; acc: final-answer accuracy")
+    speed = baseline_speed(rows)
+    if speed is not None:
+        render.dim(f"the target alone ran at {speed:.0%} of the time per token the decoder "
+                   "model gives it: the calibration's absolute costs against this run's "
+                   "machine state (a drift that is the same for every call cancels in the "
+                   "speedups)")
     m = record.machine
     cpu, cores = (m.cpu, m.cores) if m is not None else ("?", "?")
     render.dim(f"measured {record.created} on {cpu} ({cores} "

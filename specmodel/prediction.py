@@ -23,6 +23,7 @@ simulates a few thousand problems per configuration).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel
@@ -31,7 +32,8 @@ from specmodel.config import SpecConfig
 from specmodel.formats.calibration import Calibration
 from specmodel.formats.run_record import RunRecord
 
-__all__ = ["MODELS", "RoundsRow", "RoundsSummary", "ValidationRow", "calibration_mismatches",
+__all__ = ["MODELS", "RoundsRow", "RoundsSummary", "ValidationRow", "baseline_speed",
+           "calibration_mismatches",
            "compare", "compare_rounds", "predict"]
 
 MODELS = {
@@ -353,6 +355,12 @@ class RoundsSummary(BaseModel):
     """Model → its recommendation's mean measured speedup ÷ the best measured."""
     models: dict[str, str] = MODELS
     """The model behind each predicted number."""
+    baseline_speed: float | None = None
+    """The target alone's measured time per output token (pooled over the rounds) over
+    the decoder model's for it (None without both): 1 when the calibration's absolute
+    costs hold at run time; below 1 when the machine ran faster during the sweep than
+    during the calibration. Speedups are ratios, so a uniform drift cancels; a drift of
+    b = 1 decoding alone does not."""
 
 
 _SUMMARY_KEYS = (("f·g", "predicted_speedup", "error"),
@@ -409,6 +417,17 @@ def compare_rounds(records: list[RunRecord], calibration: Calibration | None = N
     return _summarize(out, len(records))
 
 
+def baseline_speed(rows: Sequence[ValidationRow | RoundsRow]) -> float | None:
+    """The target alone's measured seconds per output token over the decoder model's
+    (:attr:`RoundsSummary.baseline_speed`), from the rows' time splits; None when the
+    rows lack the baseline or either time."""
+    base = next((r for r in rows if r.k1 == 1 and r.k2 == 1 and r.width == 1), None)
+    if base is None or not base.measured_split.get("total") \
+            or not base.decoder_split.get("total"):
+        return None
+    return base.measured_split["total"] / base.decoder_split["total"]
+
+
 def _summarize(rows: list[RoundsRow], rounds: int) -> RoundsSummary:
     from scipy.stats import spearmanr
 
@@ -432,4 +451,5 @@ def _summarize(rows: list[RoundsRow], rounds: int) -> RoundsSummary:
                         else pick.measured_mean / best.measured_mean)
     return RoundsSummary(rows=rows, rounds=rounds, mean_abs_error=mean_abs,
                          max_abs_error=max_abs, spearman=rho, best_measured=best.config,
-                         recommended=rec, recommended_vs_best=rec_vs)
+                         recommended=rec, recommended_vs_best=rec_vs,
+                         baseline_speed=baseline_speed(rows))

@@ -89,3 +89,41 @@ def test_rows_say_where_the_time_went_measured_and_simulated() -> None:
     assert s.rows[0].measured_split == {}  # no problems recorded for it
     assert row.rows_per_batch == pytest.approx(1.0)  # each problem: 1 step in 1 call
     assert row.decoder_rows_per_batch is not None and row.decoder_rows_per_batch > 1
+
+
+def test_the_baseline_speed_compares_absolute_costs_with_the_run() -> None:
+    """The target alone's measured seconds per token over the decoder model's: the
+    calibration's absolute costs checked against the sweep's machine state."""
+    recs = []
+    for seconds in (20.0, 30.0):
+        rec = _record(ROUND1)
+        base = next(c for c in rec.configs if c.label == "target")
+        probs = [ProblemRun.model_validate(_problem(100, seconds, 0.0, 0.0))]
+        recs.append(rec.model_copy(update={"configs": [
+            base.model_copy(update={"problems": probs}) if c is base else c
+            for c in rec.configs]}))
+    s = compare_rounds(recs)
+    row = s.rows[0]
+    assert row.measured_split["total"] == pytest.approx(50 / 200)
+    assert s.baseline_speed == pytest.approx(row.measured_split["total"]
+                                             / row.decoder_split["total"])
+    assert compare_rounds([_record(ROUND1)], decoder=False).baseline_speed is None
+
+
+def test_validate_says_how_the_calibrations_absolute_costs_held(capsys) -> None:
+    """`specmodel validate` on a committed held-out round: the target alone's measured
+    time per token over the decoder model's, printed as the summary computes it."""
+    from pathlib import Path
+
+    from cli.main import main
+    from specmodel.formats.calibration import load_calibration
+    from specmodel.formats.run_record import load_run_record
+    from specmodel.prediction import baseline_speed
+
+    results = Path(__file__).resolve().parents[3] / "benchmarks" / "results"
+    record, cal = results / "heldout_05b_round1.run.json", results / "heldout_05b_calibration.json"
+    speed = baseline_speed(compare(load_run_record(record), load_calibration(cal)))
+    assert speed is not None and 0.3 < speed < 3
+    assert main(["validate", str(record), "--calibration", str(cal)]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert f"the target alone ran at {speed:.0%} of the time per token" in out
