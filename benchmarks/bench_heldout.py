@@ -111,6 +111,16 @@ def main(argv: list[str] | None = None) -> int:
                          "observed (pooled over every configuration) instead of the "
                          "calibration's, to separate the cost model's error from the "
                          "acceptance shift between calibration and held-out problems")
+    ap.add_argument("--cost-probe", action="store_true",
+                    help="before each round's configurations, time a few engine-cost "
+                         "cells (b = 1, 2 at the problems' prompt length, target and draft) "
+                         "into the round record, so the costs at run time can be held "
+                         "against the calibration's")
+    ap.add_argument("--costs-at-run-time", action="store_true",
+                    help="report: price with the calibration's engine costs rescaled by "
+                         "the records' cost probes (specmodel.prediction."
+                         "calibration_at_run_time), a separate prediction from the "
+                         "calibration's own")
     ap.add_argument("--summary", default=None,
                     help="another name for the summary only (e.g. a report of the same "
                          "rounds with another calibration)")
@@ -143,7 +153,7 @@ def decode_rounds(a: argparse.Namespace, cal: Any, configs: list[Any],
     from profiler.engines import HFEngine
     from profiler.packs import resolve_model
     from profiler.problems import load_problems
-    from profiler.runs import baseline_like, run_configurations
+    from profiler.runs import baseline_like, mean_prompt_tokens, run_configurations
     from profiler.verifiers import make_verifier
 
     trio = TRIOS[a.trio]
@@ -165,10 +175,40 @@ def decode_rounds(a: argparse.Namespace, cal: Any, configs: list[Any],
     verifier.verify([("1. A step.\n", "1. A step.\n")])
     for r, path in enumerate(records):
         order = everything if r % 2 == 0 else everything[::-1]
+        probes = []
+        if a.cost_probe and not round_complete(path, order, a.resume):
+            probes = [probe(a, target, draft, before=order[0].label,
+                            context=round(mean_prompt_tokens(target, problems)))]
         run_configurations(target, draft, verifier, order, problems, path, models=models,
                            settings=settings, calibration=cal, include_baseline=False,
-                           resume=a.resume,
+                           resume=a.resume, cost_probes=probes,
                            progress=pausing(printer(f"round {r + 1}"), a.pause_file))
+
+
+def round_complete(path: Path, configs: list[Any], resume: bool) -> bool:
+    """Whether ``--resume`` finds every configuration of the round in its record."""
+    if not resume or not path.is_file():
+        return False
+    from specmodel.formats.run_record import load_run_record
+
+    done = {c.label for c in load_run_record(path).configs}
+    return all(c.label in done for c in configs)
+
+
+def probe(a: argparse.Namespace, target: Any, draft: Any, *, before: str,
+          context: int) -> Any:
+    """One engine-cost probe of the trio's models (printed as it is taken)."""
+    from profiler.engine_costs import probe_costs
+
+    trio = TRIOS[a.trio]
+    got = probe_costs(target, draft, models=(trio["target"], trio["draft"]), context=context,
+                      threads=a.threads, before=before, progress=printer("cost probe"))
+    cells = "; ".join(f"{role} " + ", ".join(
+        f"T({p.batch}, {p.context}) = {p.per_token * 1e3:.0f} ms" for p in m.points)
+        for role, m in (("target", got.costs.target), ("draft", got.costs.draft))
+        if m is not None)
+    print(f"cost probe before {before}: {cells}", flush=True)
+    return got
 
 
 def prompt_tokens(a: argparse.Namespace) -> float:
@@ -225,6 +265,24 @@ def report(a: argparse.Namespace, cal: Any, records: list[Path]) -> dict[str, An
     known = recs[0].settings.prompt_tokens
     if a.alpha_from_runs:
         cal = with_run_acceptance(cal, recs)
+    from specmodel.prediction import calibration_at_run_time, cost_drift
+
+    probes = [p for r in recs for p in r.cost_probes]
+    drift = cost_drift(cal, probes) if probes else None
+    if drift is not None:
+        print(f"cost probes ({drift.probes}): the target's time per token at run time "
+              f"x{drift.target:.3f} the calibration's (cells {drift.target_range[0]:.2f}-"
+              f"{drift.target_range[1]:.2f}), "
+              + ("the draft not probed" if drift.draft is None or drift.draft_range is None
+                 else f"the draft's x{drift.draft:.3f} (cells {drift.draft_range[0]:.2f}-"
+                 f"{drift.draft_range[1]:.2f})"))
+    if a.costs_at_run_time:
+        try:
+            cal, drift = calibration_at_run_time(cal, probes)
+        except ValueError as e:
+            raise SystemExit(f"--costs-at-run-time: {e}") from e
+        print("--costs-at-run-time: the decoder model prices with the engine costs "
+              "rescaled by those ratios")
     s = compare_rounds(recs, cal, prompt_tokens=known if known is not None else prompt_tokens(a))
     print_table(
         f"held-out sweep, trio {a.trio} ({recs[0].models}), {a.problems} problems (seed "
@@ -263,7 +321,9 @@ def report(a: argparse.Namespace, cal: Any, records: list[Path]) -> dict[str, An
     return {"trio": a.trio, "calibration": a.calibration, "problems": a.problems,
             "seed": a.seed, "max_steps": a.max_steps, "max_step_tokens": a.max_step_tokens,
             "records": [str(p.relative_to(ROOT)) for p in records if p.is_file()],
-            "complete_configs": sorted(common), **s.model_dump(mode="json")}
+            "complete_configs": sorted(common),
+            "cost_drift": None if drift is None else drift.model_dump(mode="json"),
+            **s.model_dump(mode="json")}
 
 
 if __name__ == "__main__":

@@ -330,13 +330,23 @@ def validate(
     calibration: CalibrationOpt = None,
     preset: PresetOpt = None,
     json_out: JsonOut = False,
+    costs_at_run_time: Annotated[bool, typer.Option(
+        "--costs-at-run-time",
+        help="Price the decoder model with the calibration's engine costs rescaled to the "
+             "record's cost probes (timed beside the run, not on its problems).")] = False,
 ) -> None:
     """Predicted against measured speedup for every configuration of a run record."""
     from cli import render
     from specmodel.errors import SpecmodelError
     from specmodel.formats.calibration import resolve_calibration
     from specmodel.formats.run_record import load_run_record
-    from specmodel.prediction import baseline_speed, calibration_mismatches, compare
+    from specmodel.prediction import (
+        baseline_speed,
+        calibration_at_run_time,
+        calibration_mismatches,
+        compare,
+        cost_drift,
+    )
 
     record = load_run_record(run_record)
     cal = None
@@ -346,6 +356,14 @@ def validate(
         raise SpecmodelError(
             "the run record carries no calibration: pass --calibration or --preset"
         )
+    drift = cost_drift(cal or record.calibration, record.cost_probes)  # type: ignore[arg-type]
+    if costs_at_run_time:
+        if drift is None:
+            raise SpecmodelError(
+                "--costs-at-run-time: the run record has no cost probes, or the calibration "
+                "has no engine_costs section to rescale")
+        cal, drift = calibration_at_run_time(cal or record.calibration,  # type: ignore[arg-type]
+                                             record.cost_probes)
     rows = compare(record, cal)
     # Absolute times: a request's ms per generated token, measured (seconds / tokens of
     # each configuration's run) and predicted (the baseline's measured ms/token ÷ the
@@ -410,6 +428,13 @@ def validate(
                    "model gives it: the calibration's absolute costs against this run's "
                    "machine state (a drift that is the same for every call cancels in the "
                    "speedups)")
+    if drift is not None:
+        render.dim(f"cost probes ({drift.probes}, timed beside the run): the target's time "
+                   f"per token x{drift.target:.2f} the calibration's"
+                   + ("" if drift.draft is None else f", the draft's x{drift.draft:.2f}")
+                   + ("; the decoder column prices with costs rescaled to them"
+                      if costs_at_run_time else
+                      "; --costs-at-run-time prices the decoder model with them"))
     m = record.machine
     cpu, cores = (m.cpu, m.cores) if m is not None else ("?", "?")
     render.dim(f"measured {record.created} on {cpu} ({cores} "

@@ -45,7 +45,7 @@ from profiler.progress import ProgressCallback, no_progress
 
 __all__ = ["CellTiming", "context_prompt", "fit_intercepts", "measure_contention",
            "measure_model", "measure_speculative_contention", "measure_speculative_passes",
-           "model_costs", "pool_engine_costs", "step_prefixes"]
+           "model_costs", "pool_engine_costs", "probe_costs", "step_prefixes"]
 
 _TEXT = ("Question: A farmer has 17 sheep, buys 5 more and sells 3. Each sheep eats 2 kg "
          "of hay a day. How much hay do the sheep eat in a week?\nAnswer: Let's think step "
@@ -214,6 +214,38 @@ def model_costs(model: str, cells: Sequence[CellTiming],
         call_overhead=Measurement(value=max(0.0, over), stderr=over_se, n=len(cells)),
         prefill_per_token=Measurement(value=max(0.0, pre), stderr=pre_se, n=len(cells)),
         concurrent_slowdown=concurrent_slowdown)
+
+
+def probe_costs(target: Any, draft: Any | None, *, models: tuple[str, str | None],
+                context: int, threads: int, widths: Sequence[int] = (1, 2),
+                tokens: tuple[int, int] = (4, 32), repeats: int = 2,
+                before: str | None = None,
+                progress: ProgressCallback | None = None) -> Any:
+    """A short engine-cost measurement beside a run: the cells ``widths`` × one
+    ``context`` of ``target`` (and ``draft``), timed as the ``engine_costs`` phase times
+    them (:func:`measure_model`; no contention, no speculative calls), as a
+    :class:`~specmodel.formats.run_record.CostProbe` for the run record.  ``models``
+    names the two models as the calibration does (pack name or folder); ``before`` the
+    configuration the probe precedes.  The prompts are the phase's synthetic prose,
+    never the run's problems."""
+    from datetime import UTC, datetime
+
+    from specmodel.formats.calibration import EngineCosts
+    from specmodel.formats.run_record import CostProbe
+
+    if len({b * context for b in widths}) < 2:
+        raise ValueError(f"widths must give at least two distinct batch sizes (the fit of "
+                         f"overhead and prefill needs two), got {list(widths)}")
+    kw = {"contexts": [context], "widths": list(widths), "tokens": tokens,
+          "repeats": repeats, "progress": progress}
+    cells_t = measure_model(target, label="probe target ", **kw)
+    cells_d = None if draft is None else measure_model(draft, label="probe draft ", **kw)
+    costs = EngineCosts(
+        engine="transformers", device=target.device, dtype=target.dtype, threads=threads,
+        tokens=tokens, target=model_costs(models[0], cells_t),
+        draft=None if cells_d is None or models[1] is None else model_costs(models[1], cells_d))
+    return CostProbe(date=datetime.now(UTC).isoformat(timespec="seconds"), before=before,
+                     costs=costs)
 
 
 def step_prefixes(engine: Any, prompts: Sequence[str], *, steps: Sequence[int],

@@ -31,7 +31,13 @@ from specmodel.config import SpecConfig, VerifierSpec
 from specmodel.formats.calibration import Calibration
 from specmodel.formats.jsonio import write_json_atomic
 from specmodel.formats.lock import WriteLock, resume_mismatch
-from specmodel.formats.run_record import ConfigRun, RunRecord, RunSettings, load_run_record
+from specmodel.formats.run_record import (
+    ConfigRun,
+    CostProbe,
+    RunRecord,
+    RunSettings,
+    load_run_record,
+)
 
 __all__ = ["BASELINE", "RESUME_SETTINGS", "check_resume", "run_configurations"]
 
@@ -125,11 +131,14 @@ def run_configurations(
     include_baseline: bool = True,
     resume: bool = False,
     progress: Callable[[int, int, str], None] | None = None,
+    cost_probes: Sequence[CostProbe] = (),
 ) -> RunRecord:
     """Decode ``problems`` with every configuration (the target-only baseline first).
 
     ``progress(done, total, message)`` is called after every problem, counting
-    over all configurations.
+    over all configurations.  ``cost_probes`` (engine-cost probes taken for this
+    invocation, :func:`profiler.engine_costs.probe_costs`) are added to the record's
+    (a resumed record keeps its earlier ones).
     """
     if not configs and not include_baseline:
         raise ValueError("configs must not be empty")
@@ -146,6 +155,7 @@ def run_configurations(
     path = Path(record_path)
     with WriteLock(path):
         done: list[ConfigRun] = []
+        probes = list(cost_probes)
         run_settings = RunSettings.model_validate(settings)
         if resume and path.is_file():
             old = load_run_record(path)
@@ -153,6 +163,7 @@ def run_configurations(
                          problems=[p.index for p in problems],
                          configs={c.label: c for c in todo})
             done = [c for c in old.configs if c.label in labels]
+            probes = [*old.cost_probes, *probes]
         finished = {c.label for c in done}
         meta: dict[str, Any] = {
             "created": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -164,6 +175,7 @@ def run_configurations(
             "calibration": calibration,
             "baseline": BASELINE.label,
             "optimizer": optimizer,
+            "cost_probes": probes,
         }
         total = len(todo) * len(problems)
         count = len(finished) * len(problems)

@@ -30,10 +30,10 @@ from pydantic import BaseModel
 
 from specmodel.config import SpecConfig
 from specmodel.formats.calibration import Calibration
-from specmodel.formats.run_record import RunRecord
+from specmodel.formats.run_record import CostProbe, RunRecord
 
-__all__ = ["MODELS", "RoundsRow", "RoundsSummary", "ValidationRow", "baseline_speed",
-           "calibration_mismatches",
+__all__ = ["MODELS", "CostDrift", "RoundsRow", "RoundsSummary", "ValidationRow",
+           "baseline_speed", "calibration_at_run_time", "calibration_mismatches", "cost_drift",
            "compare", "compare_rounds", "predict"]
 
 MODELS = {
@@ -453,3 +453,73 @@ def _summarize(rows: list[RoundsRow], rounds: int) -> RoundsSummary:
                          max_abs_error=max_abs, spearman=rho, best_measured=best.config,
                          recommended=rec, recommended_vs_best=rec_vs,
                          baseline_speed=baseline_speed(rows))
+
+
+class CostDrift(BaseModel):
+    """The engines' call costs measured while a run ran (its cost probes) over the
+    calibration's, per model: 1 where the calibration's costs held at run time."""
+
+    target: float
+    """The target's time per token at run time over the calibration's (geometric mean
+    over every cell of every probe)."""
+    target_range: tuple[float, float]
+    """The smallest and largest of the target's cell ratios (the probes' spread)."""
+    draft: float | None = None
+    """The same for the step draft (None: no probe or no calibration cost of it)."""
+    draft_range: tuple[float, float] | None = None
+    """The draft's smallest and largest cell ratio."""
+    probes: int
+    """Probes it rests on."""
+    cells: int
+    """Target cells it rests on (probes × cells per probe)."""
+
+
+def _ratios(calibrated: Any, probed: list[Any]) -> list[float]:
+    """Each probe cell's time per token over the calibration's surface at its (b, L)."""
+    from specmodel.decodermodel.costs import Surface
+
+    surface = Surface.from_points(calibrated.decode_points())
+    return [p.per_token / surface.time(p.batch, p.context) for m in probed for p in m.points]
+
+
+def _geomean(values: list[float]) -> float:
+    return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
+def cost_drift(calibration: Calibration, probes: Sequence[CostProbe]) -> CostDrift | None:
+    """How far the engines' costs at run time (``probes``, from
+    :attr:`RunRecord.cost_probes`) lay from ``calibration``'s ``engine_costs``: per
+    model the geometric mean of probe cell / calibration surface (T(b, L) per token,
+    interpolated as the decoder model reads it).  None without probes or without the
+    calibration's engine costs.  Pure."""
+    ec = calibration.engine_costs
+    if not probes or ec is None:
+        return None
+    for i, probe in enumerate(probes, start=1):
+        if probe.costs.target.model != ec.target.model:
+            raise ValueError(f"probes: probe {i} timed target {probe.costs.target.model!r}, "
+                             f"the calibration's engine costs are of {ec.target.model!r}")
+    target = _ratios(ec.target, [p.costs.target for p in probes])
+    drafts = [p.costs.draft for p in probes if p.costs.draft is not None]
+    draft = _ratios(ec.draft, drafts) if ec.draft is not None and drafts else []
+    return CostDrift(
+        target=_geomean(target), target_range=(min(target), max(target)),
+        draft=_geomean(draft) if draft else None,
+        draft_range=(min(draft), max(draft)) if draft else None,
+        probes=len(probes), cells=len(target))
+
+
+def calibration_at_run_time(calibration: Calibration,
+                            probes: Sequence[CostProbe]) -> tuple[Calibration, CostDrift]:
+    """``calibration`` with its engine costs rescaled to what the run's cost probes
+    measured (each model's times × its :func:`cost_drift`; ratios such as slowdowns and
+    pass costs unchanged), and the drift applied.  The probes time synthetic prompts
+    beside the run, never its problems, so a prediction from this calibration still
+    uses nothing the run decoded.  Raises ValueError without probes or engine costs."""
+    drift = cost_drift(calibration, probes)
+    if drift is None:
+        raise ValueError("probes: the run record has no cost probes, or the calibration "
+                         "has no engine_costs section to rescale")
+    assert calibration.engine_costs is not None
+    costs = calibration.engine_costs.scaled(drift.target, drift.draft)
+    return calibration.model_copy(update={"engine_costs": costs}), drift

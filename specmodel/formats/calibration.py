@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 from datetime import datetime
 from importlib import resources
 from pathlib import Path
@@ -509,6 +510,27 @@ class ModelEngineCosts(_Strict):
         interpolates)."""
         return {(p.batch, p.context): p.per_token for p in self.points}
 
+    def scaled(self, factor: float) -> ModelEngineCosts:
+        """A copy whose times (every cell's slope and intercept, the call overhead and
+        the prefill per token) are ``factor`` times these: the same engine on a machine
+        ``factor`` times as slow.  Ratios (slowdowns, pass costs in decode forwards)
+        stay as they are."""
+        if not (factor > 0 and math.isfinite(factor)):
+            raise ValueError(f"factor must be a finite number > 0, got {factor}")
+
+        def times(m: Measurement) -> Measurement:
+            return m.model_copy(update={
+                "value": m.value * factor,
+                "stderr": None if m.stderr is None else m.stderr * factor,
+                "ci95": None if m.ci95 is None else (m.ci95[0] * factor, m.ci95[1] * factor)})
+
+        return self.model_copy(update={
+            "points": [p.model_copy(update={"per_token": p.per_token * factor,
+                                            "intercept": p.intercept * factor})
+                       for p in self.points],
+            "call_overhead": times(self.call_overhead),
+            "prefill_per_token": times(self.prefill_per_token)})
+
 
 class EngineCosts(_Strict):
     """The ``engine_costs`` section: the decoder's engine calls priced on the machine
@@ -535,6 +557,15 @@ class EngineCosts(_Strict):
         if not 1 <= v[0] < v[1]:
             raise ValueError(f"tokens must be two lengths 1 <= short < long, got {list(v)}")
         return v
+
+    def scaled(self, target: float, draft: float | None = None) -> EngineCosts:
+        """A copy with the target's times ``target`` times these and the draft's
+        ``draft`` times (None: the draft's as they are); see
+        :meth:`ModelEngineCosts.scaled`."""
+        return self.model_copy(update={
+            "target": self.target.scaled(target),
+            "draft": (self.draft if self.draft is None or draft is None
+                      else self.draft.scaled(draft))})
 
 
 class EngineCostsSettings(_Strict):

@@ -25,6 +25,7 @@ from specmodel.config import SpecConfig
 from specmodel.errors import SpecmodelError
 from specmodel.formats.calibration import (
     Calibration,
+    EngineCosts,
     MachineDetails,
     check_file_data,
     validate_file_data,
@@ -33,6 +34,7 @@ from specmodel.formats.jsonio import read_json_file
 
 __all__ = [
     "RUN_SCHEMA_VERSION",
+    "CostProbe",
     "ConfigRun",
     "ProblemRun",
     "RunRecord",
@@ -253,6 +255,21 @@ class OptimizerChoices(_Record):
     """Optimizer (e.g. 'closed form, async', 'priced by T(b), sync') -> its choice."""
 
 
+class CostProbe(_Record):
+    """A short measurement of the engines' call costs taken while the run ran (beside
+    its configurations, not on its problems), so that a drift of the machine between
+    the calibration and the run can be told from the model's own error
+    (:func:`specmodel.prediction.cost_drift`)."""
+
+    date: str
+    """ISO date and time the probe finished."""
+    before: str | None = None
+    """The configuration it was taken just before (None: after the last one)."""
+    costs: EngineCosts
+    """The cells it timed (a small grid of the calibration's ``engine_costs`` phase:
+    target and draft, no contention, no speculative calls)."""
+
+
 class RunRecord(_Record):
     """A decoder run: configurations, measurements and the calibration that predicts them."""
 
@@ -281,6 +298,8 @@ class RunRecord(_Record):
     """Every configuration run, in order."""
     optimizer: OptimizerChoices | None = None
     """What the optimizer chose for this calibration and budget, when recorded."""
+    cost_probes: list[CostProbe] = Field(default_factory=list)
+    """Engine-cost probes taken during the run, in order (empty: none taken)."""
 
 
 def migrate_version1(data: dict[str, Any]) -> dict[str, Any]:

@@ -232,3 +232,25 @@ def test_profile_pool_engine_costs_writes_a_copy_of_the_first(tmp_path) -> None:
     plain.write_text(base.model_dump_json())
     assert main(["profile", "pool-engine-costs", str(plain), str(paths[0]),
                  "-o", str(out)]) == 2
+
+
+def test_a_cost_probe_times_a_small_grid_of_both_models_for_the_run_record() -> None:
+    from profiler.engine_costs import probe_costs
+    from specmodel.formats.run_record import CostProbe
+
+    tgt, drf = _Clock(over=0.002, pre=1e-5, per=0.001), _Clock(over=0.001, pre=0.0, per=4e-4)
+    for eng in (tgt, drf):
+        eng.device, eng.dtype = "cpu", "float32"
+    got = probe_costs(tgt, drf, models=("tgt", "drf"), context=30, threads=1,
+                      tokens=(2, 6), repeats=1, before="target")
+    assert isinstance(got, CostProbe) and got.before == "target"
+    assert got.date.startswith("20") and got.costs.tokens == (2, 6)
+    assert [(p.batch, p.context) for p in got.costs.target.points] == [(1, 30), (2, 30)]
+    assert got.costs.target.decode_points()[(2, 30)] == pytest.approx(0.0015)
+    assert got.costs.draft is not None and got.costs.draft.model == "drf"
+    assert got.costs.draft.decode_points()[(1, 30)] == pytest.approx(4e-4)
+    alone = probe_costs(tgt, None, models=("tgt", None), context=30, threads=1,
+                        tokens=(2, 6), repeats=1)
+    assert alone.costs.draft is None and alone.before is None
+    with pytest.raises(ValueError, match="two distinct batch sizes"):
+        probe_costs(tgt, None, models=("tgt", None), context=30, threads=1, widths=(1,))

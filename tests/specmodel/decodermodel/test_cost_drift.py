@@ -1,0 +1,156 @@
+"""Cost probes: the engines' call costs timed beside a run, held against the
+calibration's (``cost_drift``), and the calibration rescaled to them
+(``calibration_at_run_time``), in the run record, ``validate`` and the rescaled costs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from specmodel.decodermodel.costs import Surface
+from specmodel.formats.calibration import (
+    Calibration,
+    EngineCallPoint,
+    ModelEngineCosts,
+    load_calibration,
+)
+from specmodel.formats.run_record import CostProbe, RunRecord, load_run_record
+from specmodel.prediction import calibration_at_run_time, compare, cost_drift
+
+RESULTS = Path(__file__).resolve().parents[3] / "benchmarks" / "results"
+CAL = RESULTS / "heldout_05b_calibration.json"
+
+
+@pytest.fixture(scope="module")
+def cal() -> Calibration:
+    return load_calibration(CAL)
+
+
+def _probe_of(m: ModelEngineCosts, factor: float, context: int) -> ModelEngineCosts:
+    """Cells b = 1, 2 at ``context``: ``factor`` times what the calibration's surface
+    gives there (as a probe on a machine ``factor`` times as slow would time them)."""
+    surface = Surface.from_points(m.decode_points())
+    return m.model_copy(update={"points": [
+        EngineCallPoint(batch=b, context=context, per_token=factor * surface.time(b, context),
+                        intercept=0.1, n=2) for b in (1, 2)]})
+
+
+def _probe(cal: Calibration, target: float, draft: float | None, context: int = 88
+           ) -> CostProbe:
+    ec = cal.engine_costs
+    assert ec is not None and ec.draft is not None
+    return CostProbe(date="2026-11-24T05:00:00+00:00", before="target", costs=ec.model_copy(
+        update={"target": _probe_of(ec.target, target, context),
+                "draft": None if draft is None else _probe_of(ec.draft, draft, context)}))
+
+
+def test_scaled_costs_multiply_every_time_and_keep_the_ratios(cal: Calibration) -> None:
+    ec = cal.engine_costs
+    assert ec is not None and ec.draft is not None
+    s = ec.scaled(0.8, 1.25)
+    for old, new, f in ((ec.target, s.target, 0.8), (ec.draft, s.draft, 1.25)):
+        for p, q in zip(old.points, new.points, strict=True):
+            assert q.per_token == pytest.approx(f * p.per_token)
+            assert q.intercept == pytest.approx(f * p.intercept)
+        assert new.call_overhead.value == pytest.approx(f * old.call_overhead.value)
+        assert new.prefill_per_token.value == pytest.approx(f * old.prefill_per_token.value)
+        assert new.prefill_per_token.stderr == pytest.approx(f * old.prefill_per_token.stderr)
+        assert new.concurrent_slowdown == old.concurrent_slowdown
+        assert new.speculative_passes == old.speculative_passes
+    assert ec.scaled(0.8).draft == ec.draft
+    for bad in (0.0, -1.0, float("inf"), float("nan")):
+        with pytest.raises(ValueError, match="factor must be a finite number > 0"):
+            ec.target.scaled(bad)
+
+
+@settings(max_examples=40, deadline=None)
+@given(target=st.floats(0.2, 5.0), draft=st.floats(0.2, 5.0), context=st.integers(1, 2000))
+def test_the_drift_is_the_probes_time_over_the_calibrations(target: float, draft: float,
+                                                             context: int) -> None:
+    c = load_calibration(CAL)
+    d = cost_drift(c, [_probe(c, target, draft, context), _probe(c, target, draft, 64)])
+    assert d is not None and d.probes == 2 and d.cells == 4
+    assert d.target == pytest.approx(target, rel=1e-9)
+    assert d.draft == pytest.approx(draft, rel=1e-9)
+    assert d.target_range == pytest.approx((target, target), rel=1e-9)
+
+
+def test_the_drift_is_a_geometric_mean_with_its_range(cal: Calibration) -> None:
+    d = cost_drift(cal, [_probe(cal, 0.5, None), _probe(cal, 2.0, None)])
+    assert d is not None
+    assert d.target == pytest.approx(1.0) and d.target_range == pytest.approx((0.5, 2.0))
+    assert d.draft is None and d.draft_range is None
+
+
+def test_no_probes_or_no_engine_costs_give_no_drift(cal: Calibration) -> None:
+    assert cost_drift(cal, []) is None
+    bare = cal.model_copy(update={"engine_costs": None})
+    assert cost_drift(bare, [_probe(cal, 1.0, 1.0)]) is None
+    with pytest.raises(ValueError, match="no cost probes"):
+        calibration_at_run_time(cal, [])
+
+
+def test_a_probe_of_another_target_is_refused(cal: Calibration) -> None:
+    p = _probe(cal, 1.0, 1.0)
+    other = p.model_copy(update={"costs": p.costs.model_copy(update={
+        "target": p.costs.target.model_copy(update={"model": "another-model"})})})
+    with pytest.raises(ValueError, match="probe 1 timed target 'another-model'"):
+        cost_drift(cal, [other])
+
+
+def test_the_rescaled_calibration_prices_the_target_alone_by_the_drift(
+        cal: Calibration) -> None:
+    """The baseline is the target alone: its predicted time per token moves by exactly
+    the target's drift (the same Monte-Carlo seed draws the same steps)."""
+    record = load_run_record(RESULTS / "heldout_05b_round1.run.json")
+    rescaled, drift = calibration_at_run_time(cal, [_probe(cal, 0.7, 1.1)])
+    assert drift.target == pytest.approx(0.7)
+    before = compare(record, cal)[0]
+    after = compare(record, rescaled)[0]
+    assert before.config == after.config == "target"
+    assert after.decoder_split["total"] == pytest.approx(0.7 * before.decoder_split["total"],
+                                                         rel=1e-6)
+    assert rescaled.step == cal.step and rescaled.token == cal.token
+
+
+def test_records_keep_their_probes_and_older_records_have_none(cal: Calibration,
+                                                               tmp_path: Path) -> None:
+    record = load_run_record(RESULTS / "heldout_05b_round1.run.json")
+    assert record.cost_probes == []
+    probed = record.model_copy(update={"cost_probes": [_probe(cal, 0.9, 1.0)]})
+    path = tmp_path / "probed.run.json"
+    path.write_text(probed.model_dump_json())
+    again = load_run_record(path)
+    assert again.cost_probes == probed.cost_probes
+    assert RunRecord.model_validate(json.loads(path.read_text())).cost_probes[0].before \
+        == "target"
+
+
+def test_validate_prints_the_drift_and_prices_with_it_when_asked(cal: Calibration,
+                                                                 tmp_path: Path,
+                                                                 capsys) -> None:
+    from cli.main import main
+
+    record = load_run_record(RESULTS / "heldout_05b_round1.run.json")
+    path = tmp_path / "probed.run.json"
+    path.write_text(record.model_copy(update={"cost_probes": [_probe(cal, 0.8, 1.0)]})
+                    .model_dump_json())
+    assert main(["validate", str(path), "--calibration", str(CAL), "--json"]) == 0
+    plain = json.loads(capsys.readouterr().out)
+    assert main(["validate", str(path), "--calibration", str(CAL), "--json",
+                 "--costs-at-run-time"]) == 0
+    rescaled = json.loads(capsys.readouterr().out)
+    # only the target got faster: every speculative configuration's speedup changes
+    assert all(a["predicted_decoder"] != b["predicted_decoder"]
+               for a, b in zip(plain[1:], rescaled[1:], strict=True))
+    assert main(["validate", str(path), "--calibration", str(CAL)]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "cost probes (1, timed beside the run): the target's time per token x0.80" in out
+    assert main(["validate", str(RESULTS / "heldout_05b_round1.run.json"), "--calibration",
+                 str(CAL), "--costs-at-run-time"]) == 2
+    assert "--costs-at-run-time: the run record has no cost probes" in " ".join(
+        capsys.readouterr().err.split())
