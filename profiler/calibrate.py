@@ -306,7 +306,11 @@ def steps_phase(
             f"{ver.name}; transformers, greedy, {threads} thread(s), step delimiter "
             f"{delimiter!r}, cap {max_step_tokens} tokens) from {problems} gsm_symbolic problems "
             f"(seed {seed}); alpha1 = ({s.accepted} + 0.5)/({s.pairs} + 1), Wilson 95% CI of the "
-            f"raw rate {s.alpha1_ci95[0]:.3f}-{s.alpha1_ci95[1]:.3f}; c1 = {s.c1:.4f} +/- "
+            f"raw rate {s.alpha1_ci95[0]:.3f}-{s.alpha1_ci95[1]:.3f}"
+            + ("" if s.alpha1_clustered_stderr is None else
+               f", standard error {s.alpha1_clustered_stderr:.3f} with each problem's pairs "
+               f"as one cluster ({s.effective_pairs} independent pairs' worth)")
+            + f"; c1 = {s.c1:.4f} +/- "
             f"{s.c1_stderr:.4f} (ratio of summed times, delta-method SE); verifier cost "
             f"{s.verifier_cost:.4f} target steps; mean step {s.step_tokens_mean:.1f} tokens; "
             f"{ends}.")

@@ -42,7 +42,7 @@ from profiler.problems import Problem, format_prompt
 from profiler.progress import NoteCallback, ProgressCallback, no_progress
 from profiler.verifiers import Verifier
 from specmodel.formats.lock import WriteLock, resume_mismatch
-from specmodel.stats import jeffreys_rate, wilson
+from specmodel.stats import clustered_rate, effective_samples, jeffreys_rate, wilson
 
 if TYPE_CHECKING:
     from specmodel.formats.calibration import StepLevel
@@ -428,6 +428,14 @@ class StepSummary:
     """Temperature of the sampled branches."""
     length_pairs: list[tuple[int, int, int]] | None = None
     """(target tokens, draft tokens, count) over the pairs (the joint distribution)."""
+    problems: int = 1
+    """Problems the pairs come from."""
+    alpha1_clustered_stderr: float | None = None
+    """Standard error of the raw acceptance with the pairs of one problem as one cluster
+    (:func:`specmodel.stats.clustered_rate`; None: fewer than two problems)."""
+    effective_pairs: int | None = None
+    """Independent pairs that would give that standard error
+    (:func:`specmodel.stats.effective_samples`; None: as above)."""
 
     def step_section(self, verifier_name: str) -> StepLevel:
         """The calibration's ``step`` section (a draft no faster than the target is an error)."""
@@ -446,6 +454,8 @@ class StepSummary:
             step_tokens_mean=self.step_tokens_mean,
             step_tokens_histogram=self.step_tokens_histogram,
             samples=self.pairs,
+            problems=self.problems,
+            effective_samples=self.effective_pairs,
             draft_step_tokens_histogram=self.draft_step_tokens_histogram,
             verdict_correlation=self.verdict_correlation,
             verdict_pairs=self.verdict_pairs,
@@ -548,11 +558,22 @@ def summarize(pairs: Sequence[StepPair], *, delimiter: str | None = None,
     ends = None if delimiter is None or max_step_tokens is None else (delimiter,
                                                                        max_step_tokens)
     branches, duplicate_rate = branch_summary(pairs)
+    by_problem: dict[int, list[int]] = {}
+    for p in pairs:
+        by_problem.setdefault(p.problem, []).append(bool(p.accepted))
+    clustered = eff = None
+    if len(by_problem) >= 2:
+        _, clustered = clustered_rate([sum(v) for v in by_problem.values()],
+                                      [len(v) for v in by_problem.values()])
+        eff = effective_samples(x / n, clustered, n)
     return StepSummary(
         pairs=n,
         accepted=x,
         alpha1=jeffreys_rate(x, n),
         alpha1_ci95=wilson(x, n),
+        problems=len(by_problem),
+        alpha1_clustered_stderr=clustered,
+        effective_pairs=eff,
         c1=c1.mean,
         c1_stderr=c1.stderr,
         verifier_cost=sum(p.verify_seconds for p in pairs) / n / mean_target,

@@ -37,7 +37,9 @@ from specmodel.validation import (
 
 __all__ = [
     "TokenSummary",
+    "clustered_rate",
     "conditional_acceptance",
+    "effective_samples",
     "fit_iid_alpha",
     "jeffreys_rate",
     "solve_effective_c2",
@@ -69,6 +71,42 @@ def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
     lo = 0.0 if x == 0 else max(0.0, centre - half)
     hi = 1.0 if x == nn else min(1.0, centre + half)
     return lo, hi
+
+
+def clustered_rate(successes: Sequence[int], trials: Sequence[int]) -> tuple[float, float]:
+    """(rate, stderr) of the pooled rate Σ successes / Σ trials over clusters (e.g. the
+    step verdicts of each problem) whose trials need not be independent: the ratio
+    estimator's cluster-robust standard error, sqrt(Σ (k_i − r·n_i)² / (m (m − 1) n̄²))
+    over the m clusters with n̄ trials on average.  Needs at least two clusters; a
+    cluster with no trials counts as none."""
+    if len(successes) != len(trials):
+        raise ValueError(f"successes and trials must have one entry per cluster, got "
+                         f"{len(successes)} and {len(trials)}")
+    pairs = [_check_count(k, n) for k, n in zip(successes, trials, strict=True) if n != 0]
+    m = len(pairs)
+    if m < 2:
+        raise ValueError(f"trials must hold at least 2 clusters with trials, got {m}")
+    total = sum(n for _, n in pairs)
+    rate = sum(k for k, _ in pairs) / total
+    mean_n = total / m
+    var = sum((k - rate * n) ** 2 for k, n in pairs) / (m * (m - 1) * mean_n * mean_n)
+    return rate, math.sqrt(var)
+
+
+def effective_samples(rate: float, stderr: float, n: int) -> int:
+    """How many independent trials a binomial rate ``rate`` would need to have standard
+    error ``stderr`` — rate (1 − rate) / stderr², rounded, between 1 and ``n`` (the trials
+    actually made: clustering never claims more certainty than independence); ``n`` when
+    the rate is 0 or 1 or ``stderr`` is 0 (nothing to scale)."""
+    nn = check_positive_int("n", n)
+    if not 0 <= rate <= 1:
+        raise ValueError(f"rate must lie in [0, 1], got {rate}")
+    if not (stderr >= 0 and math.isfinite(stderr)):
+        raise ValueError(f"stderr must be a finite number >= 0, got {stderr}")
+    var = rate * (1 - rate)
+    if var == 0 or stderr == 0:
+        return nn
+    return max(1, min(nn, round(var / (stderr * stderr))))
 
 
 def jeffreys_rate(successes: int, n: int) -> float:

@@ -114,7 +114,9 @@ class AcceptanceModel:
     draft_steps: StepLengths = field(default_factory=lambda: StepLengths.constant(32))
     """Draft step lengths."""
     step_samples: int | None = None
-    """Judged pairs behind α1 (None: unknown, no calibration uncertainty)."""
+    """Independent judged pairs α1's uncertainty is worth: the calibration's
+    problem-clustered ``effective_samples`` where measured, else its pairs (None:
+    unknown, no calibration uncertainty)."""
     token_samples: int | None = None
     """Drafted tokens behind α2."""
     missing: tuple[str, ...] = ()
@@ -217,6 +219,11 @@ class AcceptanceModel:
                            "to max_steps")
         if tok.acceptance_by_position is None:
             missing.append("token acceptance by position: not measured; i.i.d. α2")
+        effective = getattr(step, "effective_samples", None)
+        if effective is None and step.samples:
+            missing.append("α1's problem-to-problem spread: not measured; its uncertainty "
+                           "treats every judged pair as independent (the interval may be "
+                           "too narrow)")
         return cls(
             alpha1=step.alpha1, alpha2=tok.alpha2,
             step_by_depth=(tuple(step.acceptance_by_position)
@@ -224,7 +231,7 @@ class AcceptanceModel:
             token_by_position=(tuple(tok.acceptance_by_position)
                                if tok.acceptance_by_position else None),
             target_steps=lengths, draft_steps=draft_lengths,
-            step_samples=step.samples, token_samples=tok.samples,
+            step_samples=effective or step.samples, token_samples=tok.samples,
             verdict_correlation=float(rho) if rho is not None else 0.0,
             verdict_samples=(getattr(step, "verdict_pairs", None)
                              if rho is not None else None),

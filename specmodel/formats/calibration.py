@@ -134,6 +134,13 @@ class StepLevel(_Strict):
     """Step length in tokens -> count."""
     samples: int | None = Field(default=None, ge=1)
     """Draft/target step pairs measured."""
+    problems: int | None = Field(default=None, ge=1)
+    """Problems those pairs come from (None: not recorded)."""
+    effective_samples: int | None = Field(default=None, ge=1)
+    """Independent pairs that would give α1's standard error with the pairs of one
+    problem counted as one cluster (verdicts of one problem are alike: problem-to-problem
+    spread); at most ``samples``.  What the decoder model's calibration uncertainty draws
+    α1 with (None: not measured; ``samples``, as if every pair were independent)."""
     draft_step_tokens_histogram: dict[int, int] | None = None
     """The draft's step length in tokens (draft tokenizer) -> count, measured from the
     same prefixes as ``step_tokens_histogram`` (None: not measured; the target's is used)."""

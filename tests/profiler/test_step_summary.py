@@ -50,3 +50,24 @@ def test_a_slower_draft_is_refused() -> None:
     s = summarize([_pair(i, True, t=1.0, d=1.2) for i in range(4)])
     with pytest.raises(ValueError, match="c1"):
         s.step_section("exact")
+
+
+def test_alike_verdicts_of_one_problem_are_worth_fewer_independent_pairs() -> None:
+    """Problems that accept all or nothing: α1's standard error with each problem as one
+    cluster is far above the binomial's, and the calibration carries the independent
+    pairs it is worth (what the decoder model's calibration uncertainty draws α1 with)."""
+    from specmodel.stats import clustered_rate
+
+    pairs = [StepPair(problem, i, "a\n\n", "b\n\n", 10, 9, 1.0, 0.25, 0.01, problem % 2 == 0)
+             for problem in range(6) for i in range(8)]
+    s = summarize(pairs)
+    assert s.problems == 6 and s.alpha1_clustered_stderr is not None
+    _, se = clustered_rate([8, 0, 8, 0, 8, 0], [8] * 6)
+    assert s.alpha1_clustered_stderr == pytest.approx(se)
+    assert s.alpha1_clustered_stderr > 2 * (0.25 / 48) ** 0.5
+    sec = s.step_section("exact")
+    assert sec.samples == 48 and sec.problems == 6
+    assert sec.effective_samples == s.effective_pairs and 1 <= sec.effective_samples <= 8
+    one = summarize([_pair(i, i % 2 == 0) for i in range(10)])  # one problem: no clusters
+    assert one.problems == 1 and one.effective_pairs is None
+    assert one.step_section("exact").effective_samples is None

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import assume, given
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from specmodel.closedform.token_level import expected_accepted_drafts, g_token
@@ -177,3 +177,78 @@ def test_ratio_estimator_names_bad_input() -> None:
         ratio_estimate([1.0], [1.0])
     with pytest.raises(ValueError, match="denominator"):
         ratio_estimate([1.0, 2.0], [0.0, 0.0])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.booleans(), min_size=2, max_size=60))
+def test_clustered_rate_of_single_trials_is_the_binomial_with_m_minus_1(verdicts) -> None:
+    """Clusters of one trial each are independent trials: the cluster-robust variance is
+    r (1 − r) / (m − 1), the binomial's with one degree of freedom spent on the rate."""
+    from specmodel.stats import clustered_rate
+
+    m = len(verdicts)
+    r, se = clustered_rate([int(v) for v in verdicts], [1] * m)
+    assert r == pytest.approx(sum(verdicts) / m)
+    assert se * se == pytest.approx(r * (1 - r) / (m - 1), abs=1e-12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 20), st.floats(0, 1)), min_size=2, max_size=15),
+       st.randoms(use_true_random=False))
+def test_clustered_rate_is_pooled_and_order_free(clusters, rnd) -> None:
+    from specmodel.stats import clustered_rate, effective_samples
+
+    trials = [n for n, _ in clusters]
+    successes = [round(n * p) for n, p in clusters]
+    r, se = clustered_rate(successes, trials)
+    assert r == pytest.approx(sum(successes) / sum(trials))
+    order = list(range(len(clusters)))
+    rnd.shuffle(order)
+    r2, se2 = clustered_rate([successes[i] for i in order], [trials[i] for i in order])
+    assert (r2, se2) == pytest.approx((r, se))
+    n_eff = effective_samples(r, se, sum(trials))
+    assert 1 <= n_eff <= sum(trials)
+    # every cluster at the pooled rate: nothing varies between problems
+    same, se0 = clustered_rate([n // 2 for n in (2, 4, 6)], [2, 4, 6])
+    assert same == 0.5 and se0 == 0.0 and effective_samples(same, se0, 12) == 12
+
+
+def test_clustered_rate_estimates_the_spread_of_alike_verdicts() -> None:
+    """Seeded Monte-Carlo: 20 problems × 10 verdicts, each problem's rate drawn from
+    Beta(1, 1) (verdicts of one problem alike). The cluster-robust variance, averaged
+    over 3000 replications, matches the pooled rate's variance across them (its
+    standard error: a few %), and is ≈ 4× the binomial's — which treats the 200
+    verdicts as independent."""
+    import numpy as np
+
+    from specmodel.stats import clustered_rate, effective_samples
+
+    rng = np.random.default_rng(7)
+    rates, variances, effs = [], [], []
+    for _ in range(3000):
+        k = rng.binomial(10, rng.beta(1.0, 1.0, size=20))
+        r, se = clustered_rate(k.tolist(), [10] * 20)
+        rates.append(r)
+        variances.append(se * se)
+        effs.append(effective_samples(r, se, 200))
+    true_var = float(np.var(rates, ddof=1))
+    assert float(np.mean(variances)) == pytest.approx(true_var, rel=0.08)
+    # design effect 1 + (n − 1) ICC = 1 + 9 / 3 = 4 for Beta(1, 1): 200 / 4 = 50 pairs
+    assert 40 < float(np.median(effs)) < 62
+    assert true_var > 3 * 0.25 / 200
+
+
+def test_clustered_rate_and_effective_samples_name_bad_input() -> None:
+    from specmodel.stats import clustered_rate, effective_samples
+
+    with pytest.raises(ValueError, match="at least 2 clusters"):
+        clustered_rate([1, 0], [3, 0])
+    with pytest.raises(ValueError, match="one entry per cluster"):
+        clustered_rate([1], [3, 4])
+    with pytest.raises(ValueError, match="successes must lie in"):
+        clustered_rate([4, 1], [3, 4])
+    with pytest.raises(ValueError, match="rate must lie in"):
+        effective_samples(1.5, 0.1, 10)
+    with pytest.raises(ValueError, match="stderr must be"):
+        effective_samples(0.5, float("nan"), 10)
+    assert effective_samples(0.0, 0.1, 10) == 10

@@ -242,6 +242,27 @@ def test_the_calibrations_end_and_branch_rates_reach_the_model() -> None:
         assert any(said in m for m in missing), said
 
 
+def test_alphas_uncertainty_is_worth_the_problem_clustered_pairs() -> None:
+    """With ``effective_samples`` (verdicts of one problem alike) α1 is drawn as from
+    that many independent pairs: a wider spread than from every pair; without it the
+    model says the interval may be too narrow."""
+    import numpy as np
+
+    cal = load_preset(MEASURED)
+    assert cal.step.samples is not None
+    clustered = cal.model_copy(update={"step": cal.step.model_copy(update={
+        "effective_samples": max(1, cal.step.samples // 4), "problems": 10})})
+    acc = AcceptanceModel.from_calibration(clustered)
+    plain = AcceptanceModel.from_calibration(cal)
+    assert acc.step_samples == cal.step.samples // 4 and plain.step_samples == cal.step.samples
+    note = "problem-to-problem spread: not measured"
+    assert any(note in m for m in plain.missing) and not any(note in m for m in acc.missing)
+    rng_a, rng_b = np.random.default_rng(1), np.random.default_rng(1)
+    wide = np.std([acc.resampled(rng_a).alpha1 for _ in range(2000)])
+    narrow = np.std([plain.resampled(rng_b).alpha1 for _ in range(2000)])
+    assert 1.6 < wide / narrow < 2.4  # sqrt(4) = 2
+
+
 def test_target_steps_that_end_the_answer_end_the_problem() -> None:
     """At a target end rate h every mode commits fewer steps per problem (a geometric
     answer length capped at max_steps: 1 + … + (1 − h)^(n − 1) target-only steps in the
