@@ -235,6 +235,29 @@ def pool_engine_costs(
                     f"{output}", soft_wrap=True)
 
 
+@profile_app.command("rederive-steps")
+def rederive_steps(
+    calibration_file: Annotated[Path, typer.Argument(
+        help="A profiled calibration whose steps phase to derive again from its pairs "
+             "record.")],
+    output: Output,
+    record: Annotated[Path | None, typer.Option(
+        help="The pairs record (default: the path the steps phase names).")] = None,
+) -> None:
+    """Derive a calibration's step section again from its pairs record with this
+    version's estimators (e.g. the per-problem verdict counts), into a copy: no decoding."""
+    from profiler.calibrate import Recorder
+    from profiler.calibrate import rederive_steps as rederive
+    from specmodel.formats.calibration import load_calibration
+
+    cal = load_calibration(calibration_file)
+    got = rederive(cal, record)
+    with Recorder(output, cal) as rec, saving(_unchanged(output, "the step section")):
+        rec.add(got)
+    console().print(f"steps phase derived again from its record: {got.summary}; wrote "
+                    f"{output}", soft_wrap=True)
+
+
 def _engine_cost_options(contexts: str, widths: str, tokens: str, speculation: str,
                          repeats: int, speculation_problems: int) -> dict[str, Any]:
     """The engine-cost grid options, parsed, each error naming its option."""

@@ -275,7 +275,7 @@ def steps_phase(
     from profiler.engines import HFEngine
     from profiler.packs import resolve_model
     from profiler.problems import load_problems
-    from profiler.step_profile import check_record, profile_steps, summarize
+    from profiler.step_profile import check_record, profile_steps
     from profiler.verifiers import make_verifier
     from specmodel.config import VerifierSpec
 
@@ -291,38 +291,90 @@ def steps_phase(
                           resume=resume, progress=progress, key=key, note=note,
                           branches=branches, branch_temperature=branch_temperature,
                           branch_seed=seed)
-    s = summarize(pairs, delimiter=delimiter, max_step_tokens=max_step_tokens,
-                  branch_temperature=branch_temperature if branches > 1 else None,
-                  steps_per_problem=steps_per_problem)
+    return steps_result(pairs, StepsSettings(
+        description="-", verifier=ver.name, record=str(record), accepted=0, pairs=1,
+        date=finished_at(), **key))
+
+
+def steps_result(pairs: list[Any], measured: StepsSettings,
+                 rederived: str | None = None) -> PhaseResult:
+    """The ``steps`` phase's result from its pairs and its settings (``measured``: the
+    models, verifier, problems, caps and date; the description and counts are filled in
+    here).  ``rederived``: a note that the numbers were derived again from the record
+    (the date stays the measurement's)."""
+    from profiler.step_profile import summarize
+
+    m = measured
+    branches = m.branches or 1
+    s = summarize(pairs, delimiter=m.delimiter, max_step_tokens=m.max_step_tokens,
+                  branch_temperature=m.branch_temperature if branches > 1 else None,
+                  steps_per_problem=m.steps_per_problem)
     ends = (f"{s.draft_end_rate:.3f} of the draft steps and {s.target_end_rate:.3f} of the "
             "target steps end the answer")
     if s.branch_counts:
         best = "; ".join(f"the best of {w} distinct draft steps accepted at {k}/{n}"
                          for w, (n, k) in s.branch_counts.items())
         ends += (f"; {branches - 1} sampled branch(es) per prefix at temperature "
-                 f"{branch_temperature}: {s.duplicate_branch_rate:.3f} of them duplicates, "
+                 f"{m.branch_temperature}: {s.duplicate_branch_rate:.3f} of them duplicates, "
                  f"{best}")
-    desc = (f"step: {s.pairs} target/draft step pairs ({target} target, {draft} draft, verifier "
-            f"{ver.name}; transformers, greedy, {threads} thread(s), step delimiter "
-            f"{delimiter!r}, cap {max_step_tokens} tokens) from {problems} gsm_symbolic problems "
-            f"(seed {seed}); alpha1 = ({s.accepted} + 0.5)/({s.pairs} + 1), Wilson 95% CI of the "
-            f"raw rate {s.alpha1_ci95[0]:.3f}-{s.alpha1_ci95[1]:.3f}"
+    desc = (f"step: {s.pairs} target/draft step pairs ({m.target} target, {m.draft} draft, "
+            f"verifier {m.verifier}; transformers, greedy, {m.threads} thread(s), step "
+            f"delimiter {m.delimiter!r}, cap {m.max_step_tokens} tokens) from {m.problems} "
+            f"gsm_symbolic problems (seed {m.seed}); alpha1 = ({s.accepted} + 0.5)/"
+            f"({s.pairs} + 1), Wilson 95% CI of the raw rate "
+            f"{s.alpha1_ci95[0]:.3f}-{s.alpha1_ci95[1]:.3f}"
             + ("" if s.alpha1_clustered_stderr is None else
                f", standard error {s.alpha1_clustered_stderr:.3f} with each problem's pairs "
                f"as one cluster ({s.effective_pairs} independent pairs' worth)")
             + f"; c1 = {s.c1:.4f} +/- "
             f"{s.c1_stderr:.4f} (ratio of summed times, delta-method SE); verifier cost "
             f"{s.verifier_cost:.4f} target steps; mean step {s.step_tokens_mean:.1f} tokens; "
-            f"{ends}.")
-    settings = StepsSettings(
-        description=desc, verifier=ver.name, record=str(record), accepted=s.accepted,
-        pairs=s.pairs, alpha1_ci95=s.alpha1_ci95, c1_stderr=s.c1_stderr, date=finished_at(),
-        **key)
+            f"{ends}." + ("" if rederived is None else f" {rederived}"))
+    settings = m.model_copy(update={
+        "description": desc, "accepted": s.accepted, "pairs": s.pairs,
+        "alpha1_ci95": s.alpha1_ci95, "c1_stderr": s.c1_stderr})
     return PhaseResult(
-        "steps", s.step_section(ver.name), settings,
-        {"target": target, "draft": draft, "verifier": ver.name},
+        "steps", s.step_section(m.verifier), settings,
+        {"target": m.target, "draft": m.draft, "verifier": m.verifier},
         f"α1 = {s.alpha1:.3f} (raw {s.accepted}/{s.pairs}), c1 = {s.c1:.3f} ± {s.c1_stderr:.3f}",
     )
+
+
+def rederive_steps(cal: Calibration, record: str | Path | None = None) -> PhaseResult:
+    """The ``steps`` phase of ``cal`` derived again from its pairs record (``record``,
+    else the path its phase settings name) with this version's estimators: what a
+    calibration measured before an estimator existed gains it without decoding again.
+    The record's key must name the phase's models, problems, seed, caps, delimiter and
+    verifier; the phase's date stays the measurement's, and its description says when
+    and with which specmodel it was derived again."""
+    from profiler.step_profile import read_record
+    from specmodel import __version__
+
+    settings = cal.provenance.settings
+    phase = (settings.phases.steps if isinstance(settings, MeasurementSettings)
+             and settings.phases is not None else None)
+    if phase is None:
+        raise ValueError(f"calibration {cal.name!r} has no steps phase to derive again (only "
+                         "a profiled one records its pairs record)")
+    path = Path(record if record is not None else phase.record)
+    got = read_record(path)
+    if not got.pairs:
+        raise ValueError(f"record {path}: no step pairs (missing, or not a pairs record)")
+    if got.key is not None:
+        differ = [k for k in ("target", "draft", "problems", "seed", "steps_per_problem",
+                              "max_step_tokens", "delimiter", "verifier_kind", "threshold")
+                  if k in got.key and getattr(phase, k, got.key[k]) != got.key[k]]
+        if differ:
+            raise ValueError(f"record {path} measured other settings than the calibration's "
+                             "steps phase: " + ", ".join(
+                                 f"{k} {got.key[k]!r} (record) vs {getattr(phase, k)!r}"
+                                 for k in differ))
+    if len(got.pairs) != phase.pairs:
+        raise ValueError(f"record {path} holds {len(got.pairs)} pairs, the calibration's steps "
+                         f"phase {phase.pairs}: not the record it was derived from")
+    note = (f"(Derived again from the record {path} on {finished_at()} with specmodel "
+            f"{__version__}.)")
+    return steps_result(got.pairs, phase, rederived=note)
 
 
 def tokens_phase(

@@ -428,8 +428,8 @@ class StepSummary:
     """Temperature of the sampled branches."""
     length_pairs: list[tuple[int, int, int]] | None = None
     """(target tokens, draft tokens, count) over the pairs (the joint distribution)."""
-    problems: int = 1
-    """Problems the pairs come from."""
+    problem_verdicts: list[tuple[int, int]] | None = None
+    """(accepted, judged) per problem, in problem order (None: built by hand)."""
     alpha1_clustered_stderr: float | None = None
     """Standard error of the raw acceptance with the pairs of one problem as one cluster
     (:func:`specmodel.stats.clustered_rate`; None: fewer than two problems)."""
@@ -454,8 +454,7 @@ class StepSummary:
             step_tokens_mean=self.step_tokens_mean,
             step_tokens_histogram=self.step_tokens_histogram,
             samples=self.pairs,
-            problems=self.problems,
-            effective_samples=self.effective_pairs,
+            problem_verdicts=self.problem_verdicts,
             draft_step_tokens_histogram=self.draft_step_tokens_histogram,
             verdict_correlation=self.verdict_correlation,
             verdict_pairs=self.verdict_pairs,
@@ -571,7 +570,7 @@ def summarize(pairs: Sequence[StepPair], *, delimiter: str | None = None,
         accepted=x,
         alpha1=jeffreys_rate(x, n),
         alpha1_ci95=wilson(x, n),
-        problems=len(by_problem),
+        problem_verdicts=[(sum(v), len(v)) for _, v in sorted(by_problem.items())],
         alpha1_clustered_stderr=clustered,
         effective_pairs=eff,
         c1=c1.mean,

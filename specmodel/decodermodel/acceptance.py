@@ -14,6 +14,13 @@
   simulator draws them as a two-state Markov chain with the depth's rate p as its
   marginal, P(accept | accepted before) = p + ρ(1 − p), P(accept | rejected before) =
   p(1 − ρ), clipped to [0, 1] (:meth:`AcceptanceModel.next_step_rate`);
+* the spread of step acceptance between problems (``problem_spread``, from the
+  calibration's per-problem verdict counts): a simulated problem draws one calibration
+  problem (weighted by its judged pairs) and shifts every step rate of the problem by
+  that problem's logit offset from the pooled rate, so easy and hard problems alternate
+  as in real text (the measured lag-1 correlation of verdicts is then taken as this
+  spread, not drawn again as a chain); α1's calibration uncertainty then counts each
+  problem as one cluster (:func:`specmodel.stats.clustered_rate`);
 * step lengths of the target and of the draft (:class:`StepLengths`: a histogram, else a
   fixed mean; the draft's own histogram when measured, else the target's), and their
   joint distribution from one prefix when measured (``step_length_pairs``: the two
@@ -42,7 +49,7 @@ import numpy as np
 
 from specmodel.validation import check_probability
 
-__all__ = ["AcceptanceModel", "StepLengths", "draw_indices"]
+__all__ = ["AcceptanceModel", "StepLengths", "draw_indices", "logit_shifted"]
 
 
 def draw_indices(rng: np.random.Generator, cum: np.ndarray, n: int) -> np.ndarray:
@@ -137,6 +144,11 @@ class AcceptanceModel:
     duplicate_branch_rate: float = 0.0
     """Probability that a sampled draft branch is identical to an earlier sibling (kept
     once: drafted, but neither expanded nor judged; 0: every branch is distinct)."""
+    problem_spread: tuple[tuple[float, float], ...] = ()
+    """Between-problem spread of step acceptance: per calibration problem (logit of its
+    Jeffreys-smoothed rate − logit of the pooled α1, its judged pairs as weight); a
+    simulated problem draws one by weight and shifts its step rates by it
+    (:func:`logit_shifted`).  Empty: one rate for every problem."""
     step_length_pairs: tuple[tuple[int, int, float], ...] | None = None
     """The joint distribution of (target, draft) step lengths from one prefix, as
     (target tokens, draft tokens, weight): the simulator draws both steps of a prefix
@@ -160,6 +172,10 @@ class AcceptanceModel:
         if not (isinstance(rho, (int, float)) and not isinstance(rho, bool)
                 and -1.0 <= rho <= 1.0):
             raise ValueError(f"verdict_correlation must lie in [-1, 1], got {rho!r}")
+        for i, (shift, weight) in enumerate(self.problem_spread):
+            if not (math.isfinite(shift) and math.isfinite(weight) and weight > 0):
+                raise ValueError(f"problem_spread[{i}] must be a finite shift and a weight "
+                                 f"> 0, got ({shift}, {weight})")
 
     # -- construction ------------------------------------------------------------
 
@@ -219,11 +235,13 @@ class AcceptanceModel:
                            "to max_steps")
         if tok.acceptance_by_position is None:
             missing.append("token acceptance by position: not measured; i.i.d. α2")
-        effective = getattr(step, "effective_samples", None)
-        if effective is None and step.samples:
-            missing.append("α1's problem-to-problem spread: not measured; its uncertainty "
-                           "treats every judged pair as independent (the interval may be "
-                           "too narrow)")
+        spread, effective = _problem_spread(step)
+        if not spread:
+            missing.append("step acceptance by problem: not measured; one rate for every "
+                           "problem, and α1's uncertainty treats every judged pair as "
+                           "independent (the interval may be too narrow)")
+        else:
+            rho = None  # the problems' spread is what the lag-1 correlation measured
         return cls(
             alpha1=step.alpha1, alpha2=tok.alpha2,
             step_by_depth=(tuple(step.acceptance_by_position)
@@ -232,6 +250,7 @@ class AcceptanceModel:
                                if tok.acceptance_by_position else None),
             target_steps=lengths, draft_steps=draft_lengths,
             step_samples=effective or step.samples, token_samples=tok.samples,
+            problem_spread=spread,
             verdict_correlation=float(rho) if rho is not None else 0.0,
             verdict_samples=(getattr(step, "verdict_pairs", None)
                              if rho is not None else None),
@@ -252,6 +271,7 @@ class AcceptanceModel:
         step verdicts, distinct branches and no step that ends the answer."""
         return (self.step_by_depth is None and self.token_by_position is None
                 and not self.branch_by_width and self.verdict_correlation == 0
+                and not self.problem_spread
                 and self.draft_end_rate == 0 and self.target_end_rate == 0
                 and self.duplicate_branch_rate == 0)
 
@@ -325,6 +345,35 @@ class AcceptanceModel:
                 "duplicate_branch_rate": self.duplicate_branch_rate,
                 "step_samples": self.step_samples, "token_samples": self.token_samples,
                 "missing": list(self.missing)}
+
+
+def logit_shifted(rate: float, shift: float) -> float:
+    """``rate`` moved by ``shift`` on the logit scale (a problem easier or harder than
+    the pool by that much); 0 and 1 stay."""
+    if shift == 0 or rate <= 0 or rate >= 1:
+        return rate
+    return 1.0 / (1.0 + math.exp(-(math.log(rate / (1.0 - rate)) + shift)))
+
+
+def _problem_spread(step: Any) -> tuple[tuple[tuple[float, float], ...], int | None]:
+    """(problem_spread, effective samples) from a step section's ``problem_verdicts``
+    (both empty/None with fewer than two problems)."""
+    from specmodel.stats import clustered_rate, effective_samples
+
+    counts = getattr(step, "problem_verdicts", None) or []
+    if len(counts) < 2:
+        return (), None
+    k = [int(a) for a, _ in counts]
+    n = [int(b) for _, b in counts]
+    raw, se = clustered_rate(k, n)
+    pooled = (sum(k) + 0.5) / (sum(n) + 1)
+
+    def logit(p: float) -> float:
+        return math.log(p / (1.0 - p))
+
+    spread = tuple((logit((a + 0.5) / (b + 1)) - logit(pooled), float(b))
+                   for a, b in zip(k, n, strict=True))
+    return spread, effective_samples(raw, se, sum(n))
 
 
 def _fisher(rng: np.random.Generator, rho: float, n: int) -> float:

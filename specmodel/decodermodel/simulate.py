@@ -65,7 +65,12 @@ from typing import Any
 import numpy as np
 
 from specmodel.config import SpecConfig
-from specmodel.decodermodel.acceptance import AcceptanceModel, StepLengths, draw_indices
+from specmodel.decodermodel.acceptance import (
+    AcceptanceModel,
+    StepLengths,
+    draw_indices,
+    logit_shifted,
+)
 from specmodel.decodermodel.costs import CostModel, Forwards, Surface
 from specmodel.montecarlo.acceptance import sample_accepted_prefix
 from specmodel.montecarlo.estimate import Estimate, ratio_estimate
@@ -375,6 +380,9 @@ class _Run:
             self.target.paired = (self.paired, 0)
             self.draft.paired = (self.paired, 1)
 
+    shift: float = field(init=False, default=0.0)
+    """This problem's logit offset of step acceptance (drawn per problem from
+    :attr:`AcceptanceModel.problem_spread`; 0 without one)."""
     judged: int = field(init=False, default=0)
     accepted: int = field(init=False, default=0)
     verify_seconds: float = field(init=False, default=0.0)
@@ -388,7 +396,7 @@ class _Run:
         (:meth:`AcceptanceModel.next_step_rate`); with ρ = 0 they are independent draws
         (the same single uniform per verdict either way)."""
         self.judged += 1
-        rate = self.acc.step_rate(depth, width, tree)
+        rate = logit_shifted(self.acc.step_rate(depth, width, tree), self.shift)
         if self.acc.verdict_correlation != 0:
             rate = self.acc.next_step_rate(rate, self.last_verdict)
         ok = bool(self.rng.random() < rate)
@@ -431,6 +439,10 @@ class _Run:
         self.target.known.clear()
         self.draft.known.clear()
         self.last_verdict = None  # verdicts are correlated within a problem only
+        spread = self.acc.problem_spread
+        if spread:  # one draw per problem, only when the spread is measured
+            cum = np.cumsum([w for _, w in spread])
+            self.shift = spread[int(draw_indices(self.rng, cum, 1)[0])][0]
         if self.paired is not None:
             self.paired.memo.clear()
         if self.cfg.k1 == 1:

@@ -134,13 +134,11 @@ class StepLevel(_Strict):
     """Step length in tokens -> count."""
     samples: int | None = Field(default=None, ge=1)
     """Draft/target step pairs measured."""
-    problems: int | None = Field(default=None, ge=1)
-    """Problems those pairs come from (None: not recorded)."""
-    effective_samples: int | None = Field(default=None, ge=1)
-    """Independent pairs that would give α1's standard error with the pairs of one
-    problem counted as one cluster (verdicts of one problem are alike: problem-to-problem
-    spread); at most ``samples``.  What the decoder model's calibration uncertainty draws
-    α1 with (None: not measured; ``samples``, as if every pair were independent)."""
+    problem_verdicts: list[tuple[int, int]] | None = None
+    """(accepted, judged) pairs of each problem the pairs come from, in problem order:
+    verdicts of one problem are alike, so α1's uncertainty counts each problem as one
+    cluster and the decoder model draws each simulated problem's acceptance from these
+    (None: not recorded; every pair independent, one rate for every problem)."""
     draft_step_tokens_histogram: dict[int, int] | None = None
     """The draft's step length in tokens (draft tokenizer) -> count, measured from the
     same prefixes as ``step_tokens_histogram`` (None: not measured; the target's is used)."""
@@ -179,6 +177,15 @@ class StepLevel(_Strict):
     are drawn independently)."""
 
     _rates = field_validator("acceptance_by_position")(_open_unit_interval)
+
+    @field_validator("problem_verdicts")
+    @classmethod
+    def _verdict_counts(cls, v: list[tuple[int, int]] | None) -> list[tuple[int, int]] | None:
+        for k, n in v or ():
+            if n < 1 or not 0 <= k <= n:
+                raise ValueError(f"problem_verdicts needs 0 <= accepted <= judged and "
+                                 f"judged >= 1, got ({k}, {n})")
+        return v
 
     @field_validator("step_length_pairs")
     @classmethod

@@ -338,3 +338,41 @@ def test_a_phase_into_a_copy_of_a_measured_calibration_keeps_its_phases(
     assert phases.steps.steps_per_problem == 6
     assert "copied from" not in cal.provenance.description
     assert cal.provenance.source == "measured"
+
+
+def test_rederive_steps_adds_todays_estimators_and_keeps_every_measured_number(
+        tmp_path, capsys) -> None:
+    """`profile rederive-steps` on a committed calibration: the step section derived
+    again from its pairs record equals the measured one but for the per-problem verdict
+    counts it gains; the phase keeps its date; a record of other pairs is refused."""
+    from pathlib import Path
+
+    from cli.main import main
+    from specmodel.formats.calibration import load_calibration
+
+    results = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
+    src = results / "heldout_15b_calibration.json"
+    out = tmp_path / "again.json"
+    assert main(["profile", "rederive-steps", str(src), "-o", str(out), "--record",
+                 str(results / "heldout_15b_calibration.pairs.jsonl")]) == 0
+    old, new = load_calibration(src), load_calibration(out)
+    before, after = old.step.model_dump(), new.step.model_dump()
+    assert [k for k in before if before[k] != after[k]] == ["problem_verdicts"]
+    counts = new.step.problem_verdicts
+    assert counts is not None and len(counts) == 10
+    assert sum(k for k, _ in counts) == 57 and sum(n for _, n in counts) == 96
+    assert new.engine_costs == old.engine_costs and new.token == old.token
+    phase = new.provenance.settings.phases.steps
+    assert phase.date == old.provenance.settings.phases.steps.date
+    assert "Derived again from the record" in phase.description
+    assert "48 independent pairs' worth" in phase.description
+    other = results / "heldout_05b_calibration_whole.pairs.jsonl"
+    assert main(["profile", "rederive-steps", str(src), "-o", str(tmp_path / "x.json"),
+                 "--record", str(other)]) == 2
+    assert "measured other settings" in " ".join(capsys.readouterr().err.split())
+    from specmodel.formats.calibration import load_preset
+
+    plain = tmp_path / "preset.json"
+    plain.write_text(load_preset("lr-paper-gsm8k-deepseek").model_dump_json())
+    assert main(["profile", "rederive-steps", str(plain), "-o", str(tmp_path / "y.json")]) == 2
+    assert "has no steps phase" in " ".join(capsys.readouterr().err.split())

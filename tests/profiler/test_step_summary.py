@@ -61,13 +61,13 @@ def test_alike_verdicts_of_one_problem_are_worth_fewer_independent_pairs() -> No
     pairs = [StepPair(problem, i, "a\n\n", "b\n\n", 10, 9, 1.0, 0.25, 0.01, problem % 2 == 0)
              for problem in range(6) for i in range(8)]
     s = summarize(pairs)
-    assert s.problems == 6 and s.alpha1_clustered_stderr is not None
+    assert s.problem_verdicts == [(8, 8), (0, 8)] * 3
+    assert s.alpha1_clustered_stderr is not None
     _, se = clustered_rate([8, 0, 8, 0, 8, 0], [8] * 6)
     assert s.alpha1_clustered_stderr == pytest.approx(se)
     assert s.alpha1_clustered_stderr > 2 * (0.25 / 48) ** 0.5
+    assert s.effective_pairs is not None and 1 <= s.effective_pairs <= 8
     sec = s.step_section("exact")
-    assert sec.samples == 48 and sec.problems == 6
-    assert sec.effective_samples == s.effective_pairs and 1 <= sec.effective_samples <= 8
+    assert sec.samples == 48 and sec.problem_verdicts == s.problem_verdicts
     one = summarize([_pair(i, i % 2 == 0) for i in range(10)])  # one problem: no clusters
-    assert one.problems == 1 and one.effective_pairs is None
-    assert one.step_section("exact").effective_samples is None
+    assert one.problem_verdicts == [(5, 10)] and one.effective_pairs is None

@@ -4,6 +4,7 @@ does that the papers' model does not."""
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import numpy as np
 import pytest
@@ -23,6 +24,7 @@ from specmodel.decodermodel import (
     predict_calibrated,
     simulate,
 )
+from specmodel.decodermodel.acceptance import logit_shifted
 from specmodel.formats.calibration import load_preset
 
 MEASURED = "measured-qwen2.5-coder-0.5b-smollm2-135m"
@@ -242,25 +244,78 @@ def test_the_calibrations_end_and_branch_rates_reach_the_model() -> None:
         assert any(said in m for m in missing), said
 
 
-def test_alphas_uncertainty_is_worth_the_problem_clustered_pairs() -> None:
-    """With ``effective_samples`` (verdicts of one problem alike) α1 is drawn as from
-    that many independent pairs: a wider spread than from every pair; without it the
-    model says the interval may be too narrow."""
+def test_the_problems_spread_of_acceptance_reaches_the_model() -> None:
+    """With per-problem verdict counts α1 is drawn as from the independent pairs they
+    are worth (a wider spread than from every pair), each problem gets its logit offset,
+    and the chain correlation gives way to the spread; without them the model says so."""
     import numpy as np
 
     cal = load_preset(MEASURED)
-    assert cal.step.samples is not None
-    clustered = cal.model_copy(update={"step": cal.step.model_copy(update={
-        "effective_samples": max(1, cal.step.samples // 4), "problems": 10})})
-    acc = AcceptanceModel.from_calibration(clustered)
+    counts = [(9, 12), (1, 12), (10, 12), (2, 12), (9, 12), (1, 12), (10, 12), (2, 12)]
+    spread_cal = cal.model_copy(update={"step": cal.step.model_copy(update={
+        "problem_verdicts": counts, "verdict_correlation": 0.3, "verdict_pairs": 80})})
+    acc = AcceptanceModel.from_calibration(spread_cal)
     plain = AcceptanceModel.from_calibration(cal)
-    assert acc.step_samples == cal.step.samples // 4 and plain.step_samples == cal.step.samples
-    note = "problem-to-problem spread: not measured"
+    assert len(acc.problem_spread) == 8 and not plain.problem_spread
+    assert acc.verdict_correlation == 0 and not acc.is_iid
+    assert acc.step_samples is not None and acc.step_samples < 96 // 3
+    note = "step acceptance by problem: not measured"
     assert any(note in m for m in plain.missing) and not any(note in m for m in acc.missing)
+    pooled = (44 + 0.5) / 97
+    assert acc.problem_spread[0][0] == pytest.approx(
+        math.log(9.5 / 3.5) - math.log(pooled / (1 - pooled)))
+    assert [w for _, w in acc.problem_spread] == [12.0] * 8
+    wide = dataclasses.replace(plain, step_samples=acc.step_samples)
     rng_a, rng_b = np.random.default_rng(1), np.random.default_rng(1)
-    wide = np.std([acc.resampled(rng_a).alpha1 for _ in range(2000)])
-    narrow = np.std([plain.resampled(rng_b).alpha1 for _ in range(2000)])
-    assert 1.6 < wide / narrow < 2.4  # sqrt(4) = 2
+    spread_sd = np.std([wide.resampled(rng_a).alpha1 for _ in range(2000)])
+    iid_sd = np.std([plain.resampled(rng_b).alpha1 for _ in range(2000)])
+    assert spread_sd > 1.5 * iid_sd
+
+
+def test_simulated_problems_spread_their_acceptance_as_measured() -> None:
+    """Seeded: with a two-problem spread (logit ±1.5, equal weights) the simulated
+    problems' acceptance splits into an easy and a hard group around the shifted rates,
+    and the pooled acceptance is their mean; with no shifts it is α1 (within a few
+    standard errors)."""
+    lengths = StepLengths.constant(8)
+    base = AcceptanceModel(0.5, 0.5, target_steps=lengths, draft_steps=lengths)
+    spread = dataclasses.replace(base, problem_spread=((1.5, 1.0), (-1.5, 1.0)))
+    cfg = SpecConfig(mode="sync", k1=2, max_steps=40, max_step_tokens=8)
+    cm = CostModel.flat(0.2)
+    work = Workload.of(cfg, 16)
+    from specmodel.decodermodel.simulate import _Run
+
+    rates = []
+    r = _Run(cfg, spread, cm, work, np.random.default_rng(4))
+    for _ in range(400):
+        before = (r.judged, r.accepted)
+        r.problem()
+        judged = r.judged - before[0]
+        rates.append((r.accepted - before[1]) / judged if judged else float("nan"))
+    rates = np.asarray(rates)
+    hi, lo = logit_shifted(0.5, 1.5), logit_shifted(0.5, -1.5)
+    assert hi == pytest.approx(1 / (1 + math.exp(-1.5)))
+    easy, hard = rates[rates > 0.5], rates[rates < 0.5]
+    assert 150 < len(easy) < 250 and 150 < len(hard) < 250
+    assert easy.mean() == pytest.approx(hi, abs=0.05) and hard.mean() == pytest.approx(
+        lo, abs=0.05)
+    flat = dataclasses.replace(base, problem_spread=((0.0, 1.0), (0.0, 3.0)))
+    c = simulate(cfg, flat, cm, work, problems=400, seed=2).counters
+    p = c["accepted_steps"] / c["drafted_steps"]
+    n = 400 * c["drafted_steps"]
+    assert abs(p - 0.5) < 4 * math.sqrt(0.25 / n)
+    with pytest.raises(ValueError, match="problem_spread"):
+        dataclasses.replace(base, problem_spread=((0.0, 0.0),))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.floats(0.001, 0.999), st.floats(-6, 6))
+def test_logit_shifts_invert_and_keep_order(rate: float, shift: float) -> None:
+    moved = logit_shifted(rate, shift)
+    assert 0 < moved < 1
+    assert logit_shifted(moved, -shift) == pytest.approx(rate, rel=1e-9, abs=1e-12)
+    assert (moved >= rate) == (shift >= 0) or moved == pytest.approx(rate)
+    assert logit_shifted(rate, 0.0) == rate and logit_shifted(1.0, shift) == 1.0
 
 
 def test_target_steps_that_end_the_answer_end_the_problem() -> None:
