@@ -1,0 +1,53 @@
+"""An engine-cost probe on a real model: what `bench_heldout --cost-probe` stores in a
+run record, and the drift it gives against a calibration measured at the same moment."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import require
+
+pytestmark = pytest.mark.live
+
+
+def test_a_probe_on_a_real_model_times_its_cells_and_reads_back_as_no_drift(
+        smollm_path, tmp_path) -> None:
+    require("transformers")
+    from profiler.engine_costs import probe_costs
+    from profiler.engines import HFEngine
+    from specmodel.formats.calibration import load_preset
+    from specmodel.formats.run_record import CostProbe, load_run_record
+    from specmodel.prediction import calibration_at_run_time, cost_drift
+
+    engine = HFEngine(smollm_path, threads=1)
+    probe = probe_costs(engine, None, models=("smollm2-135m", None), context=24, threads=1,
+                        tokens=(2, 6), repeats=1, before="target")
+    points = probe.costs.target.points
+    assert [(p.batch, p.context) for p in points] == [(1, 24), (2, 24)]
+    assert all(p.per_token > 0 for p in points)
+    assert probe.costs.device == "cpu" and probe.costs.draft is None
+    # a calibration whose engine costs are the probe's own cells: no drift, exactly
+    cal = load_preset("measured-qwen2.5-coder-0.5b-smollm2-135m").model_copy(
+        update={"engine_costs": probe.costs})
+    drift = cost_drift(cal, [probe])
+    assert drift is not None and drift.target == pytest.approx(1.0, rel=1e-12)
+    assert drift.draft is None
+    rescaled, _ = calibration_at_run_time(cal, [probe])
+    assert rescaled.engine_costs == probe.costs.scaled(1.0)
+    # the decoder's run writer stores it in the record, and a resumed run keeps it
+    from profiler.problems import load_problems
+    from profiler.runs import run_configurations
+    from specmodel.config import SpecConfig
+
+    cfg = SpecConfig(max_steps=1, max_step_tokens=6)
+    path = tmp_path / "probed.run.json"
+    kw = {"models": {"target": "smollm2-135m"}, "settings": {"problems": 1, "seed": 0}}
+    run_configurations(engine, None, None, [cfg], load_problems(1, 0), path,
+                       cost_probes=[probe], **kw)
+    assert load_run_record(path).cost_probes == [CostProbe.model_validate(probe.model_dump())]
+    later = probe.model_copy(update={"before": None})
+    run_configurations(engine, None, None, [cfg, cfg.replace(k2=2)],
+                       load_problems(1, 0), path, resume=True, cost_probes=[later], **kw)
+    kept = load_run_record(path)
+    assert [p.before for p in kept.cost_probes] == ["target", None]
+    assert len(kept.configs) == 2
