@@ -14,9 +14,15 @@ The rounds take hours on a 2-core CPU: each round's run record is written after 
 configuration, and ``--resume`` goes on from what the records hold (commit them as
 they complete).  ``--report`` compares what the records hold without decoding.
 
+A calibration's absolute costs are one moment of a shared machine: ``--cost-probe``
+times a few engine-cost cells (b = 1, 2 at the problems' prompt length, target and
+draft) before each round into its record; the report prints the costs at run time
+over the calibration's, and ``--costs-at-run-time`` prices the decoder model with the
+calibration's costs rescaled by them (:func:`specmodel.prediction.calibration_at_run_time`).
+
 Usage::
 
-    python -m benchmarks.bench_heldout --trio 0.5b --calibration CAL.json [--resume]
+    python -m benchmarks.bench_heldout --trio 0.5b --calibration CAL.json --cost-probe [--resume]
     python -m benchmarks.bench_heldout --trio 1.5b --calibration CAL.json --report
 """
 
