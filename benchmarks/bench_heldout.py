@@ -127,6 +127,11 @@ def main(argv: list[str] | None = None) -> int:
                          "the records' cost probes (specmodel.prediction."
                          "calibration_at_run_time), a separate prediction from the "
                          "calibration's own")
+    ap.add_argument("--register", action="store_true",
+                    help="before any decoding: the decoder model's prediction of every "
+                         "configuration for these problems (their prompt length from the "
+                         "target's tokenizer), written to <name>.registered.json and "
+                         "printed; commit it before the sweep runs")
     ap.add_argument("--summary", default=None,
                     help="another name for the summary only (e.g. a report of the same "
                          "rounds with another calibration)")
@@ -145,6 +150,9 @@ def main(argv: list[str] | None = None) -> int:
                              max_step_tokens=a.max_step_tokens, delimiter="\n",
                              threshold=a.threshold)
     t0 = time.perf_counter()
+    if a.register:
+        write_json(f"{name}.registered", register(a, cal, configs))
+        return 0
     if not a.report:
         decode_rounds(a, cal, configs, records)
     summary = report(a, cal, records)
@@ -189,6 +197,41 @@ def decode_rounds(a: argparse.Namespace, cal: Any, configs: list[Any],
                            settings=settings, calibration=cal, include_baseline=False,
                            resume=a.resume, cost_probes=probes,
                            progress=pausing(printer(f"round {r + 1}"), a.pause_file))
+
+
+def register(a: argparse.Namespace, cal: Any, configs: list[Any]) -> dict[str, Any]:
+    """The decoder model's predictions for the sweep, made before it decodes (the
+    protocol's registered predictions), with what they were made from."""
+    import subprocess
+    from datetime import UTC, datetime
+
+    from specmodel.prediction import decoder_prediction
+
+    tokens = prompt_tokens(a)
+    rows = []
+    for cfg in configs:
+        got = decoder_prediction(cal, cfg, prompt_tokens=tokens)
+        rows.append({"config": cfg.label, "mode": cfg.mode, "k1": cfg.k1, "k2": cfg.k2,
+                     "width": cfg.width,
+                     "predicted_decoder": None if got is None else got.speedup,
+                     "decoder_interval": None if got is None else list(got.interval)})
+    print_table(f"registered before the sweep: trio {a.trio}, {a.problems} problems (seed "
+                f"{a.seed}), prompt {tokens:.1f} tokens; calibration {a.calibration}",
+                ["config", "decoder model", "95 % interval"],
+                [[r["config"], r["predicted_decoder"] or "-",
+                  "-" if r["decoder_interval"] is None else
+                  f"{r['decoder_interval'][0]:.3f}-{r['decoder_interval'][1]:.3f}"]
+                 for r in rows])
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
+                                text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        commit = None
+    return {"registered": datetime.now(UTC).isoformat(timespec="seconds"), "commit": commit,
+            "trio": a.trio, "calibration": a.calibration, "problems": a.problems,
+            "seed": a.seed, "max_steps": a.max_steps, "max_step_tokens": a.max_step_tokens,
+            "prompt_tokens": tokens, "speedup_over": "the target alone, same problems",
+            "rows": rows}
 
 
 def round_complete(path: Path, configs: list[Any], resume: bool) -> bool:
