@@ -121,9 +121,10 @@ class AcceptanceModel:
     draft_steps: StepLengths = field(default_factory=lambda: StepLengths.constant(32))
     """Draft step lengths."""
     step_samples: int | None = None
-    """Independent judged pairs α1's uncertainty is worth: the calibration's
-    problem-clustered ``effective_samples`` where measured, else its pairs (None:
-    unknown, no calibration uncertainty)."""
+    """Independent judged pairs α1's uncertainty is worth: from the calibration's
+    per-problem verdict counts where it has them (the problem-clustered standard error,
+    :func:`specmodel.stats.effective_samples`), else its pairs (None: unknown, no
+    calibration uncertainty)."""
     token_samples: int | None = None
     """Drafted tokens behind α2."""
     missing: tuple[str, ...] = ()
