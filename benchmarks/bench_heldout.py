@@ -319,12 +319,7 @@ def report(a: argparse.Namespace, cal: Any, records: list[Path]) -> dict[str, An
     probes = [p for r in recs for p in r.cost_probes]
     drift = cost_drift(cal, probes) if probes else None
     if drift is not None:
-        print(f"cost probes ({drift.probes}): the target's time per token at run time "
-              f"x{drift.target:.3f} the calibration's (cells {drift.target_range[0]:.2f}-"
-              f"{drift.target_range[1]:.2f}), "
-              + ("the draft not probed" if drift.draft is None or drift.draft_range is None
-                 else f"the draft's x{drift.draft:.3f} (cells {drift.draft_range[0]:.2f}-"
-                 f"{drift.draft_range[1]:.2f})"))
+        print(drift.summary())
     if a.costs_at_run_time:
         try:
             cal, drift = calibration_at_run_time(cal, probes)

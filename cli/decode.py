@@ -429,9 +429,7 @@ def validate(
                    "machine state (a drift that is the same for every call cancels in the "
                    "speedups)")
     if drift is not None:
-        render.dim(f"cost probes ({drift.probes}, timed beside the run): the target's time "
-                   f"per token x{drift.target:.2f} the calibration's"
-                   + ("" if drift.draft is None else f", the draft's x{drift.draft:.2f}")
+        render.dim(drift.summary()
                    + ("; the decoder column prices with costs rescaled to them"
                       if costs_at_run_time else
                       "; --costs-at-run-time prices the decoder model with them"))

@@ -473,6 +473,16 @@ class CostDrift(BaseModel):
     cells: int
     """Target cells it rests on (probes × cells per probe)."""
 
+    def summary(self) -> str:
+        """One sentence: each model's cost at run time over the calibration's, with the
+        range of its cells (what ``validate`` and the held-out report print)."""
+        draft = ("" if self.draft is None or self.draft_range is None else
+                 f", the draft's x{self.draft:.2f} (cells {self.draft_range[0]:.2f}-"
+                 f"{self.draft_range[1]:.2f})")
+        return (f"cost probes ({self.probes}, timed beside the run): the target's time per "
+                f"token x{self.target:.2f} the calibration's (cells {self.target_range[0]:.2f}-"
+                f"{self.target_range[1]:.2f}){draft}")
+
 
 def _ratios(calibrated: Any, probed: list[Any]) -> list[float]:
     """Each probe cell's time per token over the calibration's surface at its (b, L)."""
