@@ -29,6 +29,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from pathlib import Path
@@ -155,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if not a.report:
         decode_rounds(a, cal, configs, records)
-    summary = report(a, cal, records)
+    summary = report(a, cal, name, records)
     summary["decode_seconds_this_invocation"] = time.perf_counter() - t0
     write_json(a.summary or name, summary)
     return 0
@@ -277,6 +278,29 @@ def prompt_tokens(a: argparse.Namespace) -> float:
     return mean_prompt_tokens(counter, load_problems(a.problems, a.seed))
 
 
+def registered_predictions(a: argparse.Namespace, name: str, first: Any
+                           ) -> dict[str, tuple[float, tuple[float, float] | None]] | None:
+    """The decoder model's predictions registered for this sweep (``--register``), keyed
+    by configuration, the baseline at 1 by definition; None when none were registered.
+    A registration for other problems, steps or calibration is refused."""
+    path = RESULTS / f"{name}.registered.json"
+    if not path.is_file():
+        return None
+    reg = json.loads(path.read_text())
+    mine = {"trio": a.trio, "problems": a.problems, "seed": a.seed, "max_steps": a.max_steps,
+            "max_step_tokens": a.max_step_tokens, "calibration": a.calibration}
+    differ = {k: (reg.get(k), v) for k, v in mine.items() if reg.get(k) != v}
+    if differ:
+        raise SystemExit(f"{path.name}: registered for other settings "
+                         f"(registered, now): {differ}")
+    print(f"registered predictions: {path.name}, written {reg['registered']} at commit "
+          f"{(reg.get('commit') or '?')[:7]}, prompt {reg['prompt_tokens']:.1f} tokens")
+    out = {r["config"]: (r["predicted_decoder"], tuple(r["decoder_interval"]))
+           for r in reg["rows"] if r["predicted_decoder"] is not None}
+    out[first.baseline] = (1.0, None)
+    return out
+
+
 def with_run_acceptance(cal: Any, recs: list[Any]) -> Any:
     """``cal`` with α1 (Jeffreys-smoothed) from the step verdicts of the round records,
     pooled over every configuration, and its best-of-w rates scaled by the same ratio."""
@@ -300,7 +324,8 @@ def with_run_acceptance(cal: Any, recs: list[Any]) -> Any:
     return cal.model_copy(update={"step": step})
 
 
-def report(a: argparse.Namespace, cal: Any, records: list[Path]) -> dict[str, Any]:
+def report(a: argparse.Namespace, cal: Any, name: str, records: list[Path]
+           ) -> dict[str, Any]:
     """Compare what the round records hold (complete rounds only) and print the table."""
     from specmodel.formats.run_record import load_run_record
     from specmodel.prediction import compare_rounds
@@ -327,18 +352,23 @@ def report(a: argparse.Namespace, cal: Any, records: list[Path]) -> dict[str, An
             raise SystemExit(f"--costs-at-run-time: {e}") from e
         print("--costs-at-run-time: the decoder model prices with the engine costs "
               "rescaled by those ratios")
-    s = compare_rounds(recs, cal, prompt_tokens=known if known is not None else prompt_tokens(a))
+    reg = registered_predictions(a, name, recs[0])
+    if reg is not None:  # the configurations every round has run so far
+        reg = {k: v for k, v in reg.items() if k in common}
+    s = compare_rounds(recs, cal, prompt_tokens=known if known is not None else prompt_tokens(a),
+                       registered=reg)
     print_table(
         f"held-out sweep, trio {a.trio} ({recs[0].models}), {a.problems} problems (seed "
         f"{a.seed}), {len(recs)} round(s); calibration {cal.name}",
         ["config", "measured (rounds)", "spread", "f·g", "err", "priced", "err", "decoder",
-         "95 % interval", "err", "α1 run"],
+         "95 % interval", "err", "registered", "err", "α1 run"],
         [[r.config, " ".join(f"{m:.3f}" for m in r.measured), percent(r.measured_spread),
           r.predicted_speedup or "-", percent(r.error, signed=True), r.predicted_priced or "-",
           percent(r.priced_error, signed=True), r.predicted_decoder or "-",
           "-" if r.decoder_interval is None else
           f"{r.decoder_interval[0]:.3f}-{r.decoder_interval[1]:.3f}",
-          percent(r.decoder_error, signed=True),
+          percent(r.decoder_error, signed=True), r.registered_decoder or "-",
+          percent(r.registered_error, signed=True),
           "-" if r.step_acceptance is None else round(r.step_acceptance, 3)]
          for r in s.rows])
     parts = ("total", "target", "draft", "verify")
@@ -353,7 +383,9 @@ def report(a: argparse.Namespace, cal: Any, records: list[Path]) -> dict[str, An
                      for v in (r.rows_per_batch, r.decoder_rows_per_batch))]
          for r in s.rows])
     for model in s.mean_abs_error:
-        print(f"{model:8s} mean |error| {percent(s.mean_abs_error[model])}, max "
+        if s.mean_abs_error[model] is None:
+            continue
+        print(f"{model:10s} mean |error| {percent(s.mean_abs_error[model])}, max "
               f"{percent(s.max_abs_error[model])}, Spearman "
               f"{'-' if s.spearman[model] is None else f'{s.spearman[model]:.2f}'}, "
               f"recommends {s.recommended[model]} "

@@ -23,7 +23,7 @@ simulates a few thousand problems per configuration).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel
@@ -329,6 +329,13 @@ class RoundsRow(BaseModel):
     """Target steps per target call, pooled over the rounds."""
     decoder_rows_per_batch: float | None = None
     """The same as the decoder model simulates it."""
+    registered_decoder: float | None = None
+    """The decoder model's speedup as registered before the sweep decoded (None when
+    :func:`compare_rounds` was given no registered predictions, or none for this row)."""
+    registered_interval: tuple[float, float] | None = None
+    """Its registered 95 % interval."""
+    registered_error: float | None = None
+    """registered_decoder / measured_mean − 1."""
 
 
 class RoundsSummary(BaseModel):
@@ -353,7 +360,8 @@ class RoundsSummary(BaseModel):
     """Model → the configuration it predicts fastest among those run."""
     recommended_vs_best: dict[str, float | None]
     """Model → its recommendation's mean measured speedup ÷ the best measured."""
-    models: dict[str, str] = MODELS
+    models: dict[str, str] = {**MODELS, "registered_decoder":
+                              "decoder model as registered before the sweep decoded"}
     """The model behind each predicted number."""
     baseline_speed: float | None = None
     """The target alone's measured time per output token (pooled over the rounds) over
@@ -365,21 +373,36 @@ class RoundsSummary(BaseModel):
 
 _SUMMARY_KEYS = (("f·g", "predicted_speedup", "error"),
                  ("priced", "predicted_priced", "priced_error"),
-                 ("decoder", "predicted_decoder", "decoder_error"))
+                 ("decoder", "predicted_decoder", "decoder_error"),
+                 ("registered", "registered_decoder", "registered_error"))
 
 
 def compare_rounds(records: list[RunRecord], calibration: Calibration | None = None, *,
                    decoder: bool = True, seed: int = 0,
-                   prompt_tokens: float | None = None) -> RoundsSummary:
+                   prompt_tokens: float | None = None,
+                   registered: Mapping[str, tuple[float, tuple[float, float] | None]]
+                   | None = None) -> RoundsSummary:
     """Predicted against the mean measured speedup over several rounds of one sweep.
 
     Every record must hold the same configurations (the baseline included); each
     round's speedup is over its own baseline.  The predictions (one calibration, the
     first record's unless ``calibration`` is given) are computed once; errors are
-    against the mean of the rounds, with their spread beside it.
+    against the mean of the rounds, with their spread beside it.  ``registered`` maps a
+    configuration's label to the decoder model's (speedup, 95 % interval) as written
+    before the sweep decoded: held against the same means in their own column, beside
+    the decoder model computed now.
     """
     if not records:
         raise ValueError("records must not be empty")
+    registered = registered or {}
+    unknown = sorted(set(registered) - {c.label for c in records[0].configs})
+    if unknown:
+        raise ValueError(f"registered: {unknown} are not configurations of the records "
+                         f"({[c.label for c in records[0].configs]})")
+    for label, (value, _) in registered.items():
+        if not (math.isfinite(value) and value > 0):
+            raise ValueError(f"registered[{label!r}]: a speedup must be a positive finite "
+                             f"number, got {value}")
     first = compare(records[0], calibration, decoder=decoder, seed=seed,
                     prompt_tokens=prompt_tokens)
     labels = [r.config for r in first]
@@ -397,6 +420,7 @@ def compare_rounds(records: list[RunRecord], calibration: Calibration | None = N
         mean = sum(measured) / len(measured)
         runs = [next(c for c in rec.configs if c.label == row.config) for rec in records]
         judged = sum(c.totals.drafted_steps for c in runs)
+        reg = registered.get(row.config)
         out.append(RoundsRow(
             config=row.config, mode=row.mode, k1=row.k1, k2=row.k2, width=row.width,
             measured=measured, measured_mean=mean,
@@ -413,7 +437,10 @@ def compare_rounds(records: list[RunRecord], calibration: Calibration | None = N
             measured_split=_split_of([p for c in runs for p in c.problems]),
             decoder_split=row.decoder_split,
             rows_per_batch=_rows_per_batch([p for c in runs for p in c.problems]),
-            decoder_rows_per_batch=row.decoder_rows_per_batch))
+            decoder_rows_per_batch=row.decoder_rows_per_batch,
+            registered_decoder=reg[0] if reg else None,
+            registered_interval=reg[1] if reg else None,
+            registered_error=_rel_error(reg[0], mean) if reg else None))
     return _summarize(out, len(records))
 
 

@@ -55,6 +55,36 @@ def test_the_decoder_model_is_summarised_when_asked() -> None:
     assert s.recommended["decoder"] in {r.config for r in s.rows}
 
 
+
+def test_registered_predictions_are_held_against_the_same_means() -> None:
+    """Predictions written before a sweep decoded get their own column, error and
+    summary (mean/max |error|, Spearman, pick) beside the model computed now."""
+    recs = [_record(ROUND1), _record(ROUND2)]
+    reg = {"target": (1.0, None), "sync k1=2 k2=1": (0.5, (0.4, 0.6)),
+           "async k1=3 k2=2": (0.7, (0.6, 0.8)), "sync k1=1 k2=3": (1.3, (1.1, 1.5))}
+    s = compare_rounds(recs, decoder=False, registered=reg)
+    row = next(r for r in s.rows if r.config == "sync k1=2 k2=1")
+    assert row.registered_decoder == 0.5 and row.registered_interval == (0.4, 0.6)
+    assert row.registered_error == pytest.approx(0.5 / 0.45 - 1)
+    spec = [r for r in s.rows if r.config != "target"]
+    assert s.mean_abs_error["registered"] == pytest.approx(
+        sum(abs(r.registered_error) for r in spec) / 3)
+    assert s.recommended["registered"] == "sync k1=1 k2=3" == s.best_measured
+    assert s.spearman["registered"] == pytest.approx(1.0)
+    assert "registered_decoder" in s.models
+    plain = compare_rounds(recs, decoder=False)
+    assert plain.mean_abs_error["registered"] is None
+    assert all(r.registered_decoder is None for r in plain.rows)
+
+
+def test_registered_predictions_are_checked() -> None:
+    recs = [_record(ROUND1), _record(ROUND2)]
+    with pytest.raises(ValueError, match=r"registered: \['sync k1=9 k2=1'\] are not"):
+        compare_rounds(recs, decoder=False, registered={"sync k1=9 k2=1": (1.0, None)})
+    with pytest.raises(ValueError, match="positive finite"):
+        compare_rounds(recs, decoder=False, registered={"sync k1=2 k2=1": (float("nan"),
+                                                                            None)})
+
 def _problem(tokens: int, target: float, draft: float, verify: float) -> dict:
     return {"problem": 0, "output": "x", "steps": [], "drafted_steps": 0,
             "accepted_steps": 0, "wasted_draft_steps": 0, "target_steps": 1,
