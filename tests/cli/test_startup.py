@@ -4,7 +4,8 @@ The start-up is measured by ``benchmarks/bench_cli.py``; these tests guard what 
 fast: running one of cli/main.py's commands builds that command only and imports none
 of the other command modules nor anything heavy beyond numpy, pydantic, typer and rich;
 pydantic models do not extract their field docstrings at class creation; pydantic's
-plugin discovery is skipped.  And building one command instead of all changes nothing
+plugin discovery is skipped; numpy's OpenBLAS loads with one thread, without the setting
+reaching the command's child processes.  And building one command instead of all changes nothing
 the user sees.
 """
 
@@ -139,3 +140,32 @@ def test_one_command_app_answers_as_the_whole_app(args: list[str], monkeypatch) 
     assert one == whole
     assert one[1] or one[2] or one[0] not in (None, 0)
 
+
+
+_THREADS = """
+import os
+import cli
+import numpy
+tasks = len(os.listdir("/proc/self/task")) if os.path.isdir("/proc/self/task") else -1
+print(tasks, os.environ.get("OPENBLAS_NUM_THREADS"))
+"""
+
+
+@pytest.mark.parametrize("user_setting", [None, "2"])
+def test_the_cli_loads_numpy_with_one_blas_thread_unless_told_otherwise(
+        user_setting: str | None) -> None:
+    """Starting OpenBLAS's thread pool costs the command ~50 ms (bench_cli); the CLI
+    loads numpy with one thread, leaves no trace of it in the environment its children
+    get, and a user's own OPENBLAS_NUM_THREADS wins."""
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    if user_setting is not None:
+        env["OPENBLAS_NUM_THREADS"] = user_setting
+    done = subprocess.run([sys.executable, "-c", _THREADS], capture_output=True, text=True,
+                          check=True, cwd=ROOT, env=env)
+    tasks, seen = done.stdout.split()
+    if tasks == "-1":
+        pytest.skip("no /proc/self/task to count the process's threads")
+    if user_setting is None:
+        assert seen == "None" and tasks == "1"
+    else:
+        assert seen == user_setting and int(tasks) == min(2, os.cpu_count() or 1)
