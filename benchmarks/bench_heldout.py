@@ -133,6 +133,14 @@ def main(argv: list[str] | None = None) -> int:
                          "configuration for these problems (their prompt length from the "
                          "target's tokenizer), written to <name>.registered.json and "
                          "printed; commit it before the sweep runs")
+    ap.add_argument("--register-as", default=None, metavar="TAG",
+                    help="with --register: write <name>.registered-TAG.json (a further "
+                         "registration for the same sweep, e.g. from a corrected model "
+                         "before the rest of the sweep decodes); a registration is never "
+                         "overwritten")
+    ap.add_argument("--registered", default=None, metavar="TAG",
+                    help="the registration the report holds against the rounds "
+                         "(<name>.registered-TAG.json; default <name>.registered.json)")
     ap.add_argument("--summary", default=None,
                     help="another name for the summary only (e.g. a report of the same "
                          "rounds with another calibration)")
@@ -152,7 +160,12 @@ def main(argv: list[str] | None = None) -> int:
                              threshold=a.threshold)
     t0 = time.perf_counter()
     if a.register:
-        write_json(f"{name}.registered", register(a, cal, configs))
+        reg_name = registration_name(name, a.register_as)
+        if (RESULTS / f"{reg_name}.json").exists():
+            print(f"error: {reg_name}.json exists: a registration is never overwritten (give "
+                  "--register-as TAG for a further one)", file=sys.stderr)
+            return 2
+        write_json(reg_name, register(a, cal, configs))
         return 0
     if not a.report:
         decode_rounds(a, cal, configs, records)
@@ -278,23 +291,32 @@ def prompt_tokens(a: argparse.Namespace) -> float:
     return mean_prompt_tokens(counter, load_problems(a.problems, a.seed))
 
 
+def registration_name(name: str, tag: str | None) -> str:
+    """The results name of a sweep's registration (``--register-as`` / ``--registered``)."""
+    return f"{name}.registered" + ("" if tag is None else f"-{tag}")
+
+
 def registered_predictions(a: argparse.Namespace, name: str, first: Any
                            ) -> dict[str, tuple[float, tuple[float, float] | None]] | None:
-    """The decoder model's predictions registered for this sweep (``--register``), keyed
-    by configuration, the baseline at 1 by definition; None when none were registered.
-    A registration for other problems, steps or calibration is refused."""
-    path = RESULTS / f"{name}.registered.json"
+    """The decoder model's predictions registered for this sweep (``--register``;
+    ``--registered TAG`` picks a further one), keyed by configuration, the baseline at 1
+    by definition; None when none were registered.  A registration for other problems or
+    steps is refused; the calibration it was made from is printed."""
+    path = RESULTS / f"{registration_name(name, a.registered)}.json"
     if not path.is_file():
+        if a.registered is not None:
+            raise SystemExit(f"--registered {a.registered}: no {path.name}")
         return None
     reg = json.loads(path.read_text())
     mine = {"trio": a.trio, "problems": a.problems, "seed": a.seed, "max_steps": a.max_steps,
-            "max_step_tokens": a.max_step_tokens, "calibration": a.calibration}
+            "max_step_tokens": a.max_step_tokens}
     differ = {k: (reg.get(k), v) for k, v in mine.items() if reg.get(k) != v}
     if differ:
         raise SystemExit(f"{path.name}: registered for other settings "
                          f"(registered, now): {differ}")
     print(f"registered predictions: {path.name}, written {reg['registered']} at commit "
-          f"{(reg.get('commit') or '?')[:7]}, prompt {reg['prompt_tokens']:.1f} tokens")
+          f"{(reg.get('commit') or '?')[:7]} from {reg['calibration']}, prompt "
+          f"{reg['prompt_tokens']:.1f} tokens")
     out = {r["config"]: (r["predicted_decoder"], tuple(r["decoder_interval"]))
            for r in reg["rows"] if r["predicted_decoder"] is not None}
     out[first.baseline] = (1.0, None)

@@ -258,6 +258,42 @@ def rederive_steps(
                     f"{output}", soft_wrap=True)
 
 
+
+@profile_app.command("rederive-tokens")
+def rederive_tokens(
+    calibration_file: Annotated[Path, typer.Argument(
+        help="A calibration whose token section to derive again from the counters of "
+             "the tokens phase that measured it.")],
+    output: Output,
+    source: Annotated[Path | None, typer.Option(
+        "--from", help="The calibration whose tokens phase measured the section, where "
+                       "CALIBRATION_FILE copied it (a file, or an embedded preset's "
+                       "name).")] = None,
+) -> None:
+    """Derive a calibration's token section again from its tokens phase's stored
+    counters with this version's estimators (e.g. the share of passes that drafted),
+    into a copy: no decoding."""
+    from profiler.calibrate import Recorder
+    from profiler.calibrate import rederive_tokens as rederive
+    from specmodel.formats.calibration import list_presets, load_calibration, load_preset
+
+    cal = load_calibration(calibration_file)
+    if source is None:
+        origin = None
+    elif str(source) in list_presets() and not source.exists():
+        origin = load_preset(str(source))
+    else:
+        try:
+            origin = load_calibration(source)
+        except ValueError as e:
+            raise ValueError(f"--from: {e} (nor is it a preset: "
+                             f"{', '.join(list_presets())})") from e
+    got = rederive(cal, origin)
+    with Recorder(output, cal) as rec, saving(_unchanged(output, "the token section")):
+        rec.add(got)
+    console().print(f"token section derived again from its counters: {got.summary}; wrote "
+                    f"{output}", soft_wrap=True)
+
 def _engine_cost_options(contexts: str, widths: str, tokens: str, speculation: str,
                          repeats: int, speculation_problems: int) -> dict[str, Any]:
     """The engine-cost grid options, parsed, each error naming its option."""

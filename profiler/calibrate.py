@@ -35,7 +35,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from profiler.environment import machine_description, package_versions
 from profiler.progress import NoteCallback, ProgressCallback
@@ -59,6 +59,9 @@ from specmodel.formats.calibration import (
     save_calibration,
 )
 from specmodel.formats.lock import WriteLock, resume_mismatch
+
+if TYPE_CHECKING:
+    from specmodel.stats import TokenSummary
 
 __all__ = ["KEY_PACKAGES", "PHASES", "TOKEN_ENGINES", "PhaseResult", "Recorder",
            "batch_cost_key", "batch_cost_phase", "check_distinct_models", "check_settings",
@@ -386,7 +389,6 @@ def tokens_phase(
     check_settings(token_engine=engine, threads=threads)
     from profiler.packs import resolve_model
     from profiler.problems import format_prompt, load_problems
-    from profiler.token_profile import token_section
 
     prompts = [format_prompt(p) for p in load_problems(problems, seed)]
     if engine == "vllm":
@@ -406,27 +408,74 @@ def tokens_phase(
             max_tokens=max_tokens, progress=progress)
     if not all(measurement.outputs_identical):
         raise ValueError("speculative and plain greedy outputs differ: the engine is not lossless")
-    desc = (f"token: {model} with {engine} n-gram speculation (gamma = {num_speculative_tokens}, "
-            f"lookup {prompt_lookup_min}-{prompt_lookup_max}) over {len(prompts)} gsm_symbolic "
-            f"prompts (seed {seed}) x {max_tokens} tokens: {summary.accepted_tokens}/"
-            f"{summary.draft_tokens} draft tokens accepted in {summary.drafts} drafts; alpha2 = "
-            f"{summary.alpha2:.4f} (i.i.d. fit), per position "
-            f"{[round(r, 3) for r in summary.conditional_acceptance]}, Wilson 95% CI at position "
-            f"0 {summary.first_position_ci95[0]:.3f}-{summary.first_position_ci95[1]:.3f}; "
-            f"measured speedup {summary.speedup:.3f}x (plain {measurement.plain_seconds:.1f} s "
-            f"vs speculative {measurement.spec_seconds:.1f} s, one run) gives the effective c2 = "
-            f"{summary.c2:.4f}.")
     settings = TokensSettings(
-        description=desc, measurement=measurement, date=finished_at(),
+        description="-", measurement=measurement, date=finished_at(),
         **tokens_key(model=model, engine=engine, problems=problems, seed=seed,
                      max_tokens=max_tokens, num_speculative_tokens=num_speculative_tokens,
                      prompt_lookup_min=prompt_lookup_min, prompt_lookup_max=prompt_lookup_max,
                      threads=threads))
+    return tokens_result(settings, summary)
+
+
+def tokens_result(measured: TokensSettings, summary: TokenSummary | None = None,
+                  rederived: str | None = None) -> PhaseResult:
+    """The ``tokens`` phase's result from its settings and measurement (``measured``; the
+    description is filled in here): the counters summarised (``summary``, else from the
+    measurement's counters and times).  ``rederived``: a note that the numbers were
+    derived again from the stored counters (the date stays the measurement's)."""
+    from profiler.token_profile import token_section
+    from specmodel.stats import summarize_counters
+
+    m, meas = measured, measured.measurement
+    gamma = m.num_speculative_tokens or len(meas.counters.num_accepted_tokens_per_pos)
+    lookup_min, lookup_max = m.prompt_lookup_min or 1, m.prompt_lookup_max or 3
+    if summary is None:
+        summary = summarize_counters(meas.counters.model_dump(), gamma,
+                                     meas.plain_seconds / meas.spec_seconds)
+    passes = ("" if summary.draft_rate is None else
+              f"; {summary.drafts} of {summary.target_passes} target passes drafted "
+              f"({summary.draft_rate:.3f})")
+    desc = (f"token: {m.model} with {m.engine} n-gram speculation (gamma = {gamma}, "
+            f"lookup {lookup_min}-{lookup_max}) over {m.problems} gsm_symbolic "
+            f"prompts (seed {m.seed}) x {m.max_tokens} tokens: {summary.accepted_tokens}/"
+            f"{summary.draft_tokens} draft tokens accepted in {summary.drafts} drafts"
+            f"{passes}; alpha2 = {summary.alpha2:.4f} (i.i.d. fit), per position "
+            f"{[round(r, 3) for r in summary.conditional_acceptance]}, Wilson 95% CI at position "
+            f"0 {summary.first_position_ci95[0]:.3f}-{summary.first_position_ci95[1]:.3f}; "
+            f"measured speedup {summary.speedup:.3f}x (plain {meas.plain_seconds:.1f} s "
+            f"vs speculative {meas.spec_seconds:.1f} s, one run) gives the effective c2 = "
+            f"{summary.c2:.4f}." + ("" if rederived is None else f" {rederived}"))
     return PhaseResult(
-        "tokens", token_section(summary, prompt_lookup_min, prompt_lookup_max), settings,
-        {"token_target": model},
-        f"α2 = {summary.alpha2:.3f}, speedup {summary.speedup:.3f}x, c2 = {summary.c2:.3f}",
+        "tokens", token_section(summary, lookup_min, lookup_max),
+        m.model_copy(update={"description": desc}), {"token_target": m.model},
+        f"α2 = {summary.alpha2:.3f}, speedup {summary.speedup:.3f}x, c2 = {summary.c2:.3f}"
+        + ("" if summary.draft_rate is None else
+           f", {summary.draft_rate:.2f} of the passes drafted"),
     )
+
+
+def rederive_tokens(cal: Calibration, source: Calibration | None = None) -> PhaseResult:
+    """The ``token`` section of ``cal`` derived again from the counters its tokens phase
+    stored, with this version's estimators (e.g. the draft rate); ``source``: the
+    calibration whose tokens phase measured it, where ``cal``'s token section was copied
+    from another (its section must equal the source's as measured).  No decoding."""
+    from specmodel import __version__
+
+    origin = source if source is not None else cal
+    settings = origin.provenance.settings
+    phase = (settings.phases.tokens if isinstance(settings, MeasurementSettings)
+             and settings.phases is not None else None)
+    if phase is None:
+        raise ValueError(f"calibration {origin.name!r} has no tokens phase (counters) to "
+                         "derive the token section from")
+    got = tokens_result(phase, rederived=f"(Derived again from the phase's counters on "
+                                         f"{finished_at()} with specmodel {__version__}.)")
+    fresh = got.section.model_dump(exclude={"draft_rate", "target_passes"})
+    if source is not None and cal.token.model_dump(exclude={"draft_rate", "target_passes"}) \
+            != fresh:
+        raise ValueError(f"calibration {cal.name!r}: its token section is not the one "
+                         f"{source.name!r} measured (a different copy)")
+    return got
 
 
 def engine_costs_phase(

@@ -35,7 +35,8 @@ __all__ = ["measure_token_speculation", "token_section"]
 def token_section(summary: TokenSummary, prompt_lookup_min: int,
                   prompt_lookup_max: int) -> TokenLevel:
     """The calibration's ``token`` section for n-gram speculation measured as ``summary``
-    (rates of 0 or 1 at a position are clipped into (0, 1); an unmeasured c2 is 0)."""
+    (rates of 0 or 1 at a position are clipped into (0, 1); an unmeasured c2 is 0; the
+    draft rate where the counters have the target's passes)."""
     from specmodel.formats.calibration import TokenLevel
 
     rates = [min(max(r, 1e-6), 1 - 1e-6) for r in summary.conditional_acceptance]
@@ -48,6 +49,8 @@ def token_section(summary: TokenSummary, prompt_lookup_min: int,
         prompt_lookup_max=prompt_lookup_max,
         num_speculative_tokens=summary.gamma,
         samples=summary.draft_tokens,
+        draft_rate=summary.draft_rate,
+        target_passes=summary.target_passes,
     )
 
 

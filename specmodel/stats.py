@@ -194,6 +194,18 @@ class TokenSummary:
     """Measured wall-time speedup of speculation over plain greedy decoding."""
     c2: float | None
     """Effective draft cost solving g_token(α2, c2, γ + 1) = speedup."""
+    target_passes: int | None = None
+    """Verification passes of the target, with or without a draft (None: the counters
+    lack them; vLLM's count drafts only)."""
+
+    @property
+    def draft_rate(self) -> float | None:
+        """The fraction of the target's passes on which the drafter proposed a draft
+        (``drafts / target_passes``; prompt lookup proposes nothing where no n-gram of
+        the context matches, and such a pass writes one token); None without passes."""
+        if self.target_passes is None:
+            return None
+        return self.drafts / self.target_passes
 
 
 def summarize_counters(
@@ -201,7 +213,9 @@ def summarize_counters(
 ) -> TokenSummary:
     """Acceptance estimates (and, given the measured ``speedup``, the effective c2) from
     spec-decode counters: ``num_drafts``, ``num_draft_tokens``, ``num_accepted_tokens`` and
-    the marginal ``num_accepted_tokens_per_pos`` (only the first ``gamma`` are used)."""
+    the marginal ``num_accepted_tokens_per_pos`` (only the first ``gamma`` are used), and
+    ``num_target_passes`` where the counters have it (the passes with and without a
+    draft: :attr:`TokenSummary.draft_rate`)."""
     g = check_positive_int("gamma", gamma)
     drafts = int(counters["num_drafts"])
     draft_tokens = int(counters["num_draft_tokens"])
@@ -209,6 +223,10 @@ def summarize_counters(
     per_pos = [int(x) for x in counters["num_accepted_tokens_per_pos"]][:g]
     if drafts < 1:
         raise ValueError("no drafts were proposed: nothing to measure (try longer outputs)")
+    passes = counters.get("num_target_passes")
+    if passes is not None and int(passes) < drafts:
+        raise ValueError(f"num_target_passes ({passes}) must be at least num_drafts ({drafts}): "
+                         "a draft is verified in a pass")
     cond = conditional_acceptance(drafts, per_pos)
     alpha2 = fit_iid_alpha(min(max(accepted / drafts, 1e-9), g - 1e-9), g)
     c2 = None if speedup is None else solve_effective_c2(alpha2, g, speedup)
@@ -223,4 +241,5 @@ def summarize_counters(
         first_position_ci95=wilson(per_pos[0], drafts) if per_pos else (0.0, 1.0),
         speedup=speedup,
         c2=c2,
+        target_passes=None if passes is None else int(passes),
     )

@@ -18,7 +18,11 @@ a real engine would run for that output:
   architecture for ``draft_model``; free for ``ngram``) and one verify forward of
   q = k2 tokens per sequence; the draft tokens accepted in a pass are drawn from the
   calibration's token acceptance by position (conditional), else α2 i.i.d.; a pass
-  writes accepted + 1 tokens.  The counters are vLLM's (num_drafts, …);
+  writes accepted + 1 tokens.  Where the calibration measured that only a share of
+  passes carries a draft (``token.draft_rate``), the others draft nothing and write one
+  token (they still run the pass's forwards: an upper bound on their cost).  The
+  counters are vLLM's (num_drafts, …) and the passes (num_target_passes, as the
+  transformers replay counts them);
 * a prefix the engine has not seen is prefilled first (one eager forward over its
   uncached tokens, their count rounded up to a power of two; prefix caching at step
   boundaries).
@@ -189,20 +193,30 @@ class StepAcceptance:
 
 @dataclass(frozen=True)
 class TokenAcceptance:
-    """Token acceptance by draft position (conditional), or α2 i.i.d."""
+    """Token acceptance by draft position (conditional), or α2 i.i.d., per draft; and the
+    share of passes that carry a draft (the others write one token)."""
 
     rates: tuple[float, ...]
     """Acceptance at draft position 0, 1, … (the last repeats)."""
     source: str
     """Where the rates came from."""
+    draft_rate: float = 1.0
+    """The share of passes with a draft (the calibration's ``token.draft_rate``; 1 where
+    it has none)."""
 
     @classmethod
     def from_token(cls, token: TokenLevel) -> TokenAcceptance:
+        rate = float(token.draft_rate) if token.draft_rate is not None else 1.0
+        passes = "" if rate == 1 else f"; {rate:.3f} of the passes draft (draft_rate)"
         if token.acceptance_by_position:
             r = tuple(float(x) for x in token.acceptance_by_position)
             return cls(r, "by position " + ", ".join(f"{x:.3f}" for x in r)
-                       + " (acceptance_by_position, conditional)")
-        return cls((float(token.alpha2),), f"alpha2 {token.alpha2:.3f} i.i.d.")
+                       + " (acceptance_by_position, conditional)" + passes, rate)
+        return cls((float(token.alpha2),), f"alpha2 {token.alpha2:.3f} i.i.d." + passes, rate)
+
+    def drafts(self, rng: random.Random) -> bool:
+        """Whether a pass carries a draft (no draw where every pass does)."""
+        return self.draft_rate >= 1 or rng.random() < self.draft_rate
 
     def draw(self, rng: random.Random, gamma: int) -> int:
         """Draft tokens accepted in one pass of ``gamma`` (stops at the first rejection)."""
@@ -497,6 +511,11 @@ class SyntheticEngine:
             c = self._counters
             done = 0
             while done < n:
+                c["num_target_passes"] += 1
+                if not self.token_acceptance.drafts(rng):  # no draft: one token
+                    passes.append(1)
+                    done += 1
+                    continue
                 a = self.token_acceptance.draw(rng, gamma)
                 c["num_drafts"] += 1
                 c["num_draft_tokens"] += gamma
@@ -602,7 +621,7 @@ class SyntheticEngine:
 
 def _zero_counters(gamma: int) -> dict[str, Any]:
     return {"num_drafts": 0, "num_draft_tokens": 0, "num_accepted_tokens": 0,
-            "num_accepted_tokens_per_pos": [0] * gamma}
+            "num_accepted_tokens_per_pos": [0] * gamma, "num_target_passes": 0}
 
 
 # --- what the synthetic engines cost, as a calibration ----------------------------------

@@ -26,7 +26,11 @@
   joint distribution from one prefix when measured (``step_length_pairs``: the two
   lengths are correlated — both models write the same kind of line — which matters
   wherever one model waits for the other);
-* token acceptance by draft position (conditional), else i.i.d. α2;
+* token acceptance by draft position (conditional), else i.i.d. α2, per draft; and the
+  share of token-speculation passes that carry a draft (``token_draft_rate``: prompt
+  lookup proposes nothing where no n-gram of the context matches, and such a pass
+  writes one token — 0.66–0.71 of the passes drafted in the measured calibrations, so
+  counting every pass as a draft overstates tokens per pass by 9–13 %);
 * the rate of draft steps that end the answer (``draft_end_rate``): such a step closes
   its branch (nothing is drafted after it, the target does not expand it) and, if
   accepted, ends the problem;
@@ -127,6 +131,13 @@ class AcceptanceModel:
     calibration uncertainty)."""
     token_samples: int | None = None
     """Drafted tokens behind α2."""
+    token_draft_rate: float = 1.0
+    """The fraction of token-speculation passes that carry a draft (prompt lookup finds
+    no n-gram match on the others, which write one token); ``token_by_position`` and
+    α2 are per draft (1: every pass drafts)."""
+    token_passes: int | None = None
+    """Passes behind ``token_draft_rate`` (None: unknown, kept as it is by
+    :meth:`resampled`)."""
     missing: tuple[str, ...] = ()
     """The parts that were not measured and what is used instead."""
     verdict_correlation: float = 0.0
@@ -169,6 +180,8 @@ class AcceptanceModel:
             check_probability(f"branch_by_width[{w}]", a, closed=True)
         for name in ("draft_end_rate", "target_end_rate", "duplicate_branch_rate"):
             check_probability(name, getattr(self, name), closed=True)
+        if not check_probability("token_draft_rate", self.token_draft_rate, closed=True) > 0:
+            raise ValueError(f"token_draft_rate must lie in (0, 1], got {self.token_draft_rate}")
         rho = self.verdict_correlation
         if not (isinstance(rho, (int, float)) and not isinstance(rho, bool)
                 and -1.0 <= rho <= 1.0):
@@ -236,6 +249,10 @@ class AcceptanceModel:
                            "to max_steps")
         if tok.acceptance_by_position is None:
             missing.append("token acceptance by position: not measured; i.i.d. α2")
+        draft_rate = getattr(tok, "draft_rate", None)
+        if draft_rate is None and tok.method == "ngram":
+            missing.append("token-speculation passes without a draft: not measured; every "
+                           "pass drafts (tokens per pass an upper bound)")
         spread, effective = _problem_spread(step)
         if not spread:
             missing.append("step acceptance by problem: not measured; one rate for every "
@@ -251,6 +268,8 @@ class AcceptanceModel:
                                if tok.acceptance_by_position else None),
             target_steps=lengths, draft_steps=draft_lengths,
             step_samples=effective or step.samples, token_samples=tok.samples,
+            token_draft_rate=float(draft_rate) if draft_rate is not None else 1.0,
+            token_passes=getattr(tok, "target_passes", None),
             problem_spread=spread,
             verdict_correlation=float(rho) if rho is not None else 0.0,
             verdict_samples=(getattr(step, "verdict_pairs", None)
@@ -269,8 +288,10 @@ class AcceptanceModel:
     @property
     def is_iid(self) -> bool:
         """No position or depth dependence, no measured branch acceptance, uncorrelated
-        step verdicts, distinct branches and no step that ends the answer."""
+        step verdicts, distinct branches, no step that ends the answer and a draft in
+        every token-speculation pass."""
         return (self.step_by_depth is None and self.token_by_position is None
+                and self.token_draft_rate == 1
                 and not self.branch_by_width and self.verdict_correlation == 0
                 and not self.problem_spread
                 and self.draft_end_rate == 0 and self.target_end_rate == 0
@@ -302,9 +323,15 @@ class AcceptanceModel:
         return min(1.0, max(0.0, p))
 
     def token_profile(self) -> np.ndarray:
-        """Per-position token acceptance (one entry when i.i.d.)."""
+        """Per-position token acceptance of a token-speculation pass (one entry when
+        i.i.d.): per draft, with position 0 scaled by :attr:`token_draft_rate` where some
+        passes carry none (such a pass writes one token, as one whose first draft token
+        is rejected)."""
         prof = self.token_by_position
-        return np.asarray(prof if prof is not None else (self.alpha2,), dtype=np.float64)
+        rates = list(prof if prof is not None else (self.alpha2,))
+        if self.token_draft_rate < 1:
+            rates = [rates[0] * self.token_draft_rate, *(rates[1:] or rates)]
+        return np.asarray(rates, dtype=np.float64)
 
     def resampled(self, rng: np.random.Generator) -> AcceptanceModel:
         """The rates drawn from their Beta posteriors (Jeffreys prior) given the sample
@@ -326,6 +353,9 @@ class AcceptanceModel:
             prof = (None if self.token_by_position is None else
                     tuple(min(1 - 1e-9, p * ratio) for p in self.token_by_position))
             out = replace(out, alpha2=a2, token_by_position=prof)
+        if self.token_passes and self.token_draft_rate < 1:
+            out = replace(out, token_draft_rate=max(1e-9, _beta(
+                rng, self.token_draft_rate, self.token_passes)))
         if self.verdict_samples is not None and self.verdict_samples > 3:
             out = replace(out, verdict_correlation=_fisher(
                 rng, self.verdict_correlation, self.verdict_samples))
@@ -345,6 +375,7 @@ class AcceptanceModel:
                 "target_end_rate": self.target_end_rate,
                 "duplicate_branch_rate": self.duplicate_branch_rate,
                 "step_samples": self.step_samples, "token_samples": self.token_samples,
+                "token_draft_rate": self.token_draft_rate, "token_passes": self.token_passes,
                 "missing": list(self.missing)}
 
 

@@ -229,8 +229,23 @@ class TokenLevel(_Strict):
     """The γ at which alpha2 was measured."""
     samples: int | None = Field(default=None, ge=1)
     """Draft tokens measured."""
+    draft_rate: float | None = Field(default=None, gt=0, le=1)
+    """The fraction of the target's verification passes on which the drafter proposed a
+    draft: prompt lookup proposes nothing where no n-gram of the context matches, and
+    such a pass writes one token.  ``acceptance_by_position`` and ``alpha2`` count drafts
+    only (vLLM's convention), so tokens per pass follow from both.  None: not measured
+    (vLLM's counters count drafts only; the decoder model then lets every pass draft,
+    which overstates tokens per pass)."""
+    target_passes: int | None = Field(default=None, ge=1)
+    """The passes ``draft_rate`` rests on (None with it)."""
 
     _rates = field_validator("acceptance_by_position")(_open_unit_interval)
+
+    @model_validator(mode="after")
+    def _passes_with_rate(self) -> TokenLevel:
+        if (self.draft_rate is None) != (self.target_passes is None):
+            raise ValueError("draft_rate and target_passes are given together or not at all")
+        return self
 
 
 class BatchCostPoint(_Strict):

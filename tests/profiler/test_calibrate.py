@@ -376,3 +376,43 @@ def test_rederive_steps_adds_todays_estimators_and_keeps_every_measured_number(
     plain.write_text(load_preset("lr-paper-gsm8k-deepseek").model_dump_json())
     assert main(["profile", "rederive-steps", str(plain), "-o", str(tmp_path / "y.json")]) == 2
     assert "has no steps phase" in " ".join(capsys.readouterr().err.split())
+
+
+def test_rederive_tokens_adds_the_draft_rate_and_keeps_every_measured_number(
+        tmp_path, capsys) -> None:
+    """`profile rederive-tokens`: the token section derived again from the tokens
+    phase's stored counters equals the measured one but for the share of passes that
+    drafted; a section copied from another calibration is derived from that one's
+    counters (`--from`, a preset by name), and a copy that differs is refused."""
+    from pathlib import Path
+
+    from cli.main import main
+    from specmodel.formats.calibration import load_calibration, load_preset
+
+    results = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
+    src = results / "heldout_15b_calibration_recal.json"
+    out = tmp_path / "again.json"
+    assert main(["profile", "rederive-tokens", str(src), "-o", str(out)]) == 0
+    old, new = load_calibration(src), load_calibration(out)
+    before, after = old.token.model_dump(), new.token.model_dump()
+    assert [k for k in before if before[k] != after[k]] == ["draft_rate", "target_passes"]
+    assert new.token.draft_rate == pytest.approx(265 / 374) and new.token.target_passes == 374
+    assert new.step == old.step and new.engine_costs == old.engine_costs
+    phase = new.provenance.settings.phases.tokens
+    assert phase.date == old.provenance.settings.phases.tokens.date
+    assert "265 of 374 target passes drafted" in phase.description
+    copied = results / "heldout_05b_calibration_recal.json"
+    assert main(["profile", "rederive-tokens", str(copied), "-o", str(tmp_path / "x.json")]) == 2
+    assert "no tokens phase" in " ".join(capsys.readouterr().err.split())
+    preset = "measured-qwen2.5-coder-0.5b-smollm2-135m"
+    assert main(["profile", "rederive-tokens", str(copied), "-o", str(tmp_path / "y.json"),
+                 "--from", preset]) == 0
+    got = load_calibration(tmp_path / "y.json")
+    assert got.token == load_preset(preset).token
+    assert got.step == load_calibration(copied).step
+    assert main(["profile", "rederive-tokens", str(copied), "-o", str(tmp_path / "z.json"),
+                 "--from", str(src)]) == 2
+    assert "not the one" in " ".join(capsys.readouterr().err.split())
+    assert main(["profile", "rederive-tokens", str(copied), "-o", str(tmp_path / "w.json"),
+                 "--from", "no-such-thing"]) == 2
+    assert "--from" in capsys.readouterr().err

@@ -167,6 +167,28 @@ def test_token_counters_follow_acceptance(arch: str, arch2: str, rates: list | N
     assert eng.with_speculation(None).spec_decode_metrics() == {}
 
 
+
+def test_only_the_calibrations_share_of_passes_drafts(arch: str) -> None:
+    """With ``token.draft_rate`` a pass carries a draft at that rate (the others write
+    one token, as the decoder model prices them); the counters count both."""
+    cal = calibration(token={"acceptance_by_position": [0.5, 0.5], "alpha2": 0.5,
+                             "draft_rate": 0.4, "target_passes": 100},
+                      step={"step_tokens_histogram": {"40": 1}})
+    spec = TokenSpeculation(drafter=TokenDrafter(method="ngram"), num_speculative_tokens=2)
+    eng = make_engine("synthetic", arch, speculation=spec,
+                      options={"acceptance": cal, "seed": 3})
+    assert "0.400 of the passes draft" in eng.describe()["token_acceptance"]
+    for i in range(0, 32, 8):
+        eng.generate_steps([f"Q{j}\n\n" for j in range(i, i + 8)], 48)
+    m = eng.spec_decode_metrics()
+    assert within(m["num_drafts"] / m["num_target_passes"], 0.4, m["num_target_passes"])
+    every = make_engine("synthetic", arch, speculation=spec, options={
+        "acceptance": calibration(token={"draft_rate": None, "target_passes": None}),
+        "seed": 3})
+    every.generate_steps(["Q\n\n"] * 4, 48)
+    got = every.spec_decode_metrics()
+    assert got["num_drafts"] == got["num_target_passes"] > 0
+
 # --- the command line ---------------------------------------------------------------------
 def _decode(args: list[str], capsys) -> tuple[int, str]:
     code = main(["decode", *args])

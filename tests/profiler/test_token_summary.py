@@ -50,3 +50,30 @@ def test_slowdown_gives_a_large_effective_cost() -> None:
     assert s.c2 > 0 and g_token(s.alpha2, s.c2, 5) == pytest.approx(0.7, rel=1e-9)
     with pytest.raises(ValueError, match="no drafts"):
         summarize_counters({**counters, "num_drafts": 0}, 4)
+
+
+def test_the_share_of_passes_that_drafted_comes_from_the_replayed_passes() -> None:
+    """transformers' replay counts every pass, drafted or not: the summary and the token
+    section carry drafts / passes; vLLM's counters (no passes) leave it absent."""
+    counters = {"num_drafts": 251, "num_draft_tokens": 1001, "num_accepted_tokens": 198,
+                "num_accepted_tokens_per_pos": [93, 48, 34, 23], "num_target_passes": 380}
+    s = summarize_counters(counters, 4)
+    assert s.target_passes == 380 and s.draft_rate == pytest.approx(251 / 380)
+    sec = token_section(s, 1, 3)
+    assert sec.draft_rate == pytest.approx(251 / 380) and sec.target_passes == 380
+    vllm = {k: v for k, v in counters.items() if k != "num_target_passes"}
+    assert summarize_counters(vllm, 4).draft_rate is None
+    assert token_section(summarize_counters(vllm, 4), 1, 3).draft_rate is None
+    with pytest.raises(ValueError, match=r"num_target_passes .* at least num_drafts"):
+        summarize_counters({**counters, "num_target_passes": 250}, 4)
+
+
+def test_a_draft_rate_comes_with_its_passes() -> None:
+    base = {"alpha2": 0.4, "c2": 0.0}
+    assert TokenLevel(**base, draft_rate=0.7, target_passes=10).draft_rate == 0.7
+    for bad in ({"draft_rate": 0.7}, {"target_passes": 10}):
+        with pytest.raises(ValueError, match="given together"):
+            TokenLevel(**base, **bad)
+    for rate in (0.0, 1.2):
+        with pytest.raises(ValueError):
+            TokenLevel(**base, draft_rate=rate, target_passes=10)

@@ -107,7 +107,9 @@ def test_acceptance_from_a_calibration_names_what_is_missing() -> None:
     cal = load_preset(MEASURED)
     acc = AcceptanceModel.from_calibration(cal)
     assert acc.alpha1 == cal.step.alpha1 and acc.step_samples == 40
-    assert acc.token_profile().tolist() == cal.token.acceptance_by_position
+    per_pass = [cal.token.acceptance_by_position[0] * cal.token.draft_rate,
+                *cal.token.acceptance_by_position[1:]]
+    assert acc.token_profile().tolist() == pytest.approx(per_pass)
     text = " | ".join(acc.missing)
     assert "by depth" in text and "best-of-W" in text and "draft step lengths" in text
     assert not acc.target_steps.is_constant  # the preset has a histogram
