@@ -323,6 +323,44 @@ def registered_predictions(a: argparse.Namespace, name: str, first: Any
     return out
 
 
+def token_passes(a: argparse.Namespace, cal: Any, recs: list[Any]) -> list[dict[str, Any]]:
+    """Per configuration with n-gram token speculation: its passes over the rounds,
+    replayed from the committed target steps (a hybrid's discarded target steps are not
+    in the record), against the tokens per pass the decoder model draws."""
+    from transformers import AutoTokenizer
+
+    from profiler.ngram_replay import add_counters, replay_steps
+    from profiler.packs import resolve_model
+    from profiler.problems import format_prompt, load_problems
+    from specmodel.decodermodel import AcceptanceModel
+
+    configs = [c for c in recs[0].configs if c.config.k2 > 1 and c.config.token is not None
+               and c.config.token.method == "ngram"]
+    if not configs:
+        return []
+    tok = AutoTokenizer.from_pretrained(resolve_model(TRIOS[a.trio]["target"]))
+    prompts = [format_prompt(p) for p in load_problems(a.problems, a.seed)]
+    model = AcceptanceModel.from_calibration(cal)
+    out = []
+    for cfg in configs:
+        k2, lookup = cfg.config.k2, cfg.config.token.prompt_lookup_max or 3
+        totals: dict[str, Any] = {}
+        for rec in recs:
+            run = next(c for c in rec.configs if c.label == cfg.label)
+            for prob in run.problems:
+                totals = add_counters(totals, replay_steps(
+                    tok, prompts[prob.problem],
+                    [(st.text, st.source == "target") for st in prob.steps], k2 - 1, lookup))
+        n = totals.get("num_target_passes", 0)
+        if n:
+            out.append({"config": cfg.label, "passes": n,
+                        "draft_rate": totals["num_drafts"] / n,
+                        "tokens_per_pass": totals["output_tokens"] / n,
+                        "model_tokens_per_pass": model.tokens_per_pass(k2),
+                        "counters": totals})
+    return out
+
+
 def with_run_acceptance(cal: Any, recs: list[Any]) -> Any:
     """``cal`` with α1 (Jeffreys-smoothed) from the step verdicts of the round records,
     pooled over every configuration, and its best-of-w rates scaled by the same ratio."""
@@ -404,6 +442,15 @@ def report(a: argparse.Namespace, cal: Any, name: str, records: list[Path]
           " / ".join("-" if v is None else f"{v:.2f}"
                      for v in (r.rows_per_batch, r.decoder_rows_per_batch))]
          for r in s.rows])
+    passes = token_passes(a, cal, recs)
+    if passes:
+        print_table(
+            "token-speculation passes, replayed from the rounds' committed target steps "
+            "(prompt lookup is exact under greedy decoding) / the decoder model",
+            ["config", "passes", "drafted", "tokens per pass", "decoder model"],
+            [[r["config"], r["passes"], f"{r['draft_rate']:.3f}",
+              f"{r['tokens_per_pass']:.3f}", f"{r['model_tokens_per_pass']:.3f}"]
+             for r in passes])
     for model in s.mean_abs_error:
         if s.mean_abs_error[model] is None:
             continue
@@ -421,6 +468,7 @@ def report(a: argparse.Namespace, cal: Any, name: str, records: list[Path]
             "records": [str(p.relative_to(ROOT)) for p in records if p.is_file()],
             "complete_configs": sorted(common),
             "cost_drift": None if drift is None else drift.model_dump(mode="json"),
+            "token_passes": passes, "registered_from": a.registered,
             **s.model_dump(mode="json")}
 
 

@@ -28,7 +28,8 @@ from specmodel.stats import TokenSummary, summarize_counters
 if TYPE_CHECKING:
     from specmodel.formats.calibration import TokenMeasurement
 
-__all__ = ["measure_hf_token_speculation", "prompt_lookup_proposal", "replay_counters"]
+__all__ = ["add_counters", "measure_hf_token_speculation", "prompt_lookup_proposal",
+           "replay_counters", "replay_steps"]
 
 
 def prompt_lookup_proposal(context: Sequence[int], gamma: int, max_ngram: int) -> list[int]:
@@ -80,6 +81,43 @@ def replay_counters(
         "num_accepted_tokens_per_pos": per_pos,
         "num_target_passes": passes,
     }
+
+
+def add_counters(totals: dict[str, Any], more: dict[str, Any]) -> dict[str, Any]:
+    """``totals`` with ``more`` added key by key (lists elementwise): counters summed."""
+    out = dict(totals)
+    for k, v in more.items():
+        if isinstance(v, list):
+            base = out.get(k) or [0] * len(v)
+            out[k] = [a + b for a, b in zip(base, v, strict=True)]
+        else:
+            out[k] = out.get(k, 0) + v
+    return out
+
+
+def replay_steps(tokenizer: Any, prompt: str, steps: Sequence[tuple[str, bool]], gamma: int,
+                 max_ngram: int) -> dict[str, Any]:
+    """Prompt lookup's counters (:func:`replay_counters`) over one decoded answer: every
+    step written with token speculation (``(text, True)``) replayed against the prefix
+    before it — the prompt and the earlier steps, as the decoder's step call saw it —
+    summed.  A step's tokens are those the prefix and step encode to beyond the prefix
+    (the step's own encoding where the boundary merges tokens)."""
+    totals: dict[str, Any] = {"num_drafts": 0, "num_draft_tokens": 0,
+                              "num_accepted_tokens": 0,
+                              "num_accepted_tokens_per_pos": [0] * gamma,
+                              "num_target_passes": 0, "output_tokens": 0}
+    prefix = prompt
+    for text, speculated in steps:
+        if speculated:
+            ctx = tokenizer(prefix, add_special_tokens=False).input_ids
+            full = tokenizer(prefix + text, add_special_tokens=False).input_ids
+            ids = (full[len(ctx):] if full[:len(ctx)] == ctx
+                   else tokenizer(text, add_special_tokens=False).input_ids)
+            if ids:
+                totals = add_counters(totals, {**replay_counters(ctx, ids, gamma, max_ngram),
+                                               "output_tokens": len(ids)})
+        prefix += text
+    return totals
 
 
 def measure_hf_token_speculation(
@@ -137,11 +175,7 @@ def measure_hf_token_speculation(
         same.append(plain == spec)
         tokens += len(plain)
         c = replay_counters(ids, plain, gamma, prompt_lookup_max)
-        for k in totals:
-            if isinstance(totals[k], list):
-                totals[k] = [a + b for a, b in zip(totals[k], c[k], strict=True)]
-            else:
-                totals[k] += c[k]
+        totals = add_counters(totals, c)
         say(i, len(prompts), f"prompt {i}: {c['num_accepted_tokens']}/{c['num_draft_tokens']} "
                              "draft tokens accepted")
     summary = summarize_counters(totals, gamma, t_plain / t_spec)

@@ -51,7 +51,7 @@ from typing import Any
 
 import numpy as np
 
-from specmodel.validation import check_probability
+from specmodel.validation import check_positive_int, check_probability
 
 __all__ = ["AcceptanceModel", "StepLengths", "draw_indices", "logit_shifted"]
 
@@ -332,6 +332,17 @@ class AcceptanceModel:
         if self.token_draft_rate < 1:
             rates = [rates[0] * self.token_draft_rate, *(rates[1:] or rates)]
         return np.asarray(rates, dtype=np.float64)
+
+    def tokens_per_pass(self, k2: int) -> float:
+        """Expected tokens one token-speculation pass of k2 − 1 draft tokens writes:
+        1 + Σ_j Π_{i ≤ j} p_i over :meth:`token_profile` (its last rate repeats)."""
+        gamma = check_positive_int("k2", k2) - 1
+        prof = self.token_profile()
+        total, survive = 1.0, 1.0
+        for j in range(gamma):
+            survive *= float(prof[min(j, prof.size - 1)])
+            total += survive
+        return total
 
     def resampled(self, rng: np.random.Generator) -> AcceptanceModel:
         """The rates drawn from their Beta posteriors (Jeffreys prior) given the sample

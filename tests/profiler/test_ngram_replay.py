@@ -8,7 +8,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from profiler.ngram_replay import prompt_lookup_proposal, replay_counters
+from profiler.ngram_replay import (
+    add_counters,
+    prompt_lookup_proposal,
+    replay_counters,
+    replay_steps,
+)
 from specmodel.stats import summarize_counters
 
 tokens = st.lists(st.integers(0, 5), min_size=2, max_size=60)
@@ -50,3 +55,25 @@ def test_counters_are_consistent(prompt, out, gamma, n) -> None:
     if 0 < c["num_accepted_tokens"] < gamma * c["num_drafts"]:
         s = summarize_counters(c, gamma)
         assert 0 < s.alpha2 < 1
+
+
+class _Chars:
+    """A character-level tokenizer (one id per character) for replaying text."""
+
+    def __call__(self, text: str, add_special_tokens: bool = False):
+        return type("Enc", (), {"input_ids": [ord(c) for c in text]})()
+
+
+def test_an_answers_steps_replay_against_the_prefix_before_each() -> None:
+    """Only steps written with speculation count; each is replayed against the prompt and
+    every earlier step (speculated or not), and the counts add up."""
+    prompt, steps = "ab ab ab\n", [("ab ab\n", True), ("xy xy\n", False), ("ab xy ab\n", True)]
+    got = replay_steps(_Chars(), prompt, steps, 2, 3)
+    want = add_counters(
+        replay_counters([ord(c) for c in prompt], [ord(c) for c in "ab ab\n"], 2, 3),
+        replay_counters([ord(c) for c in prompt + "ab ab\nxy xy\n"],
+                        [ord(c) for c in "ab xy ab\n"], 2, 3))
+    assert got == {**want, "output_tokens": len("ab ab\n") + len("ab xy ab\n")}
+    assert got["num_target_passes"] >= got["num_drafts"] > 0
+    none = replay_steps(_Chars(), prompt, [("ab\n", False)], 2, 3)
+    assert none["num_target_passes"] == 0 and none["output_tokens"] == 0

@@ -40,6 +40,7 @@ def test_tokens_per_pass_mix_drafted_and_undrafted_passes(rate: float, profile: 
     per_pass = acc.token_profile().tolist()
     want = rate * _tokens_per_pass(profile, gamma) + (1 - rate)
     assert _tokens_per_pass(per_pass, gamma) == pytest.approx(want, rel=1e-12)
+    assert acc.tokens_per_pass(gamma + 1) == pytest.approx(want, rel=1e-12)
 
 
 def test_the_simulated_passes_agree_with_the_mixture() -> None:
