@@ -34,9 +34,10 @@ STEPS: tuple[tuple[str, str], ...] = (
                      "(instead of by c2)"),
     ("step lengths", "+ the measured spread of target and draft step lengths (jointly, "
                      "per prefix, where measured)"),
-    ("acceptance", "+ position-dependent acceptance (by depth, by token position, "
-                   "verdict correlation, measured best-of-W and repeated branches, draft "
-                   "and target steps that end the answer)"),
+    ("acceptance", "+ position-dependent acceptance (by depth, by token position and "
+                   "the passes that draft nothing, verdict correlation and the problems' "
+                   "spread, measured best-of-W and repeated branches, draft and target "
+                   "steps that end the answer)"),
     ("concurrency", "+ the slowdown of each model while the other runs (async)"),
 )
 """(name, what it adds), in the order they are added; the last is the full model."""
@@ -67,7 +68,7 @@ def variants(cal: Any) -> list[Variant]:
     ideal_a = replace(full_a, step_by_depth=None, token_by_position=None,
                       branch_by_width={}, verdict_correlation=0.0, draft_end_rate=0.0,
                       target_end_rate=0.0, duplicate_branch_rate=0.0,
-                      step_length_pairs=None,
+                      step_length_pairs=None, problem_spread=(), token_draft_rate=1.0,
                       target_steps=StepLengths.constant(full_a.target_steps.mean),
                       draft_steps=StepLengths.constant(full_a.draft_steps.mean))
     steps: dict[str, dict[str, Any]] = {
@@ -97,7 +98,9 @@ def variants(cal: Any) -> list[Variant]:
                        "verdict_correlation": full_a.verdict_correlation,
                        "draft_end_rate": full_a.draft_end_rate,
                        "target_end_rate": full_a.target_end_rate,
-                       "duplicate_branch_rate": full_a.duplicate_branch_rate},
+                       "duplicate_branch_rate": full_a.duplicate_branch_rate,
+                       "problem_spread": full_a.problem_spread,
+                       "token_draft_rate": full_a.token_draft_rate},
     }
     out: list[Variant] = [("papers", ideal_c, ideal_a)]
     costs, acc = ideal_c, ideal_a
