@@ -31,3 +31,15 @@ def test_percent_and_the_shared_options(capsys) -> None:
     assert args.delimiter == "\\n"  # escaped on the command line, decoded by the benchmark
     printer("x")(1, 2, "done")
     assert capsys.readouterr().out == "  [x 1/2] done\n"
+
+
+def test_sync_walk_skips_the_position_after_an_acceptance() -> None:
+    """sync k1 = 2 on a fixed trajectory: an accepted draft step brings the target's next
+    step with it, so that position is never judged (hard stretches weigh more)."""
+    from benchmarks.bench_trajectory_acceptance import sync_walk
+
+    assert sync_walk([]) == (0, 0)
+    assert sync_walk([False] * 5) == (0, 5)
+    assert sync_walk([True] * 6) == (3, 3)
+    assert sync_walk([True, True, False, True, False]) == (2, 3)
+    assert sync_walk([False, True, True, True]) == (2, 3)
