@@ -214,14 +214,12 @@ def pool_engine_costs(
     measurement catches one moment of its load)."""
     from profiler.calibrate import PhaseResult, Recorder, engine_costs_summary
     from profiler.engine_costs import pool_engine_costs as pool
-    from specmodel.formats.calibration import MeasurementSettings, load_calibration
+    from specmodel.formats.calibration import load_calibration
 
     cals = [load_calibration(p) for p in calibrations]
     parts = []
     for path, cal in zip(calibrations, cals, strict=True):
-        settings = cal.provenance.settings
-        phase = (settings.phases.engine_costs if isinstance(settings, MeasurementSettings)
-                 and settings.phases is not None else None)
+        phase = cal.phase_settings("engine_costs")
         if cal.engine_costs is None or phase is None:
             raise ValueError(f"{path} has no engine costs (profile engine-costs writes them)")
         parts.append((cal.engine_costs, phase))
@@ -246,17 +244,12 @@ def rederive_steps(
 ) -> None:
     """Derive a calibration's step section again from its pairs record with this
     version's estimators (e.g. the per-problem verdict counts), into a copy: no decoding."""
-    from profiler.calibrate import Recorder
     from profiler.calibrate import rederive_steps as rederive
     from specmodel.formats.calibration import load_calibration
 
     cal = load_calibration(calibration_file)
-    got = rederive(cal, record)
-    with Recorder(output, cal) as rec, saving(_unchanged(output, "the step section")):
-        rec.add(got)
-    console().print(f"steps phase derived again from its record: {got.summary}; wrote "
-                    f"{output}", soft_wrap=True)
-
+    _write_rederived(output, cal, rederive(cal, record), "the step section",
+                     "steps phase derived again from its record")
 
 
 @profile_app.command("rederive-tokens")
@@ -273,7 +266,6 @@ def rederive_tokens(
     """Derive a calibration's token section again from its tokens phase's stored
     counters with this version's estimators (e.g. the share of passes that drafted),
     into a copy: no decoding."""
-    from profiler.calibrate import Recorder
     from profiler.calibrate import rederive_tokens as rederive
     from specmodel.formats.calibration import list_presets, load_calibration, load_preset
 
@@ -288,11 +280,19 @@ def rederive_tokens(
         except ValueError as e:
             raise ValueError(f"--from: {e} (nor is it a preset: "
                              f"{', '.join(list_presets())})") from e
-    got = rederive(cal, origin)
-    with Recorder(output, cal) as rec, saving(_unchanged(output, "the token section")):
+    _write_rederived(output, cal, rederive(cal, origin), "the token section",
+                     "token section derived again from its counters")
+
+
+def _write_rederived(output: Path, cal: Any, got: Any, section: str, done: str) -> None:
+    """``cal`` with the phase ``got`` derived again, written to ``output`` (the
+    ``rederive-*`` commands), and one line saying so."""
+    from profiler.calibrate import Recorder
+
+    with Recorder(output, cal) as rec, saving(_unchanged(output, section)):
         rec.add(got)
-    console().print(f"token section derived again from its counters: {got.summary}; wrote "
-                    f"{output}", soft_wrap=True)
+    console().print(f"{done}: {got.summary}; wrote {output}", soft_wrap=True)
+
 
 def _engine_cost_options(contexts: str, widths: str, tokens: str, speculation: str,
                          repeats: int, speculation_problems: int) -> dict[str, Any]:

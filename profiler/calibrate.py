@@ -353,9 +353,7 @@ def rederive_steps(cal: Calibration, record: str | Path | None = None) -> PhaseR
     from profiler.step_profile import read_record
     from specmodel import __version__
 
-    settings = cal.provenance.settings
-    phase = (settings.phases.steps if isinstance(settings, MeasurementSettings)
-             and settings.phases is not None else None)
+    phase = cal.phase_settings("steps")
     if phase is None:
         raise ValueError(f"calibration {cal.name!r} has no steps phase to derive again (only "
                          "a profiled one records its pairs record)")
@@ -462,9 +460,7 @@ def rederive_tokens(cal: Calibration, source: Calibration | None = None) -> Phas
     from specmodel import __version__
 
     origin = source if source is not None else cal
-    settings = origin.provenance.settings
-    phase = (settings.phases.tokens if isinstance(settings, MeasurementSettings)
-             and settings.phases is not None else None)
+    phase = origin.phase_settings("tokens")
     if phase is None:
         raise ValueError(f"calibration {origin.name!r} has no tokens phase (counters) to "
                          "derive the token section from")

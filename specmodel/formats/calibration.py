@@ -877,6 +877,15 @@ class Calibration(_Strict):
                              f"{' and '.join(map(str, READABLE_SCHEMA_VERSIONS))})")
         return SCHEMA_VERSION  # version 2 only added sections: a version 1 is read as 2
 
+    def phase_settings(self, name: PhaseName) -> PhaseSettingsModel | None:
+        """How this calibration's phase ``name`` was measured (its provenance's phase
+        settings); None where the calibration is not a profiled one or that phase was not
+        measured here."""
+        settings = self.provenance.settings
+        if not isinstance(settings, MeasurementSettings) or settings.phases is None:
+            return None
+        return getattr(settings.phases, name)
+
     def decoder_gaps(self) -> list[str]:
         """What the decoder model (:mod:`specmodel.decodermodel`) needs that this
         calibration has not measured, one line each, with what it does instead."""
