@@ -190,9 +190,11 @@ def decode_rounds(a: argparse.Namespace, cal: Any, configs: list[Any],
     draft = HFEngine(resolve_model(trio["draft"]), threads=a.threads, delimiter="\n")
     verifier = make_verifier(configs[0].verifier, threads=a.threads)
     models = {"target": trio["target"], "draft": trio["draft"], "verifier": verifier.name}
+    tokens = mean_prompt_tokens(target, problems)  # validate reads it from the records
     settings = {"dataset": "gsm_symbolic", "problems": a.problems, "seed": a.seed,
                 "threads": a.threads, "engine": "transformers", "max_steps": a.max_steps,
-                "max_step_tokens": a.max_step_tokens, "delimiter": "\n"}
+                "max_step_tokens": a.max_step_tokens, "delimiter": "\n",
+                "prompt_tokens": tokens}
     base = baseline_like(configs[0])  # the sweep's step caps and delimiter
     everything = [base, *configs]
     # Warm-up outside every timing (the first calls of a process are slower).
@@ -205,8 +207,7 @@ def decode_rounds(a: argparse.Namespace, cal: Any, configs: list[Any],
         order = everything if r % 2 == 0 else everything[::-1]
         probes = []
         if a.cost_probe and not round_complete(path, order, a.resume):
-            probes = [probe(a, target, draft, before=order[0].label,
-                            context=round(mean_prompt_tokens(target, problems)))]
+            probes = [probe(a, target, draft, before=order[0].label, context=round(tokens))]
         run_configurations(target, draft, verifier, order, problems, path, models=models,
                            settings=settings, calibration=cal, include_baseline=False,
                            resume=a.resume, cost_probes=probes,

@@ -334,6 +334,11 @@ def validate(
         "--costs-at-run-time",
         help="Price the decoder model with the calibration's engine costs rescaled to the "
              "record's cost probes (timed beside the run, not on its problems).")] = False,
+    prompt_tokens: Annotated[float | None, typer.Option(
+        "--prompt-tokens",
+        help="The run's mean prompt length in the target's tokens, for a record that does "
+             "not store it (the decoder model otherwise assumes one; the prefill of every "
+             "speculative call depends on it).")] = None,
 ) -> None:
     """Predicted against measured speedup for every configuration of a run record."""
     from cli import render
@@ -348,7 +353,13 @@ def validate(
         cost_drift,
     )
 
+    if prompt_tokens is not None and not prompt_tokens > 0:
+        raise SpecmodelError(f"--prompt-tokens must be > 0, got {prompt_tokens}")
     record = load_run_record(run_record)
+    stored = record.settings.prompt_tokens
+    if prompt_tokens is not None and stored is not None and abs(prompt_tokens - stored) > 0.5:
+        raise SpecmodelError(f"--prompt-tokens {prompt_tokens}: the record stores its mean "
+                             f"prompt length, {stored:.1f} tokens")
     cal = None
     if calibration is not None or preset is not None:
         cal = resolve_calibration(calibration, preset)
@@ -364,7 +375,7 @@ def validate(
                 "has no engine_costs section to rescale")
         cal, drift = calibration_at_run_time(cal or record.calibration,  # type: ignore[arg-type]
                                              record.cost_probes)
-    rows = compare(record, cal)
+    rows = compare(record, cal, prompt_tokens=prompt_tokens)
     # Absolute times: a request's ms per generated token, measured (seconds / tokens of
     # each configuration's run) and predicted (the baseline's measured ms/token ÷ the
     # predicted speedup).
@@ -433,6 +444,14 @@ def validate(
                    + ("; the decoder column prices with costs rescaled to them"
                       if costs_at_run_time else
                       "; --costs-at-run-time prices the decoder model with them"))
+    if stored is None and prompt_tokens is None and any(
+            r.predicted_decoder is not None for r in rows):
+        from specmodel.decodermodel import Workload
+
+        render.line("[yellow]note: the run record does not store its prompts' length: the "
+                    f"decoder model assumed {Workload.prompt_tokens} tokens (every "
+                    "speculative call prefills its whole prefix, so this matters); "
+                    "--prompt-tokens gives it.[/yellow]")
     m = record.machine
     cpu, cores = (m.cpu, m.cores) if m is not None else ("?", "?")
     render.dim(f"measured {record.created} on {cpu} ({cores} "

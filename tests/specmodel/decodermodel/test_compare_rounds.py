@@ -3,6 +3,8 @@ the rounds' spread, the errors' summary, rank correlation and each model's pick.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from specmodel.formats.run_record import ProblemRun
@@ -157,3 +159,37 @@ def test_validate_says_how_the_calibrations_absolute_costs_held(capsys) -> None:
     assert main(["validate", str(record), "--calibration", str(cal)]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert f"the target alone ran at {speed:.0%} of the time per token" in out
+
+
+def test_validate_takes_the_prompt_length_a_record_lacks(tmp_path, capsys) -> None:
+    """A record without its prompts' length: validate says the decoder model assumed one
+    and `--prompt-tokens` gives it (the decoder column changes); a record that stores it
+    refuses a different one."""
+    from pathlib import Path
+
+    from cli.main import main
+    from specmodel.formats.jsonio import write_json_atomic
+    from specmodel.formats.run_record import load_run_record
+
+    results = Path(__file__).resolve().parents[3] / "benchmarks" / "results"
+    record, cal = results / "heldout_05b_round1.run.json", results / "heldout_05b_calibration.json"
+    args = ["validate", str(record), "--calibration", str(cal), "--json"]
+    assert main(args) == 0
+    assumed = json.loads(capsys.readouterr().out)
+    assert main([*args, "--prompt-tokens", "72"]) == 0
+    given = json.loads(capsys.readouterr().out)
+    spec = [i for i, r in enumerate(assumed) if r["k1"] > 1]
+    assert any(assumed[i]["predicted_decoder"] != given[i]["predicted_decoder"] for i in spec)
+    assert main(args[:-1]) == 0
+    assert "does not store its prompts' length" in " ".join(capsys.readouterr().out.split())
+    assert main([*args[:-1], "--prompt-tokens", "72"]) == 0
+    assert "does not store" not in capsys.readouterr().out
+    rec = load_run_record(record)
+    stored = tmp_path / "stored.run.json"
+    write_json_atomic(rec.model_copy(update={"settings": rec.settings.model_copy(
+        update={"prompt_tokens": 72.0})}), stored)
+    assert main(["validate", str(stored), "--calibration", str(cal), "--prompt-tokens",
+                 "90"]) == 2
+    assert "stores its mean prompt length" in capsys.readouterr().err
+    assert main(["validate", str(record), "--prompt-tokens", "0"]) == 2
+    assert "--prompt-tokens must be > 0" in capsys.readouterr().err
