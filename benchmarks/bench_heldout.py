@@ -29,6 +29,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 import time
@@ -275,18 +276,26 @@ def probe(a: argparse.Namespace, target: Any, draft: Any, *, before: str,
     return got
 
 
+@functools.cache
+def target_tokenizer(trio: str) -> Any:
+    """The trio's target tokenizer (loaded once for the report's prompt lengths and its
+    replayed passes)."""
+    from transformers import AutoTokenizer
+
+    from profiler.packs import resolve_model
+
+    return AutoTokenizer.from_pretrained(resolve_model(TRIOS[trio]["target"]))
+
+
 def prompt_tokens(a: argparse.Namespace) -> float:
     """The held-out problems' mean prompt length in the target's tokens (records written
     before ``settings.prompt_tokens`` existed lack it)."""
     from types import SimpleNamespace
 
-    from transformers import AutoTokenizer
-
-    from profiler.packs import resolve_model
     from profiler.problems import load_problems
     from profiler.runs import mean_prompt_tokens
 
-    tok = AutoTokenizer.from_pretrained(resolve_model(TRIOS[a.trio]["target"]))
+    tok = target_tokenizer(a.trio)
     counter = SimpleNamespace(  # the tokenizer alone, counted as HFEngine.count_tokens does
         count_tokens=lambda text: len(tok(text, add_special_tokens=False).input_ids))
     return mean_prompt_tokens(counter, load_problems(a.problems, a.seed))
@@ -328,10 +337,7 @@ def token_passes(a: argparse.Namespace, cal: Any, recs: list[Any]) -> list[dict[
     """Per configuration with n-gram token speculation: its passes over the rounds,
     replayed from the committed target steps (a hybrid's discarded target steps are not
     in the record), against the tokens per pass the decoder model draws."""
-    from transformers import AutoTokenizer
-
     from profiler.ngram_replay import add_counters, replay_steps
-    from profiler.packs import resolve_model
     from profiler.problems import format_prompt, load_problems
     from specmodel.decodermodel import AcceptanceModel
 
@@ -339,7 +345,7 @@ def token_passes(a: argparse.Namespace, cal: Any, recs: list[Any]) -> list[dict[
                and c.config.token.method == "ngram"]
     if not configs:
         return []
-    tok = AutoTokenizer.from_pretrained(resolve_model(TRIOS[a.trio]["target"]))
+    tok = target_tokenizer(a.trio)
     prompts = [format_prompt(p) for p in load_problems(a.problems, a.seed)]
     model = AcceptanceModel.from_calibration(cal)
     out = []

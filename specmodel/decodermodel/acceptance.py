@@ -335,14 +335,15 @@ class AcceptanceModel:
 
     def tokens_per_pass(self, k2: int) -> float:
         """Expected tokens one token-speculation pass of k2 − 1 draft tokens writes:
-        1 + Σ_j Π_{i ≤ j} p_i over :meth:`token_profile` (its last rate repeats)."""
+        :func:`~specmodel.closedform.cascade.expected_tokens_horizontal` over
+        :meth:`token_profile` (its last rate repeats)."""
+        from specmodel.closedform.cascade import expected_tokens_horizontal
+
         gamma = check_positive_int("k2", k2) - 1
+        if gamma == 0:
+            return 1.0
         prof = self.token_profile()
-        total, survive = 1.0, 1.0
-        for j in range(gamma):
-            survive *= float(prof[min(j, prof.size - 1)])
-            total += survive
-        return total
+        return expected_tokens_horizontal(prof[np.minimum(np.arange(gamma), prof.size - 1)])
 
     def resampled(self, rng: np.random.Generator) -> AcceptanceModel:
         """The rates drawn from their Beta posteriors (Jeffreys prior) given the sample
