@@ -16,7 +16,9 @@ def errata(
     ] = None,
     json_out: JsonOut = False,
 ) -> None:
-    """For each erratum: the paper (file name), its statement, the truth, and the verdict,
+    """Check every erratum of the papers: statement, truth and verdict.
+
+    For each erratum: the paper (file name), its statement, the truth, and the verdict,
     each computed by this project's closed forms, simulations and sympy checks."""
     from specmodel.errata import run_checks
 

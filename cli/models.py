@@ -42,8 +42,9 @@ def _where(r: PackStatus) -> str:
 
 @models_app.command("list")
 def list_models(json_out: JsonOut = False) -> None:
-    """Show the registered packs and the state of each in the cache (a quick size and
-    mtime check; `specmodel models verify` hashes every file)."""
+    """Show the registered packs and the state of each in the cache.
+
+    A quick size and mtime check; `specmodel models verify` hashes every file."""
     from profiler.packs import list_packs
 
     rows = list_packs()
@@ -76,8 +77,10 @@ def verify_models(
         help="Pack name; every pack when left out.")] = None,
     json_out: JsonOut = False,
 ) -> None:
-    """Hash every cached file and compare with the manifest written at conversion; exit 2
-    when a pack is damaged or unverified."""
+    """Hash every cached file and compare it with the pack's manifest.
+
+    The manifest is written at conversion; exit 2 when a pack is damaged or
+    unverified."""
     from profiler.packs import repair_command, verify_packs
 
     rows = verify_packs([name] if name is not None else None)

@@ -28,8 +28,10 @@ def plot(
         ),
     ] = False,
 ) -> None:
-    """Write figures: self-contained HTML (plotly.js embedded), and PNG where kaleido and a
-    Chrome/Chromium are installed. The calibrated figures use the chosen calibration
+    """Write the figures: self-contained HTML, and PNG where kaleido and Chromium are found.
+
+    The HTML embeds plotly.js (opens offline); PNG needs kaleido and a
+    Chrome/Chromium. The calibrated figures use the chosen calibration
     (--calibration/--preset, else the embedded default), and say which."""
     from specmodel.figures import PNG_HINT, make_all
 

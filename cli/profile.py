@@ -187,8 +187,10 @@ def engine_costs(
     seed: Seed = 0, delimiter: Delimiter = "\\n\\n", max_step_tokens: MaxStepTokens = 48,
     threads: Threads = 1, calibration: CalibrationOpt = None, preset: PresetOpt = None,
 ) -> None:
-    """Price the decoder's engine calls on this machine (T(b, L) per token, prefill,
-    per-call overhead, contention) into a copy of a calibration."""
+    """Price the decoder's engine calls on this machine into a copy of a calibration.
+
+    Measures T(b, L) per token, prefill, the per-call overhead and the contention of
+    two models running together."""
     from profiler.calibrate import check_distinct_models, engine_costs_phase
 
     if draft is not None:
@@ -209,9 +211,10 @@ def pool_engine_costs(
         help="Calibration files whose engine costs measured one setup (two or more).")],
     output: Output,
 ) -> None:
-    """Pool the engine costs of several calibrations into a copy of the first (the same
-    models and engine measured at different times: on a shared machine one
-    measurement catches one moment of its load)."""
+    """Pool the engine costs of several calibrations into a copy of the first.
+
+    The same models and engine measured at different times: on a shared machine one
+    measurement catches one moment of its load."""
     from profiler.calibrate import PhaseResult, Recorder, engine_costs_summary
     from profiler.engine_costs import pool_engine_costs as pool
     from specmodel.formats.calibration import load_calibration
@@ -242,8 +245,9 @@ def rederive_steps(
     record: Annotated[Path | None, typer.Option(
         help="The pairs record (default: the path the steps phase names).")] = None,
 ) -> None:
-    """Derive a calibration's step section again from its pairs record with this
-    version's estimators (e.g. the per-problem verdict counts), into a copy: no decoding."""
+    """Derive a calibration's step section again from its pairs record, into a copy.
+
+    Uses this version's estimators (e.g. the per-problem verdict counts); no decoding."""
     from profiler.calibrate import rederive_steps as rederive
     from specmodel.formats.calibration import load_calibration
 
@@ -263,9 +267,10 @@ def rederive_tokens(
                        "CALIBRATION_FILE copied it (a file, or an embedded preset's "
                        "name).")] = None,
 ) -> None:
-    """Derive a calibration's token section again from its tokens phase's stored
-    counters with this version's estimators (e.g. the share of passes that drafted),
-    into a copy: no decoding."""
+    """Derive a calibration's token section again from its stored counters, into a copy.
+
+    Uses this version's estimators (e.g. the share of passes that drafted); no
+    decoding."""
     from profiler.calibrate import rederive_tokens as rederive
     from specmodel.formats.calibration import list_presets, load_calibration, load_preset
 
@@ -393,8 +398,9 @@ def run(
     threads: Threads = 1, resume: Resume = False,
     calibration: CalibrationOpt = None, preset: PresetOpt = None,
 ) -> None:
-    """Measure everything (T(b), steps, tokens, engine costs) into one calibration, saved
-    after each phase."""
+    """Measure everything (T(b), steps, tokens, engine costs) into one calibration.
+
+    The calibration is saved after each phase."""
     from profiler.calibrate import (
         batch_cost_key,
         batch_cost_phase,
@@ -547,8 +553,9 @@ def hardware(
         "on a GPU machine): put them into the calibration instead of measuring.")] = None,
     calibration: CalibrationOpt = None, preset: PresetOpt = None,
 ) -> None:
-    """Cost surfaces of an architecture on a device — T(b, L) decode, V(q, L)
-    verification, P(n) prefill — into a calibration (OUTPUT gains the profile if it is
+    """Measure an architecture's cost surfaces on a device into a calibration.
+
+    T(b, L) decode, V(q, L) verification and P(n) prefill, into a calibration (OUTPUT gains the profile if it is
     one already, else it starts from --calibration/--preset)."""
     from profiler.hardware import check_options, default_points, measure, read_config
     from specmodel.formats.calibration import (

@@ -26,7 +26,9 @@ def report(
         ModeChoice.async_
     ),
 ) -> None:
-    """Write one HTML page (plotly.js embedded, opens offline): predicted against measured
+    """Write one self-contained HTML page on a run record: predicted against measured.
+
+    The page embeds plotly.js (opens offline) and shows predicted against measured
     speedup per configuration, acceptance by position, the T(b) curve, the landscape with
     the optimizer's choice. Predictions use the run's own calibration unless
     --calibration/--preset is given."""

@@ -169,3 +169,23 @@ def test_the_cli_loads_numpy_with_one_blas_thread_unless_told_otherwise(
         assert seen == "None" and tasks == "1"
     else:
         assert seen == user_setting and int(tasks) == min(2, os.cpu_count() or 1)
+
+
+def _leaf_commands(group, prefix: str = ""):
+    for name, sub in getattr(group, "commands", {}).items():
+        yield prefix + name, sub
+        yield from _leaf_commands(sub, prefix + name + " ")
+
+
+def test_every_command_summary_is_one_line() -> None:
+    """A command list (``specmodel --help``, ``specmodel profile --help``) shows each
+    command's first paragraph with its line breaks kept (typer's rich markup), so a
+    summary that runs over two docstring lines prints broken mid-sentence: every
+    command's help opens with a one-line summary, its details after a blank line."""
+    whole = typer.main.get_command(cli_main.app)
+    broken = []
+    for name, command in _leaf_commands(whole):
+        first = (command.help or "").strip().split("\n\n")[0]
+        if not first or "\n" in first:
+            broken.append(name)
+    assert not broken, f"commands whose summary is empty or spans lines: {broken}"
