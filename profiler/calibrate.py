@@ -32,6 +32,7 @@ tells what it was measured with.  The calibration file is written under a
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -227,6 +228,17 @@ class PhaseResult:
     def description(self) -> str:
         """How it was measured, with sample sizes and spreads (goes into the provenance)."""
         return self.settings.description
+
+
+def measured_on(phases: Iterable[Any]) -> str:
+    """The calibration's measurement date: the day its latest phase finished (a phase
+    derived again from stored data keeps its own date, so re-deriving does not move
+    the measurement's day); today when no phase records one."""
+    days = []
+    for ph in phases:
+        when = datetime.fromisoformat(ph.date)
+        days.append(when if when.tzinfo else when.replace(tzinfo=UTC))
+    return (max(days) if days else datetime.now(UTC)).astimezone(UTC).date().isoformat()
 
 
 def batch_cost_phase(
@@ -738,7 +750,7 @@ class Recorder:
             models=models,
             machine=f"{machine.cpu}, {machine.cores} cores, {machine.memory_gib} GiB",
             engine=engine,
-            date=datetime.now(UTC).date().isoformat(),
+            date=measured_on(finished.values()),
             description=text,
             source="measured" if not copied else old.source,
         )

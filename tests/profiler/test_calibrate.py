@@ -400,6 +400,9 @@ def test_rederive_tokens_adds_the_draft_rate_and_keeps_every_measured_number(
     assert new.step == old.step and new.engine_costs == old.engine_costs
     phase = new.provenance.settings.phases.tokens
     assert phase.date == old.provenance.settings.phases.tokens.date
+    # the measurement's day is its latest phase's, not the day it was derived again
+    latest = max(ph.date for ph in new.provenance.settings.phases.finished().values())
+    assert new.provenance.date == latest[:10]
     assert "265 of 374 target passes drafted" in phase.description
     copied = results / "heldout_05b_calibration_recal.json"
     assert main(["profile", "rederive-tokens", str(copied), "-o", str(tmp_path / "x.json")]) == 2
@@ -416,3 +419,18 @@ def test_rederive_tokens_adds_the_draft_rate_and_keeps_every_measured_number(
     assert main(["profile", "rederive-tokens", str(copied), "-o", str(tmp_path / "w.json"),
                  "--from", "no-such-thing"]) == 2
     assert "--from" in capsys.readouterr().err
+
+
+def test_measured_on_is_the_latest_phase_day() -> None:
+    """The calibration's date is the day its latest phase finished, whatever the offset
+    a phase's time was written with; a date without a time counts as UTC."""
+    from types import SimpleNamespace as NS
+
+    from profiler.calibrate import measured_on
+
+    phases = [NS(date="2026-11-22T23:30:00-02:00"), NS(date="2026-11-23"),
+              NS(date="2026-11-23T10:00:00+00:00")]
+    assert measured_on(phases) == "2026-11-23"  # 23:30 at −02:00 is 01:30 UTC on the 23rd
+    assert measured_on(phases[:1]) == "2026-11-23"
+    assert measured_on(phases[1:2]) == "2026-11-23"
+    assert len(measured_on([])) == 10  # today
