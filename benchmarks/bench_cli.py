@@ -5,12 +5,17 @@ The whole process is timed against ``python -c pass`` in the same run
 process.  The command is timed twice per round: as the environment runs it (where
 ``PYTHONDONTWRITEBYTECODE`` is set, as on these machines, every run compiles the
 project's modules afresh) and with its bytecode cached (``PYTHONPYCACHEPREFIX``, filled
-by one warm-up run), as an installed package runs.  Usage:
-``python -m benchmarks.bench_cli``.
+by one warm-up run), as an installed package runs.  The ``specmodel`` first on PATH is
+timed: the editable install of the repository's environment, or — run with a regular
+install's interpreter first on PATH (``pip install .``, the README's run command, whose
+bytecode pip compiles at install) — that one; the JSON names the executable and where
+its ``cli`` package was imported from.  Usage:
+``python -m benchmarks.bench_cli [--out NAME]``.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import shutil
 import statistics
@@ -18,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 from benchmarks.harness import best_of, print_table, write_json
 from specmodel.formats.calibration import DEFAULT_PRESET, load_preset
@@ -32,7 +38,10 @@ def _time(cmd: list[str], env: dict[str, str] | None = None) -> float:
     return time.perf_counter() - t0
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", default="cli", help="results/NAME.json (default cli)")
+    args = ap.parse_args(argv)
     exe = shutil.which("specmodel")
     optimize_cmd = [exe] if exe else [sys.executable, "-m", "cli"]
     optimize_cmd += ["optimize", "--budget", "16"]
@@ -68,7 +77,12 @@ def main() -> None:
                             "speedup": res.speedup})
     print_table(f"optimize_budget on the default preset ({DEFAULT_PRESET})",
                 ["mode", "M", "best time", "k1", "k2", "speedup"], rows)
-    write_json("cli", {"process": {"optimize_s": a, "optimize_bytecode_cached_s": c,
+    python = str(Path(exe).parent / "python") if exe else sys.executable
+    where = subprocess.run(  # -P: not from the working directory, as the command runs
+        [python, "-P", "-c", "import cli; print(cli.__file__)"],
+        capture_output=True, text=True, check=False).stdout.strip()
+    write_json(args.out, {"executable": optimize_cmd[0], "cli_module": where,
+                          "process": {"optimize_s": a, "optimize_bytecode_cached_s": c,
                                    "python_pass_s": b, "median_ratio": ratio},
                        "optimizer": records})
 
