@@ -555,8 +555,8 @@ def hardware(
 ) -> None:
     """Measure an architecture's cost surfaces on a device into a calibration.
 
-    T(b, L) decode, V(q, L) verification and P(n) prefill, into a calibration (OUTPUT gains the profile if it is
-    one already, else it starts from --calibration/--preset)."""
+    T(b, L) decode, V(q, L) verification and P(n) prefill, into a calibration (OUTPUT
+    gains the profile if it is one already, else it starts from --calibration/--preset)."""
     from profiler.hardware import check_options, default_points, measure, read_config
     from specmodel.formats.calibration import (
         load_calibration,

@@ -424,12 +424,13 @@ def test_rederive_tokens_adds_the_draft_rate_and_keeps_every_measured_number(
 def test_measured_on_is_the_latest_phase_day() -> None:
     """The calibration's date is the day its latest phase finished, whatever the offset
     a phase's time was written with; a date without a time counts as UTC."""
-    from types import SimpleNamespace as NS
+    from types import SimpleNamespace
 
     from profiler.calibrate import measured_on
 
-    phases = [NS(date="2026-11-22T23:30:00-02:00"), NS(date="2026-11-23"),
-              NS(date="2026-11-23T10:00:00+00:00")]
+    phases = [SimpleNamespace(date="2026-11-22T23:30:00-02:00"),
+              SimpleNamespace(date="2026-11-23"),
+              SimpleNamespace(date="2026-11-23T10:00:00+00:00")]
     assert measured_on(phases) == "2026-11-23"  # 23:30 at −02:00 is 01:30 UTC on the 23rd
     assert measured_on(phases[:1]) == "2026-11-23"
     assert measured_on(phases[1:2]) == "2026-11-23"
