@@ -289,6 +289,33 @@ def rederive_tokens(
                      "token section derived again from its counters")
 
 
+@profile_app.command("contention")
+def contention(
+    calibration_file: Annotated[Path, typer.Argument(
+        help="A calibration whose engine_costs phase timed a target and a draft.")],
+    output: Output,
+    repeats: Annotated[int, typer.Option(
+        min=1, help="Rounds of paired calls (each: both models alone, then together).")] = 5,
+    max_step_tokens: MaxStepTokens = 48,
+) -> None:
+    """Measure a calibration's contention again, the decoder's way, into a copy.
+
+    A call of each model alone, then one of each submitted together to two worker
+    threads, as the async decoder starts a draft and a target step; every other figure
+    of the engine costs kept."""
+    from profiler.calibrate import remeasure_contention
+    from specmodel.formats.calibration import load_calibration
+
+    cal = load_calibration(calibration_file)
+    ec = cal.engine_costs
+    names = {} if ec is None else {"target": ec.target.model,
+                                   **({"draft": ec.draft.model} if ec.draft else {})}
+    with ProgressBar(description="contention") as bar, _models_named(**names):
+        got = remeasure_contention(cal, repeats=repeats, max_step_tokens=max_step_tokens,
+                                   progress=bar)
+    _write_rederived(output, cal, got, "the engine costs", "contention measured again")
+
+
 def _write_rederived(output: Path, cal: Any, got: Any, section: str, done: str) -> None:
     """``cal`` with the phase ``got`` derived again, written to ``output`` (the
     ``rederive-*`` commands), and one line saying so."""

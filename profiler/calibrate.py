@@ -525,7 +525,7 @@ def engine_costs_phase(
     slow_t = slow_d = None
     if eng_d is not None:
         slow_t, slow_d = measure_contention(eng_t, eng_d, context=ctx[0], tokens=tk[1],
-                                            repeats=max(3, repeats))
+                                            repeats=max(5, repeats))
     target_costs = model_costs(target, cells_t, slow_t)
     if speculation_k2:
         target_costs = _with_speculation(eng_t, target_costs, speculation_k2,
@@ -534,13 +534,15 @@ def engine_costs_phase(
     costs = EngineCosts(
         engine="transformers", device=eng_t.device, dtype=eng_t.dtype, threads=threads,
         tokens=(tk[0], tk[1]), target=target_costs,
-        draft=None if cells_d is None else model_costs(draft, cells_d, slow_d))
+        draft=None if cells_d is None else model_costs(draft, cells_d, slow_d),
+        contention_method="paired-calls")
 
     def said(m: Any, role: str) -> str:
         pts = ", ".join(f"T({p.batch}, {p.context}) = {p.per_token * 1e3:.1f}"
                         for p in m.points)
         slow = ("" if m.concurrent_slowdown is None else
-                f"; {m.concurrent_slowdown:.2f}x slower while the other model generates")
+                f"; {_slowdown(m.concurrent_slowdown)} slower beside the other model's "
+                "calls")
         if m.speculative_passes:
             slow += ("; a prompt-lookup pass inside a step call costs " + ", ".join(
                 f"{v.value:.2f} +/- {v.stderr or 0:.2f} (k2 = {k}, {v.n} calls)"
@@ -548,8 +550,8 @@ def engine_costs_phase(
                 + f" decode forwards (step prefixes of {speculation_problems} gsm_symbolic "
                 f"problems (seed {seed}), passes replayed)")
         if m.speculative_slowdown is not None:
-            slow += (f"; those calls {m.speculative_slowdown:.2f}x slower while the other "
-                     "model generates")
+            slow += (f"; those calls {_slowdown(m.speculative_slowdown)} slower beside "
+                     "the other model's calls")
         return (f"{role} {m.model}: per token (ms) {pts}; call overhead "
                 f"{m.call_overhead.value * 1e3:.1f} +/- {(m.call_overhead.stderr or 0) * 1e3:.1f}"
                 f" ms, prefill {m.prefill_per_token.value * 1e3:.3f} +/- "
@@ -558,8 +560,11 @@ def engine_costs_phase(
     desc = (f"engine_costs: transformers calls writing exactly {tk[0]} and {tk[1]} tokens, "
             f"{repeats} timed repeats each (medians) per (b, L) cell after a warm-up, "
             f"{threads} thread(s); intercepts fitted as overhead + prefill x b x L by least "
-            f"squares over {len(ws) * len(ctx)} cells. "
-            + "; ".join(said(m, r) for m, r in ((costs.target, "target"),
+            f"squares over {len(ws) * len(ctx)} cells"
+            + ("" if eng_d is None else
+               f"; slowdowns beside the other model from paired calls ({tk[1]} tokens "
+               f"after {ctx[0]}, rounds alone / together, mean +/- stderr)")
+            + ". " + "; ".join(said(m, r) for m, r in ((costs.target, "target"),
                                                   (costs.draft, "draft")) if m is not None)
             + ".")
     settings = EngineCostsSettings(
@@ -582,38 +587,120 @@ def engine_costs_summary(costs: EngineCosts) -> str:
             f"{t.call_overhead.value * 1e3:.0f} ms, prefill "
             f"{t.prefill_per_token.value * 1e3:.2f} ms/token"
             + ("" if t.concurrent_slowdown is None else
-               f", contention {t.concurrent_slowdown:.2f}x"))
+               f", contention {_slowdown(t.concurrent_slowdown)}"))
+
+
+def _slowdown(m: Any) -> str:
+    """A measured slowdown as the phase's texts give it: 1.08x +/- 0.03 (n = 5)."""
+    se = "" if m.stderr is None else f" +/- {m.stderr:.2f}"
+    return f"{m.value:.2f}x{se} (n = {m.n})"
+
+
+def _speculation_prefixes(engine: Any, problems: int, seed: int,
+                          max_step_tokens: int) -> list[str]:
+    """The step prefixes the phase times speculative step calls on: the target's own
+    steps 0, 4 and 8 of ``problems`` gsm_symbolic problems (``seed``)."""
+    from profiler.engine_costs import step_prefixes
+    from profiler.problems import format_prompt, load_problems
+
+    prompts = [format_prompt(p) for p in load_problems(problems, seed)]
+    return step_prefixes(engine, prompts, steps=[0, 4, 8], max_step_tokens=max_step_tokens)
+
+
+def _middle(k2s: Iterable[int]) -> int:
+    """The k2 whose speculative step calls are timed beside the other model."""
+    ks = sorted(set(k2s))
+    return ks[len(ks) // 2]
 
 
 def _with_speculation(engine: Any, costs: Any, k2s: list[int], problems: int, seed: int,
                       max_step_tokens: int, progress: ProgressCallback | None,
                       beside: Any | None = None) -> Any:
     """``costs`` with the target's speculative passes measured on real step prefixes
-    (and, with ``beside``, the slowdown of those calls while it generates)."""
+    (and, with ``beside``, the slowdown of those calls beside its calls)."""
     from profiler.engine_costs import (
         measure_speculative_contention,
         measure_speculative_passes,
-        step_prefixes,
     )
-    from profiler.problems import format_prompt, load_problems
     from specmodel.decodermodel import Surface
     from specmodel.formats.calibration import Measurement
 
     surface = Surface.from_points(costs.decode_points())
-    prompts = [format_prompt(p) for p in load_problems(problems, seed)]
-    prefixes = step_prefixes(engine, prompts, steps=[0, 4, 8], max_step_tokens=max_step_tokens)
+    prefixes = _speculation_prefixes(engine, problems, seed, max_step_tokens)
     got = measure_speculative_passes(
         engine, prefixes, k2s=k2s, max_step_tokens=max_step_tokens,
         decode=lambda L: surface.time(1, L), overhead=costs.call_overhead.value,
         prefill=costs.prefill_per_token.value, progress=progress)
     slow = None
     if beside is not None:
-        ks = sorted(set(k2s))
-        slow = measure_speculative_contention(engine, beside, prefixes, k2=ks[len(ks) // 2],
+        slow = measure_speculative_contention(engine, beside, prefixes, k2=_middle(k2s),
                                               max_step_tokens=max_step_tokens)
     return costs.model_copy(update={"speculative_passes": {
         k: Measurement(value=m, stderr=se, n=n) for k, (m, se, n) in got.items()},
         "speculative_slowdown": slow})
+
+
+def remeasure_contention(cal: Calibration, *, repeats: int = 5, max_step_tokens: int = 48,
+                         progress: ProgressCallback | None = None) -> PhaseResult:
+    """The ``engine_costs`` phase of ``cal`` with its slowdowns beside the other model
+    measured again, the decoder's way (paired calls,
+    :func:`profiler.engine_costs.measure_contention`), on the models and settings the
+    phase recorded (its first context, its long call, its threads; where it timed
+    speculative step calls, those on its step prefixes at its middle k2); every other
+    figure kept, the description saying what was replaced."""
+    from profiler.engine_costs import measure_contention, measure_speculative_contention
+    from profiler.engines import HFEngine
+    from profiler.packs import resolve_model
+    from specmodel import __version__
+
+    ec, phase = cal.engine_costs, cal.phase_settings("engine_costs")
+    if ec is None or phase is None:
+        raise ValueError(f"calibration {cal.name!r} has no engine_costs phase (profile "
+                         "engine-costs measures one)")
+    if ec.draft is None or phase.draft is None:
+        raise ValueError(f"calibration {cal.name!r}: its engine costs have no draft, so no "
+                         "contention to measure")
+    if repeats < 1:
+        raise ValueError(f"repeats must be >= 1, got {repeats}")
+    if max_step_tokens < 1:
+        raise ValueError(f"max_step_tokens must be >= 1, got {max_step_tokens}")
+    say = progress or (lambda done, total, message: None)
+    eng_t = HFEngine(resolve_model(phase.target), threads=phase.threads,
+                     delimiter=phase.delimiter or "\n\n")
+    eng_d = HFEngine(resolve_model(phase.draft), threads=phase.threads)
+    say(0, 2, f"paired calls, {repeats} rounds")
+    slow_t, slow_d = measure_contention(eng_t, eng_d, context=phase.contexts[0],
+                                        tokens=phase.tokens[1], repeats=repeats)
+    spec = None
+    if ec.target.speculative_passes and phase.speculation_k2:
+        say(1, 2, "speculative step calls paired with the draft's")
+        prefixes = _speculation_prefixes(eng_t, phase.speculation_problems or 2,
+                                         phase.speculation_seed or 0, max_step_tokens)
+        spec = measure_speculative_contention(eng_t, eng_d, prefixes,
+                                              k2=_middle(phase.speculation_k2),
+                                              max_step_tokens=max_step_tokens)
+    costs = _rebuilt(ec, contention_method="paired-calls",
+                     target=_rebuilt(ec.target, concurrent_slowdown=slow_t,
+                                     speculative_slowdown=spec),
+                     draft=_rebuilt(ec.draft, concurrent_slowdown=slow_d))
+
+    def was(m: Any) -> str:
+        return "not measured" if m is None else _slowdown(m)
+
+    what = (f"target {_slowdown(slow_t)}, draft {_slowdown(slow_d)}"
+            + ("" if spec is None else f", speculative step calls {_slowdown(spec)}"))
+    desc = (f"{phase.description} (Slowdowns beside the other model measured again on "
+            f"{finished_at()} with specmodel {__version__}, the decoder's way: paired calls, "
+            f"{phase.tokens[1]} tokens after {phase.contexts[0]}, {repeats} rounds alone / "
+            f"together, mean +/- stderr: {what}; they replace the figures above, measured "
+            f"{ec.contention_method.replace('-', ' ')}: target "
+            f"{was(ec.target.concurrent_slowdown)}, draft {was(ec.draft.concurrent_slowdown)}"
+            + ("" if ec.target.speculative_slowdown is None else
+               f", speculative step calls {was(ec.target.speculative_slowdown)}") + ".)")
+    settings = phase.model_copy(update={"description": desc, "date": finished_at()})
+    return PhaseResult("engine_costs", costs, settings,
+                       {"target": phase.target, "draft": phase.draft},
+                       f"contention (paired calls): {what}")
 
 
 def _rebuilt(model: Any, **changes: Any) -> Any:

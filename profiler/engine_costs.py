@@ -18,9 +18,12 @@ slow spell of a shared machine lands on all cells rather than on a few; the medi
 give a line in the number of tokens: its slope is T(b, L)
 per token, its intercept what the call costs beyond its tokens.  The intercepts of all
 cells are fitted as ``overhead + prefill_per_token · b · L`` by least squares (with
-standard errors; values clamped at 0).  Then the contention: the per-token time of
-each model while the other generates in another thread of the process (the async
-decoder's two workers) over its time alone.
+standard errors; values clamped at 0).  Then the contention, the decoder's way: in
+each round a call of each model alone, then one of each submitted together to two
+worker threads (as the async decoder starts a draft step and a target step); the call
+that ends first ran wholly beside the other, the other only while it ran, and each
+model's slowdown is that of its overlapped work (:func:`overlap_slowdown`), with its
+spread over the rounds.
 
 Last, token speculation as the decoder runs it (prompt lookup inside a step, one
 prefix per call, no KV reuse): the target's real step calls with speculation at each
@@ -34,10 +37,8 @@ from __future__ import annotations
 
 import math
 import statistics
-import threading
-import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,7 +46,8 @@ from profiler.progress import ProgressCallback, no_progress
 
 __all__ = ["CellTiming", "context_prompt", "fit_intercepts", "measure_contention",
            "measure_model", "measure_speculative_contention", "measure_speculative_passes",
-           "model_costs", "pool_engine_costs", "probe_costs", "step_prefixes"]
+           "model_costs", "overlap_slowdown", "pool_engine_costs", "probe_costs",
+           "step_prefixes"]
 
 _TEXT = ("Question: A farmer has 17 sheep, buys 5 more and sells 3. Each sheep eats 2 kg "
          "of hay a day. How much hay do the sheep eat in a week?\nAnswer: Let's think step "
@@ -159,49 +161,82 @@ def fit_intercepts(cells: Sequence[CellTiming]) -> tuple[tuple[float, float],
     return (float(coef[0]), se[0]), (float(coef[1]), se[1])
 
 
-@contextmanager
-def _other_generating(other: Any, prompt: str, tokens: int) -> Iterator[None]:
-    """While inside, ``other`` writes ``tokens``-token calls back to back in another
-    thread (named ``engine-costs-other``; joined on exit)."""
-    stop = threading.Event()
-
-    def loop() -> None:
-        while not stop.is_set():
-            other.generate_exact([prompt], tokens)
-
-    worker = threading.Thread(target=loop, name="engine-costs-other", daemon=True)
-    worker.start()
-    try:
-        time.sleep(0.05)
-        yield
-    finally:
-        stop.set()
-        worker.join()
-
-
-def _per_token_alone_and_busy(engine: Any, other: Any, prompt: str, other_prompt: str,
-                              tokens: int, repeats: int) -> tuple[float, float]:
-    """Median seconds of ``engine``'s exact call alone and while ``other`` loops."""
-    alone = [engine.generate_exact([prompt], tokens) for _ in range(repeats)]
-    with _other_generating(other, other_prompt, tokens):
-        busy = [engine.generate_exact([prompt], tokens) for _ in range(repeats)]
-    return statistics.median(alone), statistics.median(busy)
+def overlap_slowdown(alone: float, together: float, overlap: float) -> float:
+    """How many times slower a call's work ran during the ``overlap`` seconds another
+    call ran beside it, the rest of it running at its own pace: a call of ``alone``
+    seconds that took ``together`` seconds did ``overlap`` / s of its work in the
+    overlap and the rest alone, so s = overlap / (overlap − (together − alone)) — the
+    decoder model's contention (work advances 1/s as fast while both models run).  A
+    call wholly beside the other (``overlap`` = ``together``) gives together / alone."""
+    for name, v in (("alone", alone), ("together", together), ("overlap", overlap)):
+        if not (v > 0 and math.isfinite(v)):
+            raise ValueError(f"{name} must be a finite number of seconds > 0, got {v}")
+    if overlap > together * (1 + 1e-9):
+        raise ValueError(f"overlap ({overlap:.4g} s) cannot exceed the call's time "
+                         f"together ({together:.4g} s)")
+    alone_part = overlap - (together - alone)
+    if alone_part <= 0:
+        raise ValueError(f"the call took {together - alone:.4g} s longer beside the other "
+                         f"than alone, more than the {overlap:.4g} s they overlapped: the "
+                         "timings are inconsistent (a machine this noisy cannot measure "
+                         "contention)")
+    return overlap / alone_part
 
 
-def measure_contention(target: Any, draft: Any, *, context: int, tokens: int = 16,
-                       repeats: int = 3) -> tuple[float, float]:
-    """(target's slowdown, draft's slowdown): each model's call time while the other
-    generates in another thread of this process, over its time alone (median over
-    median, ``repeats`` calls each)."""
+def _together(first: Callable[[], float], second: Callable[[], float]) -> tuple[float, float]:
+    """The seconds two calls report when submitted together to two worker threads (one
+    each, initialised as the async decoder's are)."""
+    from profiler.engines import init_worker_thread
+
+    with (ThreadPoolExecutor(1, "engine-costs-a", initializer=init_worker_thread) as pa,
+          ThreadPoolExecutor(1, "engine-costs-b", initializer=init_worker_thread) as pb):
+        fa, fb = pa.submit(first), pb.submit(second)
+        return fa.result(), fb.result()
+
+
+def _paired_slowdowns(alone: tuple[float, float], together: tuple[float, float]
+                      ) -> tuple[float, float]:
+    """Both calls' :func:`overlap_slowdown` from one paired round: they overlapped for
+    as long as the shorter of them took together."""
+    overlap = min(together)
+    return (overlap_slowdown(alone[0], together[0], overlap),
+            overlap_slowdown(alone[1], together[1], overlap))
+
+
+def _measurement(values: Sequence[float]) -> Any:
+    """Mean of per-round values with its standard error (none from one round)."""
+    from specmodel.formats.calibration import Measurement
+
+    if not values:
+        raise ValueError("no rounds to summarise")
+    se = statistics.stdev(values) / math.sqrt(len(values)) if len(values) > 1 else None
+    return Measurement(value=statistics.fmean(values), n=len(values), stderr=se)
+
+
+def measure_contention(target: Any, draft: Any, *, context: int, tokens: int = 32,
+                       repeats: int = 5) -> tuple[Any, Any]:
+    """(target's, draft's) slowdown beside the other model, each a
+    :class:`~specmodel.formats.calibration.Measurement` over ``repeats`` rounds: in each,
+    one ``tokens``-token call of each model alone after a ``context``-token prompt, then
+    one of each submitted together to two worker threads (:func:`_paired_slowdowns`)."""
+    if repeats < 1 or tokens < 1:
+        raise ValueError(f"repeats and tokens must be >= 1, got {repeats} and {tokens}")
     tp, _ = context_prompt(target, context)
     dp, _ = context_prompt(draft, context)
-    t_alone, t_busy = _per_token_alone_and_busy(target, draft, tp, dp, tokens, repeats)
-    d_alone, d_busy = _per_token_alone_and_busy(draft, target, dp, tp, tokens, repeats)
-    return t_busy / t_alone, d_busy / d_alone
+    slow_t: list[float] = []
+    slow_d: list[float] = []
+    for _ in range(repeats):
+        alone = (target.generate_exact([tp], tokens), draft.generate_exact([dp], tokens))
+        both = _together(lambda: target.generate_exact([tp], tokens),
+                         lambda: draft.generate_exact([dp], tokens))
+        st, sd = _paired_slowdowns(alone, both)
+        slow_t.append(st)
+        slow_d.append(sd)
+    return _measurement(slow_t), _measurement(slow_d)
 
 
 def model_costs(model: str, cells: Sequence[CellTiming],
-                concurrent_slowdown: float | None = None) -> Any:
+                concurrent_slowdown: Any | None = None) -> Any:
     """The calibration's :class:`~specmodel.formats.calibration.ModelEngineCosts` of
     one model from its cells."""
     from specmodel.formats.calibration import EngineCallPoint, Measurement, ModelEngineCosts
@@ -320,11 +355,12 @@ def measure_speculative_passes(
 
 def measure_speculative_contention(engine: Any, other: Any, prefixes: Sequence[str], *,
                                    k2: int, max_step_tokens: int,
-                                   prompt_lookup_max: int = 3) -> float:
+                                   prompt_lookup_max: int = 3) -> Any:
     """How many times slower ``engine``'s step calls with prompt-lookup speculation
-    (k2 − 1 tokens) run while ``other`` generates in another thread (the async
-    decoder's draft beside its target): Σ busy / Σ alone over ``prefixes``, each
-    prefix timed alone and busy back to back."""
+    (k2 − 1 tokens) run beside ``other`` (the async decoder's draft beside its target),
+    a :class:`~specmodel.formats.calibration.Measurement` over ``prefixes``: each step
+    call timed alone, then again submitted together with a ``max_step_tokens``-token
+    call of ``other`` (:func:`_paired_slowdowns`)."""
     from specmodel.config import TokenDrafter, TokenSpeculation
 
     if not prefixes:
@@ -335,52 +371,57 @@ def measure_speculative_contention(engine: Any, other: Any, prefixes: Sequence[s
         drafter=TokenDrafter(method="ngram", prompt_lookup_max=prompt_lookup_max),
         num_speculative_tokens=k2 - 1))
     other_prompt, _ = context_prompt(other, 64)
-    alone = busy = 0.0
+    slow: list[float] = []
     for prefix in prefixes:
-        alone += spec.generate_steps([prefix], max_step_tokens).seconds
-        with _other_generating(other, other_prompt, 16):
-            busy += spec.generate_steps([prefix], max_step_tokens).seconds
-    return busy / alone
+        alone = (spec.generate_steps([prefix], max_step_tokens).seconds,
+                 other.generate_exact([other_prompt], max_step_tokens))
+        both = _together(lambda p=prefix: spec.generate_steps([p], max_step_tokens).seconds,
+                         lambda: other.generate_exact([other_prompt], max_step_tokens))
+        slow.append(_paired_slowdowns(alone, both)[0])
+    return _measurement(slow)
+
+
+def _pooled(vs: Sequence[Any]) -> Any:
+    """Several measurements of one quantity as one: n-weighted mean, standard error at
+    least the spread between them over √k."""
+    from specmodel.formats.calibration import Measurement
+
+    n = sum(v.n for v in vs)
+    value = sum(v.value * v.n for v in vs) / n
+    within = math.sqrt(sum((v.n * (v.stderr or 0.0)) ** 2 for v in vs)) / n
+    between = statistics.stdev([v.value for v in vs]) / math.sqrt(len(vs)) \
+        if len(vs) > 1 else 0.0
+    return Measurement(value=value, n=n, stderr=max(within, between) or None)
 
 
 def _pool_model(models: Sequence[Any], tokens: tuple[int, int]) -> Any:
     """One model's :class:`~specmodel.formats.calibration.ModelEngineCosts` pooled over
     several measurements (see :func:`pool_engine_costs`)."""
-    from specmodel.formats.calibration import Measurement
-
     cells: dict[tuple[int, int], list[Any]] = {}
     for m in models:
         for p in m.points:
             cells.setdefault((p.batch, p.context), []).append(p)
-    pooled = []
+    timings = []
     for (b, L), pts in sorted(cells.items(), key=lambda kv: (kv[0][1], kv[0][0])):
         n = sum(p.n for p in pts)
         slope = sum(p.per_token * p.n for p in pts) / n
         icept = sum(p.intercept * p.n for p in pts) / n
-        pooled.append(CellTiming(b, L, icept + slope * tokens[0], icept + slope * tokens[1],
+        timings.append(CellTiming(b, L, icept + slope * tokens[0], icept + slope * tokens[1],
                                  tokens, n))
 
-    def mean(values: list[float | None]) -> float | None:
+    def pooled(values: list[Any]) -> Any:
         got = [v for v in values if v is not None]
-        return sum(got) / len(got) if got else None
+        return _pooled(got) if got else None
 
-    out = model_costs(models[0].model, pooled,
-                      mean([m.concurrent_slowdown for m in models]))
+    out = model_costs(models[0].model, timings,
+                      pooled([m.concurrent_slowdown for m in models]))
     passes: dict[int, list[Any]] = {}
     for m in models:
         for k2, v in (m.speculative_passes or {}).items():
             passes.setdefault(k2, []).append(v)
-    pooled_passes = {}
-    for k2, vs in sorted(passes.items()):
-        n = sum(v.n for v in vs)
-        value = sum(v.value * v.n for v in vs) / n
-        within = math.sqrt(sum((v.n * (v.stderr or 0.0)) ** 2 for v in vs)) / n
-        between = statistics.stdev([v.value for v in vs]) / math.sqrt(len(vs)) \
-            if len(vs) > 1 else 0.0
-        pooled_passes[k2] = Measurement(value=value, n=n, stderr=max(within, between))
     return out.model_copy(update={
-        "speculative_passes": pooled_passes or None,
-        "speculative_slowdown": mean([m.speculative_slowdown for m in models])})
+        "speculative_passes": {k2: _pooled(vs) for k2, vs in sorted(passes.items())} or None,
+        "speculative_slowdown": pooled([m.speculative_slowdown for m in models])})
 
 
 def pool_engine_costs(measured: Sequence[tuple[Any, Any]]) -> tuple[Any, Any]:
@@ -390,8 +431,9 @@ def pool_engine_costs(measured: Sequence[tuple[Any, Any]]) -> tuple[Any, Any]:
 
     Per (b, L) cell the n-weighted mean of the measurements' slopes and intercepts
     (cells measured only by some of them pooled from those), call overhead and prefill
-    refitted from the pooled cells; speculative passes n-weighted by k2, their standard
-    error at least the spread between the measurements over √k; slowdowns averaged.
+    refitted from the pooled cells; speculative passes (by k2) and slowdowns
+    n-weighted, their standard error at least the spread between the measurements
+    over √k (:func:`_pooled`).
     The settings are the first's with the union of the grids, the repeats summed, the
     latest date, and a description that gives every measurement's figures beside the
     pooled ones."""
@@ -405,6 +447,7 @@ def pool_engine_costs(measured: Sequence[tuple[Any, Any]]) -> tuple[Any, Any]:
     def setup(c: Any) -> dict[str, Any]:
         return {"engine": c.engine, "device": c.device, "dtype": c.dtype,
                 "threads": c.threads, "call lengths": tuple(c.tokens),
+                "contention method": c.contention_method,
                 "target": c.target.model, "draft": None if c.draft is None else c.draft.model}
 
     for i, (c, _) in enumerate(measured[1:], start=2):
@@ -417,7 +460,8 @@ def pool_engine_costs(measured: Sequence[tuple[Any, Any]]) -> tuple[Any, Any]:
     drafts = [c.draft for c, _ in measured if c.draft is not None]
     costs = EngineCosts(engine=first.engine, device=first.device, dtype=first.dtype,
                         threads=first.threads, tokens=tokens, target=target,
-                        draft=_pool_model(drafts, tokens) if drafts else None)
+                        draft=_pool_model(drafts, tokens) if drafts else None,
+                        contention_method=first.contention_method)
 
     def figures(c: Any, s: Any) -> str:
         t = c.target
@@ -437,7 +481,7 @@ def pool_engine_costs(measured: Sequence[tuple[Any, Any]]) -> tuple[Any, Any]:
             f"{(t.call_overhead.stderr or 0) * 1e3:.0f} ms, prefill "
             f"{t.prefill_per_token.value * 1e3:.2f} +/- "
             f"{(t.prefill_per_token.stderr or 0) * 1e3:.2f} ms per token), pass costs "
-            "n-weighted (stderr at least their spread over sqrt(k)), slowdowns averaged. "
+            "and slowdowns n-weighted (stderr at least their spread over sqrt(k)). "
             "First measurement's description: " + first_s.description)
     settings = first_s.model_copy(update={
         "description": desc,

@@ -562,8 +562,8 @@ class CostModel:
     def resampled(self, rng: np.random.Generator) -> CostModel:
         """The measured scalar costs drawn from normal distributions with their
         :attr:`stderrs` (the calibration's uncertainty; times clamped at 0, a pass at
-        least one forward), in a fixed order so that a seed gives one draw; costs
-        without a standard error, and the decode surfaces, are kept."""
+        least one forward, a slowdown at 1), in a fixed order so that a seed gives one
+        draw; costs without a standard error, and the decode surfaces, are kept."""
         if not self.stderrs:
             return self
         changes: dict[str, Any] = {}
@@ -576,7 +576,8 @@ class CostModel:
                 if k2 in passes:
                     passes[k2] = max(1.0, passes[k2] + z * se)
             elif getattr(self, key, None) is not None:
-                changes[key] = max(0.0, float(getattr(self, key)) + z * se)
+                floor = 1.0 if key.endswith("contention") else 0.0
+                changes[key] = max(floor, float(getattr(self, key)) + z * se)
         if self.pass_multipliers is not None:
             changes["pass_multipliers"] = tuple(sorted(passes.items()))
         return replace(self, **changes)
@@ -647,6 +648,20 @@ def _engine_source(ec: Any, m: Any, what: str) -> str:
             f"{ec.threads} thread(s), {len(m.points)} (b, L) cells; {what})")
 
 
+def _slowdown(ec: Any, m: Any, meas: Any, key: str, what: str, out: dict[str, Any],
+              src: dict[str, str], stderrs: dict[str, float]) -> None:
+    """A measured slowdown beside the other model into ``out[key]`` (below 1 kept at 1),
+    its source and, where known, its standard error."""
+    se = "" if meas.stderr is None else f" ± {meas.stderr:.2g}"
+    how = {"paired-calls": "paired calls", "beside-a-loop": "beside a loop"}
+    out[key] = max(1.0, float(meas.value))
+    src[key] = _engine_source(ec, m, f"{meas.value:.3g}{se}× {what} ("
+                                     f"{how[ec.contention_method]}, n = {meas.n}); below 1 "
+                                     "kept at 1")
+    if meas.stderr:
+        stderrs[key] = float(meas.stderr)
+
+
 def _engine_fits(ec: Any, prefill: bool, overhead: bool, contention: bool,
                  src: dict[str, str], stderrs: dict[str, float]) -> dict[str, Any]:
     """The call costs of ``engine_costs`` that were not given explicitly (the target's
@@ -670,16 +685,13 @@ def _engine_fits(ec: Any, prefill: bool, overhead: bool, contention: bool,
         if overhead:
             out[role + "call_overhead"] = fit(m, "call_overhead", role + "call_overhead")
         if contention and m.concurrent_slowdown is not None:
-            key = role + "contention"
-            out[key] = max(1.0, float(m.concurrent_slowdown))
-            src[key] = _engine_source(ec, m, f"{m.concurrent_slowdown:.3g}× slower while the "
-                                             "other model generates; below 1 kept at 1")
+            _slowdown(ec, m, m.concurrent_slowdown, role + "contention",
+                      "slower while the other model generates", out, src, stderrs)
     t = ec.target
     if contention and t.speculative_slowdown is not None:
-        out["speculative_contention"] = max(1.0, float(t.speculative_slowdown))
-        src["speculative_contention"] = _engine_source(
-            ec, t, f"speculative step calls {t.speculative_slowdown:.3g}× slower while the "
-            "other model generates; below 1 kept at 1")
+        _slowdown(ec, t, t.speculative_slowdown, "speculative_contention",
+                  "slower (speculative step calls) while the other model generates",
+                  out, src, stderrs)
     if t.speculative_passes:
         sp = sorted(t.speculative_passes.items())
         out["pass_multipliers"] = tuple((k, m.value) for k, m in sp)

@@ -511,20 +511,36 @@ class ModelEngineCosts(_Strict):
     prefill_per_token: Measurement
     """Seconds per uncached prompt token of the (padded) batch (the same fit; ``value``
     clamped at 0)."""
-    concurrent_slowdown: float | None = Field(default=None, gt=0)
-    """Per-token time while the other model of the trio generates at the same time in
-    another thread of the process (the async decoder's two workers) over alone (median
-    over median); None if not measured."""
+    concurrent_slowdown: Measurement | None = None
+    """How many times slower this model's work runs while the other model of the trio
+    runs beside it in another thread of the process (the async decoder's two workers),
+    measured as :attr:`EngineCosts.contention_method` says, with its spread over the
+    rounds; None if not measured.  A bare number (files written before the spread was
+    kept) loads as n = 1 without a standard error."""
     speculative_passes: dict[int, Measurement] | None = None
     """k2 → the time of one token-speculation pass (prompt lookup of k2 − 1 tokens, the
     engine's assisted generation inside a step call) in decode forwards T(1, L),
     measured on real step prefixes with each call's passes replayed exactly; None if
     not measured (the decoder model then prices a pass by c2)."""
-    speculative_slowdown: float | None = Field(default=None, gt=0)
-    """The same speculative step calls (at the middle k2 timed) while the other model
-    of the trio generates beside them in another thread, over alone (ratio of sums,
-    interleaved); None if not measured (async token speculation then takes
-    ``concurrent_slowdown``)."""
+    speculative_slowdown: Measurement | None = None
+    """The same for the speculative step calls (at the middle k2 timed) beside the other
+    model, over the step prefixes; None if not measured (async token speculation then
+    takes ``concurrent_slowdown``).  A bare number loads as for
+    ``concurrent_slowdown``."""
+
+    @field_validator("concurrent_slowdown", "speculative_slowdown", mode="before")
+    @classmethod
+    def _bare_slowdown(cls, v: Any) -> Any:
+        if isinstance(v, int | float) and not isinstance(v, bool):
+            return {"value": float(v), "n": 1}
+        return v
+
+    @field_validator("concurrent_slowdown", "speculative_slowdown")
+    @classmethod
+    def _positive_slowdown(cls, v: Measurement | None) -> Measurement | None:
+        if v is not None and not (v.value > 0 and math.isfinite(v.value)):
+            raise ValueError(f"a slowdown must be a finite number > 0, got {v.value}")
+        return v
 
     @field_validator("speculative_passes")
     @classmethod
@@ -579,6 +595,14 @@ class EngineCosts(_Strict):
     """The target's calls."""
     draft: ModelEngineCosts | None = None
     """The step draft's calls (None: not measured)."""
+    contention_method: Literal["beside-a-loop", "paired-calls"] = "beside-a-loop"
+    """How the slowdowns beside the other model were measured.  ``paired-calls``: a call
+    of each model submitted together to two worker threads, as the async decoder starts
+    a draft step and a target step, each timed against the same call alone in the same
+    round; the call that ends first ran wholly beside the other, the longer one only
+    while the shorter ran, and its slowdown is that of its overlapped work (what the
+    decoder model applies).  ``beside-a-loop`` (calibrations written before 2026-11-24):
+    each model's calls while the other wrote calls back to back, over alone."""
 
     @field_validator("tokens")
     @classmethod

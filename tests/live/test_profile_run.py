@@ -124,3 +124,70 @@ def test_profile_engine_costs_prices_the_engine_and_feeds_the_decoder_model(
     gaps = cal.decoder_gaps()
     assert not any(g.startswith("engine call costs") for g in gaps)
     assert any(g.startswith("the draft's engine call costs") for g in gaps)
+
+
+def test_profile_contention_measures_the_slowdowns_again_on_real_models(
+    qwen05_path, smollm_path, tmp_path, capsys
+) -> None:
+    """A calibration whose engine costs name a real target and draft (every other figure
+    made up): `profile contention` measures both slowdowns and the speculative step
+    calls' by paired calls on the real models, and keeps everything else."""
+    from cli.main import main
+    from profiler import calibrate
+    from specmodel.decodermodel import CostModel
+    from specmodel.formats.calibration import (
+        EngineCallPoint,
+        EngineCosts,
+        EngineCostsSettings,
+        Measurement,
+        ModelEngineCosts,
+        load_calibration,
+        load_preset,
+    )
+
+    def costs(model: str, speculative: bool) -> ModelEngineCosts:
+        return ModelEngineCosts(
+            model=model, points=[EngineCallPoint(batch=b, context=16, per_token=0.01 * b,
+                                                 intercept=0.02, n=1) for b in (1, 2)],
+            call_overhead=Measurement(value=0.02, n=2),
+            prefill_per_token=Measurement(value=1e-4, n=2),
+            concurrent_slowdown=1.9,  # a bare number, as files before paired calls hold
+            speculative_passes={3: Measurement(value=1.5, n=3)} if speculative else None,
+            speculative_slowdown=1.8 if speculative else None)
+
+    t, d = str(qwen05_path), str(smollm_path)
+    section = EngineCosts(engine="transformers", device="cpu", dtype="float32", threads=1,
+                          tokens=(2, 5), target=costs(t, True), draft=costs(d, False))
+    settings = EngineCostsSettings(
+        description="engine_costs: made up.", date="2026-11-20T10:00:00+00:00",
+        **calibrate.engine_costs_key(target=t, draft=d, contexts=[16], widths=[1, 2],
+                                     tokens=[2, 5], repeats=1, threads=1,
+                                     speculation_k2=[3], speculation_problems=1, seed=1,
+                                     delimiter="\n"))
+    src, out = tmp_path / "made.json", tmp_path / "paired.json"
+    with calibrate.Recorder(src, load_preset("measured-qwen2.5-coder-0.5b-smollm2-135m")) as rec:
+        rec.add(calibrate.PhaseResult("engine_costs", section, settings,
+                                      {"target": t, "draft": d}, "made up"))
+    assert load_calibration(src).engine_costs.contention_method == "beside-a-loop"
+    assert main(["profile", "contention", str(src), "-o", str(out), "--repeats", "2",
+                 "--max-step-tokens", "8"]) == 0
+    assert "contention measured again" in capsys.readouterr().out
+    cal = load_calibration(out)
+    ec = cal.engine_costs
+    assert ec.contention_method == "paired-calls"
+    for m in (ec.target.concurrent_slowdown, ec.draft.concurrent_slowdown):
+        assert m.n == 2 and m.stderr is not None and 0.3 < m.value < 5
+    spec = ec.target.speculative_slowdown
+    assert spec is not None and 1 <= spec.n <= 3 and 0.3 < spec.value < 5  # steps 0, 4, 8
+    # everything else as it was
+    assert ec.target.points == section.target.points
+    assert ec.target.speculative_passes == section.target.speculative_passes
+    assert ec.draft.call_overhead == section.draft.call_overhead
+    phase = cal.provenance.settings.phases.engine_costs
+    assert phase.description.startswith("engine_costs: made up. (Slowdowns beside")
+    assert "measured beside a loop: target 1.90x (n = 1)" in phase.description
+    assert phase.date > settings.date
+    model = CostModel.from_calibration(cal)
+    assert model.contention == pytest.approx(max(1.0, ec.target.concurrent_slowdown.value))
+    assert "paired calls, n = 2" in model.sources["contention"]
+    assert model.stderrs["contention"] == pytest.approx(ec.target.concurrent_slowdown.stderr)

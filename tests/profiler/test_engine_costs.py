@@ -20,11 +20,10 @@ from profiler.engine_costs import (
 
 
 class _Clock:
-    """Call times of a model: overhead + prefill · b · L + per_token(b, L) · n, slower by
-    ``busy`` while the other model's caller thread runs."""
+    """Call times of a model: overhead + prefill · b · L + per_token(b, L) · n."""
 
-    def __init__(self, over: float, pre: float, per: float, busy: float = 1.0):
-        self.over, self.pre, self.per, self.busy = over, pre, per, busy
+    def __init__(self, over: float, pre: float, per: float):
+        self.over, self.pre, self.per = over, pre, per
         self.tokenizer = self
         self.calls: list[tuple[int, int, int]] = []
 
@@ -44,11 +43,7 @@ class _Clock:
     def generate_exact(self, prompts: list[str], n: int) -> float:
         b, L = len(prompts), self.count_tokens(prompts[0])
         self.calls.append((b, L, n))
-        # slowed while the other model's caller thread runs (deterministic: no race
-        # between its back-to-back calls)
-        others = any(t.name == "engine-costs-other" for t in threading.enumerate()
-                     if t is not threading.current_thread())
-        t = self.seconds(b, L, n) * (self.busy if others else 1.0)
+        t = self.seconds(b, L, n)
         time.sleep(t)
         return t
 
@@ -104,23 +99,45 @@ def test_bad_grids_are_refused() -> None:
         fit_intercepts([CellTiming(1, 8, 1.0, 2.0, (1, 2), 1)])
 
 
-def test_contention_is_each_models_time_beside_the_other_over_alone() -> None:
-    target = _Clock(0.0, 0.0, 0.004, busy=1.5)
-    draft = _Clock(0.0, 0.0, 0.002, busy=1.2)
-    slow_t, slow_d = measure_contention(target, draft, context=8, tokens=4, repeats=3)
-    assert slow_t == pytest.approx(1.5, rel=1e-9)
-    assert slow_d == pytest.approx(1.2, rel=1e-9)
-    # the background caller was joined
-    assert not any(t.name == "engine-costs-other" for t in threading.enumerate())
+class _Pair:
+    """Two fake models' shared state: which calls are running, and the work each does.
+    Calls that run at the same time progress ``slow[role]`` times slower while both
+    run (the decoder model's contention); their times are computed, not slept."""
+
+    def __init__(self, slow: dict[str, float]) -> None:
+        self.slow = slow
+        self.running: dict[str, float] = {}
+        self.lock = threading.Lock()
+
+    def call(self, role: str, work: float) -> float:
+        with self.lock:
+            self.running[role] = work
+        time.sleep(0.05)  # long enough for a call submitted together to start too
+        with self.lock:
+            other = next((r for r in self.running if r != role), None)
+            w_other = self.running.get(other) if other else None
+        time.sleep(0.05)
+        with self.lock:
+            del self.running[role]
+        if other is None:
+            return work
+        mine, theirs = work * self.slow[role], w_other * self.slow[other]
+        if mine <= theirs:  # wholly beside the other
+            return mine
+        # beside it until it ends, then alone at full pace
+        return theirs + work - theirs / self.slow[role]
 
 
-class _SpecClock(_Clock):
-    """A _Clock whose step calls with token speculation take ``step`` seconds (slowed
-    by ``busy`` beside the other model's caller thread)."""
+class _PairClock(_Clock):
+    """A _Clock of one role of a :class:`_Pair`; step calls (with token speculation)
+    do ``step`` seconds of work."""
 
-    def __init__(self, step: float, busy: float) -> None:
-        super().__init__(0.0, 0.0, 0.001, busy=busy)
-        self.step = step
+    def __init__(self, pair: _Pair, role: str, per: float, step: float = 0.0) -> None:
+        super().__init__(0.0, 0.0, per)
+        self.pair, self.role, self.step = pair, role, step
+
+    def generate_exact(self, prompts: list[str], n: int) -> float:
+        return self.pair.call(self.role, self.seconds(len(prompts), 0, n))
 
     def with_speculation(self, speculation):
         assert speculation.num_speculative_tokens >= 1
@@ -129,21 +146,66 @@ class _SpecClock(_Clock):
     def generate_steps(self, prefixes, max_tokens):
         from profiler.engines import StepBatch, StepOutput
 
-        others = any(t.name == "engine-costs-other" for t in threading.enumerate()
-                     if t is not threading.current_thread())
-        t = self.step * (self.busy if others else 1.0)
-        time.sleep(t)
+        t = self.pair.call(self.role, self.step)
         return StepBatch([StepOutput("1. A step.\n", 4, "stop")], t)
 
 
-def test_speculative_contention_is_those_calls_beside_the_other_over_alone() -> None:
+@settings(max_examples=200, deadline=None)
+@given(st.floats(0.01, 100), st.floats(0.01, 100), st.floats(1.0, 4.0), st.floats(1.0, 4.0))
+def test_overlap_slowdown_inverts_the_decoder_models_contention(w_a, w_b, s_a, s_b) -> None:
+    """Two calls started together, each slowed while both run: the shorter's slowdown
+    is its time over alone, the longer's that of the work it did while they overlapped;
+    both recovered exactly from the four times."""
+    from profiler.engine_costs import overlap_slowdown
+
+    first_end = min(w_a * s_a, w_b * s_b)
+    t_a = w_a * s_a if w_a * s_a <= first_end else first_end + w_a - first_end / s_a
+    t_b = w_b * s_b if w_b * s_b <= first_end else first_end + w_b - first_end / s_b
+    overlap = min(t_a, t_b)
+    assert overlap == pytest.approx(first_end)
+    assert overlap_slowdown(w_a, t_a, overlap) == pytest.approx(s_a, rel=1e-6)
+    assert overlap_slowdown(w_b, t_b, overlap) == pytest.approx(s_b, rel=1e-6)
+
+
+def test_overlap_slowdown_refuses_inconsistent_timings() -> None:
+    from profiler.engine_costs import overlap_slowdown
+
+    with pytest.raises(ValueError, match="alone must be"):
+        overlap_slowdown(0.0, 1.0, 1.0)
+    with pytest.raises(ValueError, match="cannot exceed"):
+        overlap_slowdown(1.0, 1.0, 2.0)
+    with pytest.raises(ValueError, match="inconsistent"):
+        overlap_slowdown(1.0, 3.0, 1.5)  # 2 s longer beside a call of 1.5 s
+
+
+def test_contention_is_measured_the_way_the_decoder_pairs_its_calls() -> None:
+    """Paired calls, rounds alone and together: the draft (shorter) runs wholly beside
+    the target, the target only while the draft runs; each slowdown is recovered as
+    the decoder model applies it, with its spread over the rounds."""
+    pair = _Pair({"target": 1.5, "draft": 1.2})
+    target = _PairClock(pair, "target", per=0.004)
+    draft = _PairClock(pair, "draft", per=0.002)
+    slow_t, slow_d = measure_contention(target, draft, context=8, tokens=4, repeats=3)
+    assert slow_t.value == pytest.approx(1.5, rel=1e-9) and slow_t.n == 3
+    assert slow_d.value == pytest.approx(1.2, rel=1e-9)
+    assert slow_t.stderr == pytest.approx(0.0, abs=1e-9)
+    # the looping measurement's figure, the target slowed for its whole call, would
+    # be (0.024·1.2 + 0.016 − 0.024·1.2/1.5)/0.016 = 1.6: not what the model applies
+    with pytest.raises(ValueError, match="repeats and tokens must be >= 1"):
+        measure_contention(target, draft, context=8, tokens=4, repeats=0)
+    # the worker threads were joined
+    assert not any(t.name.startswith("engine-costs-") for t in threading.enumerate())
+
+
+def test_speculative_contention_is_those_calls_paired_with_the_others() -> None:
     from profiler.engine_costs import measure_speculative_contention
 
-    target = _SpecClock(step=0.01, busy=1.7)
-    draft = _Clock(0.0, 0.0, 0.001)
+    pair = _Pair({"target": 1.7, "draft": 1.1})
+    target = _PairClock(pair, "target", per=0.001, step=0.05)
+    draft = _PairClock(pair, "draft", per=0.001)
     slow = measure_speculative_contention(target, draft, ["a b c", "a b c d e"], k2=3,
                                           max_step_tokens=8)
-    assert slow == pytest.approx(1.7, rel=1e-9)
+    assert slow.value == pytest.approx(1.7, rel=1e-9) and slow.n == 2
     with pytest.raises(ValueError, match="k2 must be >= 2"):
         measure_speculative_contention(target, draft, ["a"], k2=1, max_step_tokens=8)
 
@@ -160,7 +222,7 @@ def _measured(per: float, over: float, pre: float, passes: dict[int, tuple[float
     target = model_costs("tgt", cells, slowdown).model_copy(update={
         "speculative_passes": {k: Measurement(value=v, n=6, stderr=se)
                                for k, (v, se) in passes.items()},
-        "speculative_slowdown": slowdown})
+        "speculative_slowdown": Measurement(value=slowdown, n=1)})
     costs = EngineCosts(engine="transformers", device="cpu", dtype="float32", threads=1,
                         tokens=(4, 32), target=target)
     settings = EngineCostsSettings(
@@ -189,8 +251,9 @@ def test_pooling_averages_cells_refits_and_keeps_the_spread_between_measurements
     k3 = costs.target.speculative_passes[3]
     assert k3.value == pytest.approx(2.4) and k3.n == 12
     assert k3.stderr == pytest.approx(0.6)  # sd(1.8, 3.0)/√2: the spread, not the ±0.1s
-    assert costs.target.concurrent_slowdown == pytest.approx(1.1)
-    assert costs.target.speculative_slowdown == pytest.approx(1.1)
+    assert costs.target.concurrent_slowdown.value == pytest.approx(1.1)
+    assert costs.target.speculative_slowdown.value == pytest.approx(1.1)
+    assert costs.target.concurrent_slowdown.stderr == pytest.approx(0.1)  # sd/√2
     assert settings.repeats == 4 and settings.date == "2026-11-23T20:00:00+00:00"
     assert "pooled from 2 measurements" in settings.description
     assert "2026-11-23T18:00:00+00:00: T(1, 64) = 200 ms" in settings.description

@@ -413,6 +413,32 @@ def test_cost_uncertainty_widens_the_interval() -> None:
     assert CostModel.from_calibration(cal).stderrs == {}  # no engine costs in the preset
 
 
+def test_contention_uncertainty_widens_the_async_interval_and_draws_stay_at_least_1() -> None:
+    """A measured slowdown carries its standard error into the async prediction's draws
+    (a sync configuration, where the models never run together, barely moves); a drawn
+    slowdown is never below 1."""
+    lengths = StepLengths.constant(12)
+    acc = AcceptanceModel(0.4, 0.6, target_steps=lengths, draft_steps=lengths,
+                          step_samples=400, token_samples=4000)
+    cm = CostModel.flat(0.2).replace(engine=EngineBehaviour(), contention=1.05,
+                                     draft_contention=1.05)
+    unsure = dataclasses.replace(cm, stderrs={"contention": 0.1, "draft_contention": 0.1})
+    work = Workload(8, 40, prompt_tokens=50)
+    span = lambda p: p.interval[1] - p.interval[0]  # noqa: E731
+    kw = {"problems": 60, "draws": 12, "draw_problems": 30}
+    asy = SpecConfig(mode="async", k1=2, max_steps=8, max_step_tokens=40)
+    assert span(predict(asy, acc, unsure, work, **kw)) > 1.5 * span(predict(asy, acc, cm,
+                                                                              work, **kw))
+    syn = SpecConfig(k1=2, max_steps=8, max_step_tokens=40)
+    a, b = predict(syn, acc, unsure, work, **kw), predict(syn, acc, cm, work, **kw)
+    assert a.speedup == pytest.approx(b.speedup)  # (the draws' streams differ, no more)
+    assert span(a) < 1.2 * span(b)
+    rng = np.random.default_rng(3)
+    draws = [unsure.resampled(rng) for _ in range(200)]
+    assert min(d.contention for d in draws) == 1.0  # 1.05 − 0.1 z is often below 1
+    assert all(d.draft_contention >= 1.0 for d in draws)
+
+
 def test_joint_step_lengths_pair_the_target_and_draft_step_of_one_prefix() -> None:
     """Both first steps from one prefix come from one measured pair; a further call of a
     role on that prefix (a sampled sibling) draws afresh.  With lengths that always

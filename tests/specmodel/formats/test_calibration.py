@@ -374,3 +374,33 @@ def test_an_unknown_schema_version_names_the_readable_ones() -> None:
     with pytest.raises(ValueError, match=r"schema_version 3 is not supported \(this "
                                          r"specmodel reads 1 and 2\)"):
         Calibration.model_validate(data)
+
+
+def test_a_bare_slowdown_loads_as_a_measurement_of_one_and_a_bad_one_is_refused() -> None:
+    """Calibrations before 2026-11-24 hold the slowdowns beside the other model as bare
+    numbers measured beside a loop; they load as n = 1 without a spread."""
+    from specmodel.formats.calibration import EngineCosts
+
+    model = {"model": "m", "points": [{"batch": 1, "context": 8, "per_token": 0.1,
+                                       "intercept": 0.0, "n": 1}],
+             "call_overhead": {"value": 0.0, "n": 1},
+             "prefill_per_token": {"value": 0.0, "n": 1}}
+    old = EngineCosts.model_validate({
+        "engine": "transformers", "device": "cpu", "dtype": "float32", "threads": 1,
+        "tokens": [4, 32], "target": {**model, "concurrent_slowdown": 1.2,
+                                      "speculative_slowdown": 1.3}})
+    assert old.contention_method == "beside-a-loop"
+    t = old.target
+    assert (t.concurrent_slowdown.value, t.concurrent_slowdown.n,
+            t.concurrent_slowdown.stderr) == (1.2, 1, None)
+    assert t.speculative_slowdown.value == 1.3
+    again = EngineCosts.model_validate_json(old.model_dump_json())
+    assert again == old
+    for bad, says in ((0.0, "slowdown must be a finite number > 0"),
+                      (-1.0, "slowdown must be a finite number > 0"),
+                      ({"value": float("inf"), "n": 2}, "finite number")):
+        with pytest.raises(ValueError, match=says):
+            EngineCosts.model_validate({
+                "engine": "transformers", "device": "cpu", "dtype": "float32",
+                "threads": 1, "tokens": [4, 32], "target": {**model,
+                                                            "concurrent_slowdown": bad}})
