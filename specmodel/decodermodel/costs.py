@@ -33,6 +33,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import math
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -562,15 +563,20 @@ class CostModel:
     def resampled(self, rng: np.random.Generator) -> CostModel:
         """The measured scalar costs drawn from normal distributions with their
         :attr:`stderrs` (the calibration's uncertainty; times clamped at 0, a pass at
-        least one forward, a slowdown at 1), in a fixed order so that a seed gives one
-        draw; costs without a standard error, and the decode surfaces, are kept."""
+        least one forward, a slowdown at 1), each from its own stream under one draw of
+        ``rng``, so that a seed gives one draw and a cost's draw does not depend on which
+        others have standard errors; costs without a standard error, and the decode
+        surfaces, are kept."""
         if not self.stderrs:
             return self
         changes: dict[str, Any] = {}
         passes = dict(self.pass_multipliers or ())
+        root = int(rng.integers(2**63))
         for key in sorted(self.stderrs):
             se = float(self.stderrs[key])
-            z = float(rng.standard_normal())
+            # each cost its own stream: a further measured spread leaves the others' draws
+            z = float(np.random.default_rng([root, zlib.crc32(key.encode())])
+                      .standard_normal())
             if key.startswith("pass_multipliers:"):
                 k2 = int(key.split(":", 1)[1])
                 if k2 in passes:

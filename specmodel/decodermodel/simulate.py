@@ -792,7 +792,9 @@ def predict(config: SpecConfig, acceptance: AcceptanceModel, costs: CostModel,
     """
     work = workload or Workload.of(config)
     ss = np.random.SeedSequence(seed)
-    s_base, s_cfg, s_draw = (np.random.default_rng(s) for s in ss.spawn(3))
+    # separate streams: adding a measured spread to one model leaves the other model's
+    # draws and the simulations' as they were
+    s_base, s_cfg, s_acc, s_cost, s_draw = (np.random.default_rng(s) for s in ss.spawn(5))
     base_cfg = config.replace(k1=1, k2=1, width=1, mode="sync")
     base = simulate(base_cfg, acceptance, costs, work, problems, s_base).rate()
     sim = simulate(config, acceptance, costs, work, problems, s_cfg)
@@ -803,8 +805,8 @@ def predict(config: SpecConfig, acceptance: AcceptanceModel, costs: CostModel,
     if draws > 1 and (acceptance.step_samples or acceptance.token_samples or costs.stderrs):
         vals = []
         for _ in range(draws):
-            acc = acceptance.resampled(s_draw)
-            cst = costs.resampled(s_draw)
+            acc = acceptance.resampled(s_acc)
+            cst = costs.resampled(s_cost)
             est = simulate(config, acc, cst, work, draw_problems, s_draw).rate()
             ref = base.mean if cst is costs else simulate(
                 base_cfg, acc, cst, work, draw_problems, s_draw).rate().mean

@@ -433,6 +433,11 @@ def test_contention_uncertainty_widens_the_async_interval_and_draws_stay_at_leas
     a, b = predict(syn, acc, unsure, work, **kw), predict(syn, acc, cm, work, **kw)
     assert a.speedup == pytest.approx(b.speedup)  # (the draws' streams differ, no more)
     assert span(a) < 1.2 * span(b)
+    # a further spread leaves the other costs' draws as they were
+    more = dataclasses.replace(unsure, stderrs={**unsure.stderrs, "call_overhead": 0.01})
+    for seed in range(5):
+        a, b = (m.resampled(np.random.default_rng(seed)) for m in (unsure, more))
+        assert (a.contention, a.draft_contention) == (b.contention, b.draft_contention)
     rng = np.random.default_rng(3)
     draws = [unsure.resampled(rng) for _ in range(200)]
     assert min(d.contention for d in draws) == 1.0  # 1.05 − 0.1 z is often below 1
