@@ -8,6 +8,7 @@ usage error) becomes one line on stderr and exit code 2.
 from __future__ import annotations
 
 import copy
+import inspect
 import os
 import sys
 from collections.abc import Sequence
@@ -530,8 +531,23 @@ def _app_for(args: Sequence[str]) -> typer.Typer:
         if one is None:
             one = _only(_whole_app(), args[0])
         if one is not None:
-            return one
-    return _whole_app()
+            return _reflowed(one)
+    return _reflowed(_whole_app())
+
+
+def _reflowed(app: typer.Typer) -> typer.Typer:
+    """``app`` with every command's help given as paragraphs of one line each (its
+    docstring's line breaks inside a paragraph joined): typer's rich help keeps them,
+    so a paragraph would print broken wherever the source wrapped it.  In place and
+    idempotent; returns ``app``."""
+    for c in app.registered_commands:
+        text = c.help if c.help is not None else inspect.getdoc(c.callback) or ""
+        c.help = "\n\n".join(p if p.startswith("\b") else " ".join(p.split("\n"))
+                             for p in inspect.cleandoc(text).split("\n\n"))
+    for g in app.registered_groups:
+        if g.typer_instance is not None:
+            _reflowed(g.typer_instance)
+    return app
 
 
 def _only(app: typer.Typer, name: str) -> typer.Typer | None:

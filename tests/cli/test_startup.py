@@ -189,3 +189,20 @@ def test_every_command_summary_is_one_line() -> None:
         if not first or "\n" in first:
             broken.append(name)
     assert not broken, f"commands whose summary is empty or spans lines: {broken}"
+
+
+def test_help_paragraphs_print_unbroken(capsys, monkeypatch) -> None:
+    """typer's rich help keeps a docstring's line breaks inside a paragraph; the CLI
+    joins them, so a paragraph wraps at the terminal's width, not where the source
+    did — for every command, and in the help a user prints."""
+    app = cli_main._reflowed(cli_main._whole_app())
+    whole = typer.main.get_command(app)
+    for name, command in _leaf_commands(whole):
+        for paragraph in (command.help or "").split("\n\n"):
+            assert "\n" not in paragraph, f"{name}: {paragraph!r}"
+    monkeypatch.setenv("COLUMNS", "300")
+    assert cli_main.main(["profile", "contention", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert ("A call of each model alone, then one of each submitted together to two worker "
+            "threads, as the async decoder starts a draft and a target step; every other "
+            "figure of the engine costs kept.") in out
