@@ -467,6 +467,9 @@ def report(a: argparse.Namespace, cal: Any, name: str, records: list[Path]
               f"recommends {s.recommended[model]} "
               f"({percent(s.recommended_vs_best[model])} of the best measured, "
               f"{s.best_measured})")
+    for model, (inside, rows) in s.covered.items():
+        print(f"{model:10s} 95 % interval holds the mean measured speedup in {inside} of "
+              f"{rows} speculative configurations")
     if s.baseline_speed is not None:
         print(f"the target alone ran at {percent(s.baseline_speed)} of the time per token the "
               "decoder model gives it (calibration's absolute costs against the sweep's)")

@@ -363,6 +363,10 @@ class RoundsSummary(BaseModel):
     models: dict[str, str] = {**MODELS, "registered_decoder":
                               "decoder model as registered before the sweep decoded"}
     """The model behind each predicted number."""
+    covered: dict[str, tuple[int, int]] = {}
+    """Model ("decoder", "registered") → (speculative rows whose mean measured speedup
+    lies inside the model's 95 % interval, speculative rows with an interval): how far
+    the interval's claim held on these runs."""
     baseline_speed: float | None = None
     """The target alone's measured time per output token (pooled over the rounds) over
     the decoder model's for it (None without both): 1 when the calibration's absolute
@@ -476,9 +480,16 @@ def _summarize(rows: list[RoundsRow], rounds: int) -> RoundsSummary:
         rec[name] = None if pick is None else pick.config
         rec_vs[name] = (None if pick is None or best.measured_mean <= 0
                         else pick.measured_mean / best.measured_mean)
+    covered = {}
+    for name, field_name in (("decoder", "decoder_interval"),
+                             ("registered", "registered_interval")):
+        held = [(getattr(r, field_name), r.measured_mean) for r in spec
+                if getattr(r, field_name) is not None]
+        if held:
+            covered[name] = (sum(lo <= m <= hi for (lo, hi), m in held), len(held))
     return RoundsSummary(rows=rows, rounds=rounds, mean_abs_error=mean_abs,
                          max_abs_error=max_abs, spearman=rho, best_measured=best.config,
-                         recommended=rec, recommended_vs_best=rec_vs,
+                         recommended=rec, recommended_vs_best=rec_vs, covered=covered,
                          baseline_speed=baseline_speed(rows))
 
 

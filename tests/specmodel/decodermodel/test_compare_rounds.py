@@ -74,7 +74,13 @@ def test_registered_predictions_are_held_against_the_same_means() -> None:
     assert s.recommended["registered"] == "sync k1=1 k2=3" == s.best_measured
     assert s.spearman["registered"] == pytest.approx(1.0)
     assert "registered_decoder" in s.models
+    # the intervals' claim, counted: 0.45, 0.775 and 1.15 lie inside
+    assert s.covered == {"registered": (3, 3)}
+    narrow = {**reg, "async k1=3 k2=2": (0.7, (0.65, 0.75))}
+    assert compare_rounds(recs, decoder=False, registered=narrow).covered == {
+        "registered": (2, 3)}
     plain = compare_rounds(recs, decoder=False)
+    assert plain.covered == {}
     assert plain.mean_abs_error["registered"] is None
     assert all(r.registered_decoder is None for r in plain.rows)
 
