@@ -428,12 +428,13 @@ def report(a: argparse.Namespace, cal: Any, name: str, records: list[Path]
         f"held-out sweep, trio {a.trio} ({recs[0].models}), {a.problems} problems (seed "
         f"{a.seed}), {len(recs)} round(s); calibration {cal.name}",
         ["config", "measured (rounds)", "spread", "f·g", "err", "priced", "err", "decoder",
-         "95 % interval", "err", "registered", "err", "α1 run"],
+         "95 % interval", f"… of {a.problems} problems", "err", "registered", "err",
+         "α1 run"],
         [[r.config, " ".join(f"{m:.3f}" for m in r.measured), percent(r.measured_spread),
           r.predicted_speedup or "-", percent(r.error, signed=True), r.predicted_priced or "-",
           percent(r.priced_error, signed=True), r.predicted_decoder or "-",
-          "-" if r.decoder_interval is None else
-          f"{r.decoder_interval[0]:.3f}-{r.decoder_interval[1]:.3f}",
+          *("-" if v is None else f"{v[0]:.3f}-{v[1]:.3f}"
+            for v in (r.decoder_interval, r.decoder_sample_interval)),
           percent(r.decoder_error, signed=True), r.registered_decoder or "-",
           percent(r.registered_error, signed=True),
           "-" if r.step_acceptance is None else round(r.step_acceptance, 3)]
@@ -468,7 +469,7 @@ def report(a: argparse.Namespace, cal: Any, name: str, records: list[Path]
               f"({percent(s.recommended_vs_best[model])} of the best measured, "
               f"{s.best_measured})")
     for model, (inside, rows) in s.covered.items():
-        print(f"{model:10s} 95 % interval holds the mean measured speedup in {inside} of "
+        print(f"{model}: the 95 % interval holds the mean measured speedup in {inside} of "
               f"{rows} speculative configurations")
     if s.baseline_speed is not None:
         print(f"the target alone ran at {percent(s.baseline_speed)} of the time per token the "

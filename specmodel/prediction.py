@@ -104,6 +104,9 @@ class ValidationRow(BaseModel):
     """predicted_decoder / measured − 1."""
     decoder_interval: tuple[float, float] | None = None
     """The decoder model's 95 % interval (simulation and calibration uncertainty)."""
+    decoder_sample_interval: tuple[float, float] | None = None
+    """The decoder model's 95 % interval of what a run of this many problems measures
+    (calibration uncertainty and the problem-to-problem spread of the sample)."""
     step_acceptance: float | None
     """Measured accepted / judged draft steps."""
     accuracy: float
@@ -179,7 +182,9 @@ def compare(record: RunRecord, calibration: Calibration | None = None, *,
         except ValueError:
             closed, priced = None, None
         dec = (decoder_prediction(cal, s, seed=seed, record=record,
-                                  prompt_tokens=prompt_tokens) if decoder else None)
+                                  prompt_tokens=prompt_tokens,
+                                  sample_problems=c.totals.problems or None)
+               if decoder else None)
         rows.append(
             ValidationRow(
                 config=c.label,
@@ -195,6 +200,7 @@ def compare(record: RunRecord, calibration: Calibration | None = None, *,
                 predicted_decoder=None if dec is None else dec.speedup,
                 decoder_error=None if dec is None else _rel_error(dec.speedup, measured),
                 decoder_interval=None if dec is None else dec.interval,
+                decoder_sample_interval=None if dec is None else dec.sample_interval,
                 step_acceptance=c.totals.step_acceptance,
                 accuracy=c.totals.accuracy,
                 measured_split=_split_of(c.problems),
@@ -238,7 +244,8 @@ def time_split(tokens: float, seconds: float, parts: dict[str, float]) -> dict[s
 def decoder_prediction(cal: Calibration, config: SpecConfig, *, seed: int = 0,
                        problems: int = 200, draws: int = 16, draw_problems: int = 50,
                        record: RunRecord | None = None,
-                       prompt_tokens: float | None = None) -> Any:
+                       prompt_tokens: float | None = None,
+                       sample_problems: int | None = None) -> Any:
     """The decoder model's :class:`~specmodel.decodermodel.DecoderPrediction` for one
     configuration from a calibration, or None where the models cannot be built.
 
@@ -271,12 +278,14 @@ def decoder_prediction(cal: Calibration, config: SpecConfig, *, seed: int = 0,
                 engine=EngineBehaviour.synthetic(syn.context_bucket, syn.prefill))
             return predict(config, AcceptanceModel.from_calibration(cal), costs,
                            Workload.of(config, syn.prompt_tokens), problems=problems,
-                           draws=draws, draw_problems=draw_problems, seed=seed)
+                           draws=draws, draw_problems=draw_problems, seed=seed,
+                           sample_problems=sample_problems)
         if prompt_tokens is None and record is not None:
             prompt_tokens = record.settings.prompt_tokens
         return predict_calibrated(
             cal, config, problems=problems, draws=draws, draw_problems=draw_problems,
-            seed=seed, prompt_tokens=None if prompt_tokens is None else round(prompt_tokens))
+            seed=seed, prompt_tokens=None if prompt_tokens is None else round(prompt_tokens),
+            sample_problems=sample_problems)
     except ValueError:
         return None
 
@@ -310,6 +319,9 @@ class RoundsRow(BaseModel):
     """The decoder model's speedup."""
     decoder_interval: tuple[float, float] | None = None
     """The decoder model's 95 % interval."""
+    decoder_sample_interval: tuple[float, float] | None = None
+    """The decoder model's 95 % interval of what a round of this many problems
+    measures (:attr:`ValidationRow.decoder_sample_interval`)."""
     error: float | None
     """predicted_speedup / measured_mean − 1."""
     priced_error: float | None
@@ -364,9 +376,9 @@ class RoundsSummary(BaseModel):
                               "decoder model as registered before the sweep decoded"}
     """The model behind each predicted number."""
     covered: dict[str, tuple[int, int]] = {}
-    """Model ("decoder", "registered") → (speculative rows whose mean measured speedup
-    lies inside the model's 95 % interval, speculative rows with an interval): how far
-    the interval's claim held on these runs."""
+    """Interval ("decoder", "decoder, a run this size", "registered") → (speculative
+    rows whose mean measured speedup lies inside that 95 % interval, speculative rows
+    with one): how far the interval's claim held on these runs."""
     baseline_speed: float | None = None
     """The target alone's measured time per output token (pooled over the rounds) over
     the decoder model's for it (None without both): 1 when the calibration's absolute
@@ -431,6 +443,7 @@ def compare_rounds(records: list[RunRecord], calibration: Calibration | None = N
             measured_spread=(max(measured) - min(measured)) / mean if mean > 0 else 0.0,
             predicted_speedup=row.predicted_speedup, predicted_priced=row.predicted_priced,
             predicted_decoder=row.predicted_decoder, decoder_interval=row.decoder_interval,
+            decoder_sample_interval=row.decoder_sample_interval,
             error=_rel_error(row.predicted_speedup, mean),
             priced_error=_rel_error(row.predicted_priced, mean),
             decoder_error=_rel_error(row.predicted_decoder, mean),
@@ -482,6 +495,7 @@ def _summarize(rows: list[RoundsRow], rounds: int) -> RoundsSummary:
                         else pick.measured_mean / best.measured_mean)
     covered = {}
     for name, field_name in (("decoder", "decoder_interval"),
+                             ("decoder, a run this size", "decoder_sample_interval"),
                              ("registered", "registered_interval")):
         held = [(getattr(r, field_name), r.measured_mean) for r in spec
                 if getattr(r, field_name) is not None]

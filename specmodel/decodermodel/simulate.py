@@ -761,12 +761,23 @@ class DecoderPrediction:
     """Where each input came from (measured / assumed / given)."""
     missing: tuple[str, ...] = ()
     """What was not measured and what is used instead."""
+    sample_interval: tuple[float, float] | None = None
+    """95 % interval of the speedup a run of ``sample_problems`` problems would measure:
+    ``interval``'s calibration term with the simulated problem-to-problem spread of a
+    sample that size in place of the simulation error (configuration and baseline taken
+    as independent samples, so it is conservative where they run the same problems);
+    None unless asked for."""
+    sample_problems: int | None = None
+    """The run size behind ``sample_interval``."""
 
     def to_dict(self) -> dict[str, Any]:
         """For JSON."""
         return {"model": self.model, "speedup": self.speedup, "stderr": self.stderr,
                 "interval": list(self.interval),
                 "simulation_interval": list(self.simulation_interval),
+                "sample_interval": (None if self.sample_interval is None
+                                    else list(self.sample_interval)),
+                "sample_problems": self.sample_problems,
                 "tokens_per_second": self.tokens_per_second,
                 "baseline_tokens_per_second": self.baseline_tokens_per_second,
                 "closed_form": self.closed_form, "problems": self.problems,
@@ -777,7 +788,8 @@ class DecoderPrediction:
 
 def predict(config: SpecConfig, acceptance: AcceptanceModel, costs: CostModel,
             workload: Workload | None = None, *, problems: int = 400, draws: int = 20,
-            draw_problems: int = 100, seed: int = 0) -> DecoderPrediction:
+            draw_problems: int = 100, seed: int = 0,
+            sample_problems: int | None = None) -> DecoderPrediction:
     """Predicted speedup of ``config`` with its 95 % interval.
 
     The point estimate simulates ``problems`` problems of the configuration and of the
@@ -788,8 +800,13 @@ def predict(config: SpecConfig, acceptance: AcceptanceModel, costs: CostModel,
     with the drawn costs), and ``draw_problems`` problems are simulated;
     the interval is the point ± 1.96·sqrt(var(draws) + stderr²) (the draws' spread
     carries their own simulation noise, so this is conservative).  The baseline does
-    not depend on acceptance: without cost draws it is simulated once.
+    not depend on acceptance: without cost draws it is simulated once.  With
+    ``sample_problems``, also the interval of what a run of that many problems would
+    measure (:attr:`DecoderPrediction.sample_interval`): the simulation's standard
+    error scaled to that sample, √(problems / sample_problems) · stderr, in its place.
     """
+    if sample_problems is not None and sample_problems < 1:
+        raise ValueError(f"sample_problems must be >= 1, got {sample_problems}")
     work = workload or Workload.of(config)
     ss = np.random.SeedSequence(seed)
     # separate streams: adding a measured spread to one model leaves the other model's
@@ -814,6 +831,10 @@ def predict(config: SpecConfig, acceptance: AcceptanceModel, costs: CostModel,
         spread = float(np.std(vals, ddof=1))
         n_draws = draws
     half = 1.96 * math.sqrt(spread**2 + se**2)
+    sample = None
+    if sample_problems is not None:
+        half_n = 1.96 * math.sqrt(spread**2 + se**2 * problems / sample_problems)
+        sample = (r - half_n, r + half_n)
     absolute = costs.unit == "s"
     try:
         closed = exact_speedup(config, acceptance, costs, work)
@@ -828,7 +849,8 @@ def predict(config: SpecConfig, acceptance: AcceptanceModel, costs: CostModel,
         baseline_tokens_per_second=base.mean if absolute else None,
         closed_form=closed, problems=problems, draws=n_draws, counters=sim.counters,
         sources=src,
-        missing=tuple(acceptance.missing) + tuple(costs.notes()))
+        missing=tuple(acceptance.missing) + tuple(costs.notes()),
+        sample_interval=sample, sample_problems=sample_problems)
 
 
 def exact_speedup(config: SpecConfig, acceptance: AcceptanceModel, costs: CostModel,

@@ -55,6 +55,14 @@ def test_the_decoder_model_is_summarised_when_asked() -> None:
     assert s.mean_abs_error["decoder"] is not None
     assert s.spearman["decoder"] is not None
     assert s.recommended["decoder"] in {r.config for r in s.rows}
+    # the interval of a round this size holds the expectation's (same point, wider)
+    with_both = [r for r in s.rows if r.decoder_interval and r.decoder_sample_interval]
+    assert with_both
+    for r in with_both:
+        (lo, hi), (slo, shi) = r.decoder_interval, r.decoder_sample_interval
+        assert slo <= lo and hi <= shi
+    assert set(s.covered) == {"decoder", "decoder, a run this size"}
+    assert s.covered["decoder"][0] <= s.covered["decoder, a run this size"][0]
 
 
 

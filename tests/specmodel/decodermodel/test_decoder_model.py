@@ -444,6 +444,30 @@ def test_contention_uncertainty_widens_the_async_interval_and_draws_stay_at_leas
     assert all(d.draft_contention >= 1.0 for d in draws)
 
 
+def test_the_interval_of_a_run_of_n_problems_widens_as_n_shrinks() -> None:
+    """A run of n problems measures its sample's speedup, not the expectation: its
+    interval takes the simulated problem-to-problem spread at that size in place of
+    the simulation error, so it contains the expectation's interval, matches it at
+    n = the simulated problems, and widens as √(problems / n)."""
+    lengths = StepLengths.constant(12)
+    acc = AcceptanceModel(0.4, 0.6, target_steps=lengths, draft_steps=lengths,
+                          step_samples=400)
+    cm = CostModel.flat(0.2)
+    cfg = SpecConfig(k1=2, max_steps=8, max_step_tokens=40)
+    work = Workload(8, 40, prompt_tokens=50)
+    got = {n: predict(cfg, acc, cm, work, problems=80, draws=6, draw_problems=30,
+                      sample_problems=n) for n in (80, 20, 5)}
+    half = {n: (p.sample_interval[1] - p.sample_interval[0]) / 2 for n, p in got.items()}
+    assert got[80].sample_interval == pytest.approx(got[80].interval)
+    assert half[5] > half[20] > half[80]
+    spread_sq = half[80] ** 2 / 1.96**2 - got[80].stderr ** 2
+    assert half[5] == pytest.approx(1.96 * (spread_sq + 16 * got[80].stderr**2) ** 0.5)
+    assert got[5].sample_problems == 5 and got[5].to_dict()["sample_problems"] == 5
+    assert predict(cfg, acc, cm, work, problems=80, draws=2).sample_interval is None
+    with pytest.raises(ValueError, match="sample_problems must be >= 1"):
+        predict(cfg, acc, cm, work, problems=80, sample_problems=0)
+
+
 def test_joint_step_lengths_pair_the_target_and_draft_step_of_one_prefix() -> None:
     """Both first steps from one prefix come from one measured pair; a further call of a
     role on that prefix (a sampled sibling) draws afresh.  With lengths that always
