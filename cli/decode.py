@@ -410,12 +410,14 @@ def validate(
     render.show(render.table(
         f"{run_record.name}: predicted ({used}) vs measured speedup",
         ("config", "predicted", "measured", "error", "priced", "priced err", "decoder",
-         "decoder err", "α1 run", "acc"),
+         "95 % (run)", "decoder err", "α1 run", "acc"),
         [(r.config, fmt(r.predicted_speedup), fmt(r.measured_speedup), fmt(r.error, True),
           fmt(r.predicted_priced), fmt(r.priced_error, True), fmt(r.predicted_decoder),
+          "-" if r.decoder_sample_interval is None else
+          f"{r.decoder_sample_interval[0]:.2f}-{r.decoder_sample_interval[1]:.2f}",
           fmt(r.decoder_error, True), fmt(r.step_acceptance),
           f"{r.accuracy:.2f}") for r in rows],
-        justify=("left",) + ("right",) * 9, no_wrap=True))
+        justify=("left",) + ("right",) * 10, no_wrap=True))
     if base_ms is not None:
         render.show(render.table(
             "ms per generated token (one request at a time)",
@@ -431,7 +433,8 @@ def validate(
     render.dim("predicted: the papers' f(k1)·g(k2); priced: the same priced by the "
                "calibration's T(b); decoder: a Monte-Carlo of the decoder's own schedule "
                "with each call priced (prefill, overhead and contention assumed where the "
-               "calibration has no measurement); error = predicted/measured − 1; α1 run: "
+               "calibration has no measurement), 95 % (run): its interval for a run of "
+               "this many problems; error = predicted/measured − 1; α1 run: "
                "accepted/judged draft steps in this run; acc: final-answer accuracy")
     speed = baseline_speed(rows)
     if speed is not None:
