@@ -435,3 +435,20 @@ def test_measured_on_is_the_latest_phase_day() -> None:
     assert measured_on(phases[:1]) == "2026-11-23"
     assert measured_on(phases[1:2]) == "2026-11-23"
     assert len(measured_on([])) == 10  # today
+
+
+def test_remeasuring_contention_needs_engine_costs_with_a_draft(tmp_path) -> None:
+    """`profile contention` says what a calibration lacks before loading any model."""
+    from specmodel.formats.calibration import load_calibration
+
+    base = load_preset("measured-qwen2.5-coder-0.5b-smollm2-135m")
+    with pytest.raises(ValueError, match="has no engine_costs phase"):
+        calibrate.remeasure_contention(base)
+    settings = EngineCostsSettings(
+        description="engine_costs: measured.", date=calibrate.finished_at(),
+        **calibrate.engine_costs_key(target="tgt", draft=None, contexts=[64, 256],
+                                     widths=[1, 2], tokens=[4, 16], repeats=2, threads=1))
+    with Recorder(tmp_path / "alone.json", base) as rec:
+        rec.add(PhaseResult("engine_costs", ENGINE, settings, {"target": "tgt"}, ""))
+    with pytest.raises(ValueError, match="no draft, so no contention"):
+        calibrate.remeasure_contention(load_calibration(tmp_path / "alone.json"))
