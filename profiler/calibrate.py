@@ -687,17 +687,18 @@ def remeasure_contention(cal: Calibration, *, repeats: int = 5, max_step_tokens:
     def was(m: Any) -> str:
         return "not measured" if m is None else _slowdown(m)
 
+    now = finished_at()
     what = (f"target {_slowdown(slow_t)}, draft {_slowdown(slow_d)}"
             + ("" if spec is None else f", speculative step calls {_slowdown(spec)}"))
     desc = (f"{phase.description} (Slowdowns beside the other model measured again on "
-            f"{finished_at()} with specmodel {__version__}, the decoder's way: paired calls, "
+            f"{now} with specmodel {__version__}, the decoder's way: paired calls, "
             f"{phase.tokens[1]} tokens after {phase.contexts[0]}, {repeats} rounds alone / "
             f"together, mean +/- stderr: {what}; they replace the figures above, measured "
             f"{ec.contention_method.replace('-', ' ')}: target "
             f"{was(ec.target.concurrent_slowdown)}, draft {was(ec.draft.concurrent_slowdown)}"
             + ("" if ec.target.speculative_slowdown is None else
                f", speculative step calls {was(ec.target.speculative_slowdown)}") + ".)")
-    settings = phase.model_copy(update={"description": desc, "date": finished_at()})
+    settings = phase.model_copy(update={"description": desc, "date": now})
     return PhaseResult("engine_costs", costs, settings,
                        {"target": phase.target, "draft": phase.draft},
                        f"contention (paired calls): {what}")

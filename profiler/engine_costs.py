@@ -204,13 +204,17 @@ def _paired_slowdowns(alone: tuple[float, float], together: tuple[float, float]
 
 
 def _measurement(values: Sequence[float]) -> Any:
-    """Mean of per-round values with its standard error (none from one round)."""
+    """Mean of per-round values with its standard error
+    (:func:`specmodel.montecarlo.estimate.mean_estimate`; none from one round)."""
     from specmodel.formats.calibration import Measurement
+    from specmodel.montecarlo.estimate import mean_estimate
 
     if not values:
         raise ValueError("no rounds to summarise")
-    se = statistics.stdev(values) / math.sqrt(len(values)) if len(values) > 1 else None
-    return Measurement(value=statistics.fmean(values), n=len(values), stderr=se)
+    if len(values) == 1:
+        return Measurement(value=float(values[0]), n=1)
+    est = mean_estimate(values)
+    return Measurement(value=est.mean, n=est.n, stderr=est.stderr)
 
 
 def measure_contention(target: Any, draft: Any, *, context: int, tokens: int = 32,
