@@ -428,8 +428,14 @@ class StepSummary:
     """Temperature of the sampled branches."""
     length_pairs: list[tuple[int, int, int]] | None = None
     """(target tokens, draft tokens, count) over the pairs (the joint distribution)."""
+    length_verdicts: list[tuple[int, int, int, int]] | None = None
+    """(target tokens, draft tokens, pairs, accepted) over the pairs (the verdicts by the
+    two lengths)."""
     problem_verdicts: list[tuple[int, int]] | None = None
     """(accepted, judged) per problem, in problem order (None: built by hand)."""
+    index_verdicts: list[tuple[int, int]] | None = None
+    """(accepted, judged) at each step index 0, 1, … of the answer, pooled over the
+    problems (None: built by hand, or the pairs skip an index)."""
     alpha1_clustered_stderr: float | None = None
     """Standard error of the raw acceptance with the pairs of one problem as one cluster
     (:func:`specmodel.stats.clustered_rate`; None: fewer than two problems)."""
@@ -455,6 +461,7 @@ class StepSummary:
             step_tokens_histogram=self.step_tokens_histogram,
             samples=self.pairs,
             problem_verdicts=self.problem_verdicts,
+            index_verdicts=self.index_verdicts,
             draft_step_tokens_histogram=self.draft_step_tokens_histogram,
             verdict_correlation=self.verdict_correlation,
             verdict_pairs=self.verdict_pairs,
@@ -468,6 +475,7 @@ class StepSummary:
             duplicate_branch_rate=self.duplicate_branch_rate,
             branch_temperature=self.branch_temperature,
             step_length_pairs=self.length_pairs,
+            step_length_verdicts=self.length_verdicts,
         )
 
 
@@ -571,6 +579,7 @@ def summarize(pairs: Sequence[StepPair], *, delimiter: str | None = None,
         alpha1=jeffreys_rate(x, n),
         alpha1_ci95=wilson(x, n),
         problem_verdicts=[(sum(v), len(v)) for _, v in sorted(by_problem.items())],
+        index_verdicts=index_verdicts(pairs),
         alpha1_clustered_stderr=clustered,
         effective_pairs=eff,
         c1=c1.mean,
@@ -590,7 +599,31 @@ def summarize(pairs: Sequence[StepPair], *, delimiter: str | None = None,
         branch_temperature=branch_temperature if branches else None,
         length_pairs=[(t, d, k) for (t, d), k in sorted(
             Counter((p.target_tokens, p.draft_tokens) for p in pairs).items())],
+        length_verdicts=length_verdicts(pairs),
     )
+
+
+def length_verdicts(pairs: Sequence[StepPair]) -> list[tuple[int, int, int, int]]:
+    """(target tokens, draft tokens, pairs, accepted) per distinct pair of lengths, in
+    order of the lengths."""
+    cells: dict[tuple[int, int], list[int]] = {}
+    for p in pairs:
+        c = cells.setdefault((p.target_tokens, p.draft_tokens), [0, 0])
+        c[0] += 1
+        c[1] += bool(p.accepted)
+    return [(t, d, n, k) for (t, d), (n, k) in sorted(cells.items())]
+
+
+def index_verdicts(pairs: Sequence[StepPair]) -> list[tuple[int, int]] | None:
+    """(accepted, judged) at each step index 0, 1, … of the answer, pooled over the
+    problems (None when an index below the last has no pair: the pairs do not come from
+    consecutive steps of their answers, so an index's rate is not defined)."""
+    by_index: dict[int, list[int]] = {}
+    for p in pairs:
+        by_index.setdefault(p.step, []).append(bool(p.accepted))
+    if not by_index or sorted(by_index) != list(range(max(by_index) + 1)):
+        return None
+    return [(sum(v), len(v)) for _, v in sorted(by_index.items())]
 
 
 def verdict_correlation(pairs: Sequence[StepPair]) -> tuple[float | None, int]:

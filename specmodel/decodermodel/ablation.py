@@ -38,6 +38,9 @@ STEPS: tuple[tuple[str, str], ...] = (
                    "the passes that draft nothing, verdict correlation and the problems' "
                    "spread, measured best-of-W and repeated branches, draft and target "
                    "steps that end the answer)"),
+    ("length verdicts", "+ the verdict's dependence on the two steps' lengths from one "
+                        "prefix (an accepted draft step is about as long as the target's)"),
+    ("answer position", "+ step acceptance along the answer (each step index's offset)"),
     ("concurrency", "+ the slowdown of each model while the other runs (async)"),
 )
 """(name, what it adds), in the order they are added; the last is the full model."""
@@ -69,6 +72,7 @@ def variants(cal: Any) -> list[Variant]:
                       branch_by_width={}, verdict_correlation=0.0, draft_end_rate=0.0,
                       target_end_rate=0.0, duplicate_branch_rate=0.0,
                       step_length_pairs=None, problem_spread=(), token_draft_rate=1.0,
+                      length_effect=None, index_shift=(),
                       target_steps=StepLengths.constant(full_a.target_steps.mean),
                       draft_steps=StepLengths.constant(full_a.draft_steps.mean))
     steps: dict[str, dict[str, Any]] = {
@@ -101,6 +105,8 @@ def variants(cal: Any) -> list[Variant]:
                        "duplicate_branch_rate": full_a.duplicate_branch_rate,
                        "problem_spread": full_a.problem_spread,
                        "token_draft_rate": full_a.token_draft_rate},
+        "length verdicts": {"length_effect": full_a.length_effect},
+        "answer position": {"index_shift": full_a.index_shift},
     }
     out: list[Variant] = [("papers", ideal_c, ideal_a)]
     costs, acc = ideal_c, ideal_a

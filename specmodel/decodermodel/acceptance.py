@@ -21,6 +21,20 @@
   as in real text (the measured lag-1 correlation of verdicts is then taken as this
   spread, not drawn again as a chain); α1's calibration uncertainty then counts each
   problem as one cluster (:func:`specmodel.stats.clustered_rate`);
+* how acceptance moves along an answer (``index_shift``, from the calibration's verdict
+  counts per step index): the judged step at index i of its answer has its rate moved
+  by that index's logit offset from the pooled rate, shrunk towards 0 by an empirical
+  Bayes estimate of the offsets' true spread (a handful of pairs per index says little
+  on its own; :func:`index_profile`) — with the problem's own offset, additively on the
+  logit scale; past the last measured index, no offset;
+* how the verdict goes with the two steps' lengths (``length_effect``, a logistic fit to
+  the calibration's verdicts by (target, draft) length, :func:`fit_length_effect`): a
+  draft step much shorter or longer than the target's from the same prefix is seldom
+  judged equivalent, so an accepted draft step is about as long as the target's, and a
+  rejected position commits the target's step — which sets the tokens a position
+  commits (drawing the lengths independently of the verdict had the 1.5B trio's
+  accepted draft steps 1 token shorter than measured and its rejected target steps 1
+  token shorter, 4–5 % fewer tokens per async position);
 * step lengths of the target and of the draft (:class:`StepLengths`: a histogram, else a
   fixed mean; the draft's own histogram when measured, else the target's), and their
   joint distribution from one prefix when measured (``step_length_pairs``: the two
@@ -45,7 +59,7 @@ from their Beta posteriors given the calibration's sample sizes.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -53,7 +67,8 @@ import numpy as np
 
 from specmodel.validation import check_positive_int, check_probability
 
-__all__ = ["AcceptanceModel", "StepLengths", "draw_indices", "logit_shifted"]
+__all__ = ["AcceptanceModel", "LengthEffect", "StepLengths", "draw_indices",
+           "fit_length_effect", "index_profile", "logit_shifted"]
 
 
 def draw_indices(rng: np.random.Generator, cum: np.ndarray, n: int) -> np.ndarray:
@@ -104,6 +119,111 @@ class StepLengths:
             idx = draw_indices(rng, np.cumsum(self.weights), n)
             out = np.asarray(self.values, dtype=np.int64)[idx]
         return np.minimum(out, cap) if cap is not None else out
+
+
+@dataclass(frozen=True)
+class LengthEffect:
+    """The logit offset of a draft step's acceptance by the two lengths from its prefix:
+    ``coef · (x − center) + intercept`` with x = (log(t + 1), |log((d + 1)/(t + 1))|)
+    for target and draft lengths t, d (:func:`fit_length_effect`)."""
+
+    coef: tuple[float, float]
+    """Coefficients of log(t + 1) and of |log((d + 1)/(t + 1))| (logit per unit)."""
+    center: tuple[float, float]
+    """The features' means over the measured pairs."""
+    cov: tuple[tuple[float, float], tuple[float, float]]
+    """Covariance of ``coef`` (the penalised fit's inverse information)."""
+    intercept: float
+    """Offset that keeps the mean acceptance over the measured pairs at the pooled rate
+    (the offsets spread the rates, which on the logit scale would move their mean)."""
+    rows: tuple[tuple[float, float, float], ...]
+    """The measured pairs' centred features and weights, (x1, x2, pairs): what
+    ``intercept`` is solved over again when the coefficients are redrawn."""
+
+    def offset(self, target_tokens: int, draft_tokens: int) -> float:
+        """The logit offset for a draft step of ``draft_tokens`` whose target step from
+        the same prefix has ``target_tokens``."""
+        x1, x2 = _length_features(target_tokens, draft_tokens)
+        return (self.coef[0] * (x1 - self.center[0]) + self.coef[1] * (x2 - self.center[1])
+                + self.intercept)
+
+    def resampled(self, rng: np.random.Generator, alpha: float) -> LengthEffect:
+        """The coefficients drawn from their normal posterior, the intercept solved again
+        so the measured pairs' mean acceptance stays at ``alpha``."""
+        coef = tuple(float(c) for c in rng.multivariate_normal(self.coef, self.cov))
+        return replace(self, coef=(coef[0], coef[1]),
+                       intercept=_centring(alpha, coef, self.rows))
+
+
+def _length_features(t: int, d: int) -> tuple[float, float]:
+    lt = math.log(max(t, 0) + 1.0)
+    return lt, abs(math.log(max(d, 0) + 1.0) - lt)
+
+
+def _logistic(z: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-z))
+
+
+def _centring(alpha: float, coef: Sequence[float],
+              rows: Sequence[tuple[float, float, float]]) -> float:
+    """The intercept c with Σ w σ(logit α + coef·x + c) / Σ w = α over ``rows``
+    (x centred; bisection on a monotone function)."""
+    x = np.asarray([(a, b) for a, b, _ in rows], dtype=np.float64)
+    w = np.asarray([n for _, _, n in rows], dtype=np.float64)
+    base = math.log(alpha / (1.0 - alpha)) + x @ np.asarray(coef, dtype=np.float64)
+    lo, hi = -30.0, 30.0
+    for _ in range(100):
+        mid = 0.5 * (lo + hi)
+        if float(np.dot(w, _logistic(base + mid))) / w.sum() < alpha:
+            lo = mid
+        else:
+            hi = mid
+    return 0.5 * (lo + hi)
+
+
+def fit_length_effect(cells: Sequence[tuple[int, int, int, int]], alpha: float,
+                      penalty: float = 1.0) -> LengthEffect | None:
+    """The verdict's dependence on the two lengths from (target tokens, draft tokens,
+    pairs, accepted) cells: a logistic regression of the verdict on the centred
+    features log(t + 1) and |log((d + 1)/(t + 1))|, fitted by Newton's method with a
+    ridge ``penalty`` on each coefficient in units of its feature's standard deviation
+    (a weak N(0, 1/penalty) prior: a few dozen pairs cannot separate the verdicts
+    completely), its intercept then re-solved so the pairs' mean acceptance is ``alpha``
+    (the model's pooled rate).  None with under 8 pairs, or when a feature does not
+    vary (nothing to fit)."""
+    check_probability("alpha", alpha)
+    if not penalty > 0:
+        raise ValueError(f"penalty must be > 0, got {penalty}")
+    rows = [(*_length_features(t, d), float(n), float(k)) for t, d, n, k in cells]
+    w = np.asarray([r[2] for r in rows])
+    if w.sum() < 8:
+        return None
+    x = np.asarray([(r[0], r[1]) for r in rows])
+    y = np.asarray([r[3] for r in rows])
+    center = (x * w[:, None]).sum(axis=0) / w.sum()
+    xc = x - center
+    sd = np.sqrt((xc**2 * w[:, None]).sum(axis=0) / w.sum())
+    if not np.all(sd > 1e-9):
+        return None
+    design = np.column_stack([np.ones(len(rows)), xc])
+    ridge = np.diag([0.0, penalty * sd[0] ** 2, penalty * sd[1] ** 2])
+    beta = np.zeros(3)
+    info = np.eye(3)
+    for _ in range(50):
+        p = _logistic(design @ beta)
+        grad = design.T @ (y - w * p) - ridge @ beta
+        info = design.T @ (design * (w * p * (1 - p))[:, None]) + ridge
+        step = np.linalg.solve(info, grad)
+        beta = beta + step
+        if float(np.max(np.abs(step))) < 1e-10:
+            break
+    cov = np.linalg.inv(info)[1:, 1:]
+    coef = (float(beta[1]), float(beta[2]))
+    centred = tuple((float(a), float(b), float(n)) for (a, b), n in zip(xc, w, strict=True))
+    return LengthEffect(coef=coef, center=(float(center[0]), float(center[1])),
+                        cov=((float(cov[0, 0]), float(cov[0, 1])),
+                             (float(cov[1, 0]), float(cov[1, 1]))),
+                        intercept=_centring(alpha, coef, centred), rows=centred)
 
 
 @dataclass(frozen=True)
@@ -165,6 +285,15 @@ class AcceptanceModel:
     """The joint distribution of (target, draft) step lengths from one prefix, as
     (target tokens, draft tokens, weight): the simulator draws both steps of a prefix
     from one pair (None: ``target_steps`` and ``draft_steps`` drawn independently)."""
+    length_effect: LengthEffect | None = None
+    """How a draft step's acceptance goes with its length and the target's from the same
+    prefix (:func:`fit_length_effect`; applied to positions drafted with one branch;
+    None: the verdict independent of the lengths)."""
+    index_shift: tuple[tuple[float, float], ...] = ()
+    """Per step index 0, 1, … of the answer: (logit offset of step acceptance from the
+    pooled rate, its posterior standard deviation) (:func:`index_profile`); the step at
+    index i is judged at its rate moved by offset i, and past the last index by none.
+    Empty: one rate along the answer."""
 
     def __post_init__(self) -> None:
         check_probability("alpha1", self.alpha1)
@@ -190,6 +319,10 @@ class AcceptanceModel:
             if not (math.isfinite(shift) and math.isfinite(weight) and weight > 0):
                 raise ValueError(f"problem_spread[{i}] must be a finite shift and a weight "
                                  f"> 0, got ({shift}, {weight})")
+        for i, (shift, sd) in enumerate(self.index_shift):
+            if not (math.isfinite(shift) and math.isfinite(sd) and sd >= 0):
+                raise ValueError(f"index_shift[{i}] must be a finite shift and a standard "
+                                 f"deviation >= 0, got ({shift}, {sd})")
 
     # -- construction ------------------------------------------------------------
 
@@ -260,6 +393,15 @@ class AcceptanceModel:
                            "independent (the interval may be too narrow)")
         else:
             rho = None  # the problems' spread is what the lag-1 correlation measured
+        cells = getattr(step, "step_length_verdicts", None)
+        length_effect = (fit_length_effect(cells, step.alpha1) if cells else None)
+        if length_effect is None:
+            missing.append("acceptance by the steps' lengths: not measured; a draft step's "
+                           "verdict independent of its and the target's length")
+        by_index = index_profile(getattr(step, "index_verdicts", None) or ())
+        if not by_index:
+            missing.append("step acceptance along the answer: not measured; one rate at "
+                           "every step index")
         return cls(
             alpha1=step.alpha1, alpha2=tok.alpha2,
             step_by_depth=(tuple(step.acceptance_by_position)
@@ -271,6 +413,8 @@ class AcceptanceModel:
             token_draft_rate=float(draft_rate) if draft_rate is not None else 1.0,
             token_passes=getattr(tok, "target_passes", None),
             problem_spread=spread,
+            index_shift=by_index,
+            length_effect=length_effect,
             verdict_correlation=float(rho) if rho is not None else 0.0,
             verdict_samples=(getattr(step, "verdict_pairs", None)
                              if rho is not None else None),
@@ -293,7 +437,8 @@ class AcceptanceModel:
         return (self.step_by_depth is None and self.token_by_position is None
                 and self.token_draft_rate == 1
                 and not self.branch_by_width and self.verdict_correlation == 0
-                and not self.problem_spread
+                and not self.problem_spread and not any(m for m, _ in self.index_shift)
+                and self.length_effect is None
                 and self.draft_end_rate == 0 and self.target_end_rate == 0
                 and self.duplicate_branch_rate == 0)
 
@@ -309,6 +454,20 @@ class AcceptanceModel:
         if width == 1:
             return float(a)
         return float(-math.expm1(width * math.log1p(-a))) if a < 1 else 1.0
+
+    def index_offset(self, index: int | None) -> float:
+        """The logit offset of step acceptance at step ``index`` of the answer (0 past
+        the last measured index, without a profile, or for ``index`` None)."""
+        if index is None or not 0 <= index < len(self.index_shift):
+            return 0.0
+        return self.index_shift[index][0]
+
+    def length_offset(self, lengths: tuple[int, int] | None) -> float:
+        """The logit offset of a draft step's acceptance given (target tokens, draft
+        tokens) from its prefix (0 without a length effect or for ``lengths`` None)."""
+        if lengths is None or self.length_effect is None:
+            return 0.0
+        return self.length_effect.offset(*lengths)
 
     def next_step_rate(self, rate: float, previous: bool | None) -> float:
         """Acceptance of a step verdict whose marginal rate is ``rate`` given the
@@ -350,7 +509,9 @@ class AcceptanceModel:
         sizes; rates without a sample size are kept.  A profile is scaled by the ratio of
         its resampled i.i.d. rate (one draw per level keeps its shape).  The verdict
         correlation, when its pair count n > 3 is known, is drawn on Fisher's z scale,
-        tanh(atanh ρ + N(0, 1/(n − 3))) (drawn last, so the rate draws do not change)."""
+        tanh(atanh ρ + N(0, 1/(n − 3))); then the length effect's coefficients and each
+        step index's offset from their normal posteriors (these last, so the earlier
+        draws do not change)."""
         out = self
         if self.step_samples:
             a1 = _beta(rng, self.alpha1, self.step_samples)
@@ -371,6 +532,13 @@ class AcceptanceModel:
         if self.verdict_samples is not None and self.verdict_samples > 3:
             out = replace(out, verdict_correlation=_fisher(
                 rng, self.verdict_correlation, self.verdict_samples))
+        if self.length_effect is not None:
+            out = replace(out, length_effect=self.length_effect.resampled(rng, out.alpha1))
+        if self.index_shift:
+            z = rng.normal(size=len(self.index_shift))
+            out = replace(out, index_shift=tuple(
+                (m + sd * float(e), sd) for (m, sd), e in zip(self.index_shift, z,
+                                                              strict=True)))
         return out
 
     def to_dict(self) -> dict[str, Any]:
@@ -388,6 +556,11 @@ class AcceptanceModel:
                 "duplicate_branch_rate": self.duplicate_branch_rate,
                 "step_samples": self.step_samples, "token_samples": self.token_samples,
                 "token_draft_rate": self.token_draft_rate, "token_passes": self.token_passes,
+                "index_shift": [list(x) for x in self.index_shift],
+                "length_effect": (None if self.length_effect is None else
+                                  {"coef": list(self.length_effect.coef),
+                                   "center": list(self.length_effect.center),
+                                   "intercept": self.length_effect.intercept}),
                 "missing": list(self.missing)}
 
 
@@ -397,6 +570,35 @@ def logit_shifted(rate: float, shift: float) -> float:
     if shift == 0 or rate <= 0 or rate >= 1:
         return rate
     return 1.0 / (1.0 + math.exp(-(math.log(rate / (1.0 - rate)) + shift)))
+
+
+def index_profile(counts: Sequence[tuple[int, int]]) -> tuple[tuple[float, float], ...]:
+    """Per step index: (logit offset of its acceptance from the pooled rate, posterior
+    standard deviation), from (accepted, judged) counts per index (empty with fewer than
+    two indices).  Each index's raw offset y = logit((k + ½)/(n + 1)) − logit(pooled)
+    has sampling variance v ≈ 1/((n + 1) p (1 − p)); the offsets' true spread τ² is
+    estimated by moments, max(0, mean(y² − v)), and each offset shrunk to y τ²/(τ² + v)
+    with variance τ² v/(τ² + v) — the normal-normal empirical Bayes estimate, so an index
+    judged a few times moves its rate only as far as the spread of all of them
+    supports."""
+    if len(counts) < 2:
+        return ()
+    k = [int(a) for a, _ in counts]
+    n = [int(b) for _, b in counts]
+    if any(b < 1 or not 0 <= a <= b for a, b in zip(k, n, strict=True)):
+        raise ValueError(f"index verdict counts need 0 <= accepted <= judged and judged >= 1, "
+                         f"got {list(counts)}")
+    pooled = (sum(k) + 0.5) / (sum(n) + 1)
+
+    def logit(p: float) -> float:
+        return math.log(p / (1.0 - p))
+
+    rates = [(a + 0.5) / (b + 1) for a, b in zip(k, n, strict=True)]
+    y = [logit(p) - logit(pooled) for p in rates]
+    v = [1.0 / ((b + 1) * p * (1.0 - p)) for b, p in zip(n, rates, strict=True)]
+    tau2 = max(0.0, sum(a * a - b for a, b in zip(y, v, strict=True)) / len(y))
+    return tuple((a * tau2 / (tau2 + b), math.sqrt(tau2 * b / (tau2 + b)))
+                 for a, b in zip(y, v, strict=True))
 
 
 def _problem_spread(step: Any) -> tuple[tuple[tuple[float, float], ...], int | None]:

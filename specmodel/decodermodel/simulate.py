@@ -43,7 +43,11 @@ overhead; the async target batches (above) and the jobs wasted on dropped chains
 correlated step verdicts (a measured lag-1 correlation ρ makes the verdicts of one
 problem a two-state Markov chain with the depth's rate as marginal,
 :meth:`AcceptanceModel.next_step_rate`; ρ = 0 draws them independently, exactly as
-without it).
+without it); easy and hard problems, and easy and hard stretches of an answer (each
+judged step's rate moved by its problem's and its step index's logit offsets, where
+measured), and a verdict that goes with the two steps' lengths (where measured, a
+draft step far longer or shorter than the target's is rejected more often, so an
+accepted one commits about the target's length).
 
 **Closed forms** (:func:`exact_speedup`): with i.i.d. acceptance, constant step lengths,
 flat costs, a free verifier, no overhead, no contention and the papers' engine
@@ -388,15 +392,23 @@ class _Run:
     verify_seconds: float = field(init=False, default=0.0)
     last_verdict: bool | None = field(init=False, default=None)
 
-    def judge(self, depth: int, width: int = 1, tree: bool = False) -> bool:
+    def judge(self, depth: int, width: int = 1, tree: bool = False,
+              index: int | None = None, lengths: tuple[int, int] | None = None) -> bool:
         """One position's verdict (counted as the decoder's tally counts it): the best of
         ``width`` distinct children, drafted as a tree of several branches when ``tree``
-        (:meth:`AcceptanceModel.step_rate`).  With a
+        (:meth:`AcceptanceModel.step_rate`), at step ``index`` of the answer (its rate
+        moved by the problem's offset and the index's,
+        :meth:`AcceptanceModel.index_offset`, and, for a position drafted with one
+        branch, by the offset of its (target, draft) ``lengths``,
+        :meth:`AcceptanceModel.length_offset`).  With a
         verdict correlation ρ ≠ 0 the verdicts of one problem are a Markov chain
         (:meth:`AcceptanceModel.next_step_rate`); with ρ = 0 they are independent draws
         (the same single uniform per verdict either way)."""
         self.judged += 1
-        rate = logit_shifted(self.acc.step_rate(depth, width, tree), self.shift)
+        shift = self.shift + self.acc.index_offset(index)
+        if not tree and width == 1:
+            shift += self.acc.length_offset(lengths)
+        rate = logit_shifted(self.acc.step_rate(depth, width, tree), shift)
         if self.acc.verdict_correlation != 0:
             rate = self.acc.next_step_rate(rate, self.last_verdict)
         ok = bool(self.rng.random() < rate)
@@ -517,7 +529,8 @@ class _Run:
             node = 0
             for j in range(depth):
                 children = [i for i in range(node + 1, len(nodes)) if nodes[i][0] == node]
-                if not self.judge(j, len(children), w > 1):
+                pair = (touts[node][1], nodes[children[0]][1]) if children else None
+                if not self.judge(j, len(children), w > 1, steps, pair):
                     break
                 node = children[0]
                 prefix = nodes[node][2]
@@ -557,7 +570,7 @@ class _Run:
                 draft_free = start + dd
                 verified = max(verified, start + dt, start + dd)
                 last = depth == room - 1
-                if last or not self.judge(depth):
+                if last or not self.judge(depth, index=steps + depth, lengths=(tn, dn)):
                     prefix = (*p, tseg)
                     tokens += tn
                     steps += depth + 1
@@ -652,7 +665,7 @@ class _Run:
                     v = self.verify(1)
                     advance(v)
                     now += v
-                    if self.judge(run):
+                    if self.judge(run, index=pos, lengths=(t_out[1], chain[0][1])):
                         seg, n, ends = chain.pop(0)
                         committed = (*committed, seg)
                         tokens += n

@@ -24,6 +24,7 @@ from pydantic import (
     Field,
     Tag,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -139,6 +140,12 @@ class StepLevel(_Strict):
     verdicts of one problem are alike, so α1's uncertainty counts each problem as one
     cluster and the decoder model draws each simulated problem's acceptance from these
     (None: not recorded; every pair independent, one rate for every problem)."""
+    index_verdicts: list[tuple[int, int]] | None = None
+    """(accepted, judged) at each step index of the answer (0: its first step), pooled
+    over the problems: how acceptance moves along an answer (the first steps, which set
+    up the approach, are accepted less often than the arithmetic and code that follow);
+    the decoder model shifts each judged step's rate by its index's offset (None: not
+    recorded; one rate along the answer)."""
     draft_step_tokens_histogram: dict[int, int] | None = None
     """The draft's step length in tokens (draft tokenizer) -> count, measured from the
     same prefixes as ``step_tokens_histogram`` (None: not measured; the target's is used)."""
@@ -175,15 +182,22 @@ class StepLevel(_Strict):
     """(target tokens, draft tokens, count) of the step pairs measured from one prefix:
     the joint distribution of the two lengths (None: not measured; the two histograms
     are drawn independently)."""
+    step_length_verdicts: list[tuple[int, int, int, int]] | None = None
+    """(target tokens, draft tokens, pairs, accepted) of the step pairs measured from one
+    prefix: how the verdict goes with the two lengths (a draft step much shorter or
+    longer than the target's is seldom judged equivalent; short steps are accepted more
+    often), which decides how many tokens an accepted draft step commits (None: not
+    measured; the verdict is independent of the lengths)."""
 
     _rates = field_validator("acceptance_by_position")(_open_unit_interval)
 
-    @field_validator("problem_verdicts")
+    @field_validator("problem_verdicts", "index_verdicts")
     @classmethod
-    def _verdict_counts(cls, v: list[tuple[int, int]] | None) -> list[tuple[int, int]] | None:
+    def _verdict_counts(cls, v: list[tuple[int, int]] | None, info: ValidationInfo
+                        ) -> list[tuple[int, int]] | None:
         for k, n in v or ():
             if n < 1 or not 0 <= k <= n:
-                raise ValueError(f"problem_verdicts needs 0 <= accepted <= judged and "
+                raise ValueError(f"{info.field_name} needs 0 <= accepted <= judged and "
                                  f"judged >= 1, got ({k}, {n})")
         return v
 
@@ -195,6 +209,16 @@ class StepLevel(_Strict):
             if t < 0 or d < 0 or n < 1:
                 raise ValueError(f"step_length_pairs needs lengths >= 0 and counts >= 1, "
                                  f"got ({t}, {d}, {n})")
+        return v
+
+    @field_validator("step_length_verdicts")
+    @classmethod
+    def _length_verdicts(cls, v: list[tuple[int, int, int, int]] | None
+                         ) -> list[tuple[int, int, int, int]] | None:
+        for t, d, n, k in v or ():
+            if t < 0 or d < 0 or n < 1 or not 0 <= k <= n:
+                raise ValueError(f"step_length_verdicts needs lengths >= 0, pairs >= 1 and "
+                                 f"0 <= accepted <= pairs, got ({t}, {d}, {n}, {k})")
         return v
 
     @field_validator("branch_acceptance")

@@ -343,8 +343,9 @@ def test_a_phase_into_a_copy_of_a_measured_calibration_keeps_its_phases(
 def test_rederive_steps_adds_todays_estimators_and_keeps_every_measured_number(
         tmp_path, capsys) -> None:
     """`profile rederive-steps` on a committed calibration: the step section derived
-    again from its pairs record equals the measured one but for the per-problem verdict
-    counts it gains; the phase keeps its date; a record of other pairs is refused."""
+    again from its pairs record equals the measured one but for the verdict counts per
+    problem, per step index and per pair of lengths it gains; the phase keeps its date;
+    a record of other pairs is refused."""
     from pathlib import Path
 
     from cli.main import main
@@ -357,10 +358,17 @@ def test_rederive_steps_adds_todays_estimators_and_keeps_every_measured_number(
                  str(results / "heldout_15b_calibration.pairs.jsonl")]) == 0
     old, new = load_calibration(src), load_calibration(out)
     before, after = old.step.model_dump(), new.step.model_dump()
-    assert [k for k in before if before[k] != after[k]] == ["problem_verdicts"]
+    assert [k for k in before if before[k] != after[k]] == [
+        "problem_verdicts", "index_verdicts", "step_length_verdicts"]
+    cells = new.step.step_length_verdicts
+    assert cells is not None and sum(n for _, _, n, _ in cells) == 96
+    assert [(t, d, n) for t, d, n, _ in cells] == [tuple(c) for c in new.step.step_length_pairs]
     counts = new.step.problem_verdicts
     assert counts is not None and len(counts) == 10
     assert sum(k for k, _ in counts) == 57 and sum(n for _, n in counts) == 96
+    by_index = new.step.index_verdicts
+    assert by_index is not None and len(by_index) == 12 and by_index[0] == (7, 10)
+    assert sum(k for k, _ in by_index) == 57 and sum(n for _, n in by_index) == 96
     assert new.engine_costs == old.engine_costs and new.token == old.token
     phase = new.provenance.settings.phases.steps
     assert phase.date == old.provenance.settings.phases.steps.date

@@ -71,3 +71,29 @@ def test_alike_verdicts_of_one_problem_are_worth_fewer_independent_pairs() -> No
     assert sec.samples == 48 and sec.problem_verdicts == s.problem_verdicts
     one = summarize([_pair(i, i % 2 == 0) for i in range(10)])  # one problem: no clusters
     assert one.problem_verdicts == [(5, 10)] and one.effective_pairs is None
+
+
+def test_verdicts_by_step_index_pool_the_problems() -> None:
+    """The verdict counts per step index of the answer, summed over problems; a set of
+    pairs that skips an index has none (an index's rate would not be defined)."""
+    pairs = [StepPair(problem, i, "a\n\n", "b\n\n", 10, 9, 1.0, 0.25, 0.01,
+                      i >= 2 or problem == 0)
+             for problem in range(3) for i in range(4 if problem else 3)]
+    s = summarize(pairs)
+    assert s.index_verdicts == [(1, 3), (1, 3), (3, 3), (2, 2)]
+    assert s.step_section("exact").index_verdicts == s.index_verdicts
+    gap = [p for p in pairs if p.step != 1]
+    assert summarize(gap).index_verdicts is None
+
+
+def test_verdicts_by_the_two_lengths() -> None:
+    """The verdict counts per distinct (target, draft) length pair, in the lengths'
+    order, matching the joint length counts."""
+    pairs = [StepPair(0, i, "a\n", "b\n", 10 + i % 2, 9 + i % 3, 1.0, 0.25, 0.01, i % 3 == 0)
+             for i in range(12)]
+    s = summarize(pairs)
+    assert s.length_verdicts is not None and s.length_pairs is not None
+    assert [(t, d, n) for t, d, n, _ in s.length_verdicts] == s.length_pairs
+    assert sum(k for *_, k in s.length_verdicts) == s.accepted == 4
+    assert (10, 9, 2, 2) in s.length_verdicts  # i = 0, 6: both accepted
+    assert s.step_section("exact").step_length_verdicts == s.length_verdicts

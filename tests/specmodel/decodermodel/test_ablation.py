@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from specmodel.config import SpecConfig
-from specmodel.decodermodel import Workload, predict
+from specmodel.decodermodel import AcceptanceModel, Workload, predict
 from specmodel.decodermodel.ablation import STEPS, variants
 from specmodel.decodermodel.costs import CostModel
 
@@ -31,6 +31,7 @@ def test_variants_run_from_the_papers_idealisation_to_the_full_model() -> None:
                  "draft_call_overhead", "verifier_per_pair", "contention",
                  "draft_contention", "target_decode", "draft_decode", "engine"):
         assert getattr(last_costs, name) == getattr(full, name), name
+    assert last_acc == AcceptanceModel.from_calibration(cal)
     work = Workload.of(CFG, 100)
     a = predict(CFG, last_acc, last_costs, work, problems=60, draws=0, seed=3).speedup
     b = predict(CFG, last_acc, full, work, problems=60, draws=0, seed=3).speedup
@@ -66,8 +67,6 @@ def test_pass_multipliers_interpolate_through_the_measured_values(measured, k2) 
 
 
 def test_a_costlier_measured_pass_makes_token_speculation_slower() -> None:
-    from specmodel.decodermodel import AcceptanceModel
-
     acc = AcceptanceModel.iid(0.6, 0.5, step_tokens=24)
     cfg = SpecConfig(k2=3, max_steps=6, max_step_tokens=32)
     work = Workload.of(cfg, 100)

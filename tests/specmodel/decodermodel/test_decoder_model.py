@@ -24,7 +24,7 @@ from specmodel.decodermodel import (
     predict_calibrated,
     simulate,
 )
-from specmodel.decodermodel.acceptance import logit_shifted
+from specmodel.decodermodel.acceptance import fit_length_effect, index_profile, logit_shifted
 from specmodel.formats.calibration import load_preset
 
 MEASURED = "measured-qwen2.5-coder-0.5b-smollm2-135m"
@@ -496,3 +496,162 @@ def test_joint_step_lengths_pair_the_target_and_draft_step_of_one_prefix() -> No
     base = {name: simulate(plain, acc, cm, work, problems=2000, seed=2).counters[
         "output_tokens"] for name, acc in (("independent", indep), ("paired", paired))}
     assert base["paired"] == pytest.approx(base["independent"], rel=0.05)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 40), st.integers(1, 40)), min_size=2, max_size=14)
+       .map(lambda xs: [(min(k, n), n) for k, n in xs]))
+def test_index_offsets_shrink_towards_zero_and_vanish_for_equal_rates(
+        counts: list[tuple[int, int]]) -> None:
+    """Each step index's shrunk offset lies between 0 and its raw logit offset from the
+    pooled rate, with a posterior spread no larger than its sampling spread; indices
+    with one rate between them have no offset at all; one index is no profile."""
+    prof = index_profile(counts)
+    assert len(prof) == len(counts)
+    pooled = (sum(k for k, _ in counts) + 0.5) / (sum(n for _, n in counts) + 1)
+    for (k, n), (m, sd) in zip(counts, prof, strict=True):
+        p = (k + 0.5) / (n + 1)
+        raw = math.log(p / (1 - p)) - math.log(pooled / (1 - pooled))
+        assert abs(m) <= abs(raw) + 1e-12 and (m == 0 or (m > 0) == (raw > 0))
+        assert 0 <= sd <= math.sqrt(1 / ((n + 1) * p * (1 - p))) + 1e-12
+    same = [(3, 10)] * len(counts)
+    assert all(abs(m) < 1e-12 and sd == 0 for m, sd in index_profile(same))
+    assert index_profile(counts[:1]) == ()
+    with pytest.raises(ValueError, match="index verdict counts"):
+        index_profile([(3, 2), (1, 2)])
+
+
+def test_large_index_samples_keep_their_offsets() -> None:
+    """Thousands of verdicts per index: the shrunk offsets are the raw ones (the spread
+    between indices dwarfs each index's sampling error)."""
+    counts = [(200, 1000), (500, 1000), (800, 1000)]
+    prof = index_profile(counts)
+    pooled = 1500.5 / 3001
+    for (k, n), (m, _) in zip(counts, prof, strict=True):
+        p = (k + 0.5) / (n + 1)
+        raw = math.log(p / (1 - p)) - math.log(pooled / (1 - pooled))
+        assert m == pytest.approx(raw, rel=0.01, abs=1e-3)
+
+
+def test_step_acceptance_along_the_answer_from_a_calibration() -> None:
+    """A calibration's counts per step index become the model's offsets (and the missing
+    note goes); without them the note names what is assumed; the offsets' posterior
+    spread enters the resampled models, centred on the point estimate."""
+    cal = load_preset(MEASURED)
+    counts = [(1, 10), (2, 10), (8, 10), (9, 10)]
+    indexed = cal.model_copy(update={"step": cal.step.model_copy(update={
+        "index_verdicts": counts})})
+    acc = AcceptanceModel.from_calibration(indexed)
+    plain = AcceptanceModel.from_calibration(cal)
+    note = "step acceptance along the answer: not measured"
+    assert any(note in m for m in plain.missing) and not any(note in m for m in acc.missing)
+    assert acc.index_shift == index_profile(counts) and not plain.index_shift
+    assert acc.index_offset(0) < 0 < acc.index_offset(3)
+    assert acc.index_offset(4) == 0 and acc.index_offset(None) == 0
+    assert not acc.is_iid
+    draws = np.array([[m for m, _ in acc.resampled(np.random.default_rng(s)).index_shift]
+                      for s in range(400)])
+    means = np.array([m for m, _ in acc.index_shift])
+    sds = np.array([sd for _, sd in acc.index_shift])
+    assert np.all(np.abs(draws.mean(axis=0) - means) < 4 * sds / math.sqrt(400))
+    assert draws.std(axis=0) == pytest.approx(sds, rel=0.2)
+    with pytest.raises(ValueError, match="index_verdicts"):
+        type(cal.step).model_validate({**cal.step.model_dump(), "index_verdicts": [(3, 2)]})
+
+
+def test_hard_openings_lower_the_acceptance_sync_meets() -> None:
+    """Seeded: an answer whose first half is hard (logit −2) and second half easy (+2)
+    around α = 0.5: a target-only walk would judge each index once (mean rate 0.5), but
+    sync k1 = 2 judges one position per step where it rejects and one per two steps where
+    it accepts, so it meets hard steps more often — the renewal rate
+    Σ_h n_h p_h/(1 + p_h) / Σ_h n_h/(1 + p_h) within a few standard errors (boundary
+    steps aside); zero offsets draw exactly what no profile draws."""
+    from specmodel.decodermodel.simulate import simulate
+
+    lengths = StepLengths.constant(8)
+    base = AcceptanceModel(0.5, 0.5, target_steps=lengths, draft_steps=lengths)
+    steps = 40
+    cfg = SpecConfig(mode="sync", k1=2, max_steps=steps, max_step_tokens=8)
+    cm = CostModel.flat(0.2)
+    work = Workload.of(cfg, 16)
+    half = steps // 2
+    walk = dataclasses.replace(base, index_shift=((-2.0, 0.0),) * half + ((2.0, 0.0),) * half)
+    c = simulate(cfg, walk, cm, work, problems=600, seed=3).counters
+    met = c["accepted_steps"] / c["drafted_steps"]
+    lo, hi = logit_shifted(0.5, -2.0), logit_shifted(0.5, 2.0)
+    renewal = (lo / (1 + lo) + hi / (1 + hi)) / (1 / (1 + lo) + 1 / (1 + hi))
+    n = 600 * c["drafted_steps"]
+    assert renewal < 0.45 and abs(met - renewal) < 0.02 + 4 * math.sqrt(0.25 / n)
+    zero = dataclasses.replace(base, index_shift=((0.0, 0.0),) * steps)
+    a = simulate(cfg, zero, cm, work, problems=50, seed=5)
+    b = simulate(cfg, base, cm, work, problems=50, seed=5)
+    assert np.array_equal(a.seconds, b.seconds) and a.counters == b.counters
+
+
+def _length_cells(rng: np.random.Generator, n: int, a: float, b_ratio: float
+                  ) -> list[tuple[int, int, int, int]]:
+    """Pairs whose verdicts follow logit p = a + b_ratio·|log((d + 1)/(t + 1))| exactly."""
+    cells = []
+    for _ in range(n):
+        t = int(rng.integers(4, 40))
+        d = int(rng.integers(2, 48))
+        x = abs(math.log((d + 1) / (t + 1)))
+        p = 1 / (1 + math.exp(-(a + b_ratio * x)))
+        cells.append((t, d, 1, int(rng.random() < p)))
+    return cells
+
+
+def test_length_effect_recovers_a_known_dependence_and_keeps_the_pooled_rate() -> None:
+    """Seeded: 3000 pairs drawn with a known dependence on the lengths' ratio are fitted
+    back to its coefficient within a few standard errors (the target length's
+    coefficient near 0); over the measured pairs the offsets keep the mean acceptance at
+    the pooled rate they are centred on; too few pairs fit nothing."""
+    rng = np.random.default_rng(11)
+    cells = _length_cells(rng, 3000, 1.0, -3.0)
+    alpha = (sum(k for *_, k in cells) + 0.5) / (len(cells) + 1)
+    fit = fit_length_effect(cells, alpha)
+    assert fit is not None
+    se = np.sqrt(np.diag(fit.cov))
+    assert abs(fit.coef[1] + 3.0) < 4 * se[1] and abs(fit.coef[0]) < 4 * se[0]
+    lg = math.log(alpha / (1 - alpha))
+    mean = np.mean([1 / (1 + math.exp(-(lg + fit.offset(t, d)))) for t, d, _, _ in cells])
+    assert mean == pytest.approx(alpha, abs=1e-6)
+    again = fit.resampled(np.random.default_rng(2), alpha)
+    mean2 = np.mean([1 / (1 + math.exp(-(lg + again.offset(t, d)))) for t, d, _, _ in cells])
+    assert mean2 == pytest.approx(alpha, abs=1e-6) and again.coef != fit.coef
+    assert fit_length_effect(cells[:5], alpha) is None
+    with pytest.raises(ValueError, match="penalty"):
+        fit_length_effect(cells, alpha, penalty=0)
+
+
+def test_verdicts_that_follow_the_lengths_commit_the_lengths_that_were_accepted() -> None:
+    """Seeded: with a measured length effect (equal lengths accepted, unequal rejected),
+    async k1 = 2 meets the pooled acceptance on pairs drawn from the same joint
+    distribution, but an accepted draft step is about as long as its target step — so a
+    position commits more tokens than where the verdict ignores the lengths (the draft
+    steps here are shorter than the target's on average)."""
+    from specmodel.decodermodel.simulate import simulate
+
+    rng = np.random.default_rng(5)
+    joint = [(int(t), int(t) if rng.random() < 0.5 else max(1, int(t) // 3), 1.0)
+             for t in rng.integers(10, 40, size=200)]
+    cells = [(t, d, 1, int(t == d)) for t, d, _ in joint]
+    alpha = (sum(k for *_, k in cells) + 0.5) / (len(cells) + 1)
+    fit = fit_length_effect(cells, alpha)
+    assert fit is not None and fit.coef[1] < -1
+    lengths = StepLengths.histogram({t: 1 for t, _, _ in joint})
+    base = AcceptanceModel(alpha, 0.5, target_steps=lengths, draft_steps=lengths,
+                           step_length_pairs=tuple(joint))
+    coupled = dataclasses.replace(base, length_effect=fit)
+    assert not coupled.is_iid
+    cfg = SpecConfig(mode="async", k1=2, max_steps=12, max_step_tokens=48)
+    work = Workload.of(cfg, 16)
+    cm = CostModel.flat(0.2)
+    got = {}
+    for name, acc in (("plain", base), ("coupled", coupled)):
+        c = simulate(cfg, acc, cm, work, problems=800, seed=4).counters
+        got[name] = (c["accepted_steps"] / c["drafted_steps"], c["output_tokens"])
+    n = 800 * 10
+    for rate, _ in got.values():
+        assert abs(rate - alpha) < 0.03 + 4 * math.sqrt(alpha * (1 - alpha) / n)
+    assert got["coupled"][1] > 1.05 * got["plain"][1]

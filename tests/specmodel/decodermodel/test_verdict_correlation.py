@@ -115,8 +115,10 @@ def test_the_chain_starts_afresh_with_every_problem() -> None:
     assert len(np.unique(np.round(iid.seconds, 9))) > 2
 
 
-def _reference_judge(self, depth: int, width: int = 1, tree: bool = False) -> bool:
-    """``_Run.judge`` as it was before verdict correlation (i.i.d. draws)."""
+def _reference_judge(self, depth: int, width: int = 1, tree: bool = False,
+                     index: int | None = None, lengths: tuple[int, int] | None = None) -> bool:
+    """``_Run.judge`` as it was before verdict correlation (i.i.d. draws; the models
+    compared have no step-index or length offsets)."""
     self.judged += 1
     ok = bool(self.rng.random() < self.acc.step_rate(depth, width, tree))
     self.accepted += ok
