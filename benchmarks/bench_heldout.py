@@ -429,7 +429,7 @@ def report(a: argparse.Namespace, cal: Any, name: str, records: list[Path]
         f"{a.seed}), {len(recs)} round(s); calibration {cal.name}",
         ["config", "measured (rounds)", "spread", "f·g", "err", "priced", "err", "decoder",
          "95 % interval", f"… of {a.problems} problems", "err", "registered", "err",
-         "α1 run"],
+         "α1 run / model"],
         [[r.config, " ".join(f"{m:.3f}" for m in r.measured), percent(r.measured_spread),
           r.predicted_speedup or "-", percent(r.error, signed=True), r.predicted_priced or "-",
           percent(r.priced_error, signed=True), r.predicted_decoder or "-",
@@ -437,7 +437,8 @@ def report(a: argparse.Namespace, cal: Any, name: str, records: list[Path]
             for v in (r.decoder_interval, r.decoder_sample_interval)),
           percent(r.decoder_error, signed=True), r.registered_decoder or "-",
           percent(r.registered_error, signed=True),
-          "-" if r.step_acceptance is None else round(r.step_acceptance, 3)]
+          " / ".join("-" if v is None else f"{v:.3f}"
+                     for v in (r.step_acceptance, r.decoder_step_acceptance))]
          for r in s.rows])
     parts = ("total", "target", "draft", "verify")
     print_table(

@@ -410,14 +410,14 @@ def validate(
     render.show(render.table(
         f"{run_record.name}: predicted ({used}) vs measured speedup",
         ("config", "predicted", "measured", "error", "priced", "priced err", "decoder",
-         "95 % (run)", "decoder err", "α1 run", "acc"),
+         "95 % (run)", "decoder err", "α1 run", "α1 model", "acc"),
         [(r.config, fmt(r.predicted_speedup), fmt(r.measured_speedup), fmt(r.error, True),
           fmt(r.predicted_priced), fmt(r.priced_error, True), fmt(r.predicted_decoder),
           "-" if r.decoder_sample_interval is None else
           f"{r.decoder_sample_interval[0]:.2f}-{r.decoder_sample_interval[1]:.2f}",
           fmt(r.decoder_error, True), fmt(r.step_acceptance),
-          f"{r.accuracy:.2f}") for r in rows],
-        justify=("left",) + ("right",) * 10, no_wrap=True))
+          fmt(r.decoder_step_acceptance), f"{r.accuracy:.2f}") for r in rows],
+        justify=("left",) + ("right",) * 11, no_wrap=True))
     if base_ms is not None:
         render.show(render.table(
             "ms per generated token (one request at a time)",
@@ -435,7 +435,8 @@ def validate(
                "with each call priced (prefill, overhead and contention assumed where the "
                "calibration has no measurement), 95 % (run): its interval for a run of "
                "this many problems; error = predicted/measured − 1; α1 run: "
-               "accepted/judged draft steps in this run; acc: final-answer accuracy")
+               "accepted/judged draft steps in this run, α1 model: as the decoder model "
+               "expects them; acc: final-answer accuracy")
     speed = baseline_speed(rows)
     if speed is not None:
         render.dim(f"the target alone ran at {speed:.0%} of the time per token the decoder "

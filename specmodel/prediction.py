@@ -121,6 +121,10 @@ class ValidationRow(BaseModel):
     """Measured target steps per target call (how full the sync batches were)."""
     decoder_rows_per_batch: float | None = None
     """The same as the decoder model simulates it."""
+    decoder_step_acceptance: float | None = None
+    """Accepted / judged draft steps as the decoder model simulates them (None without
+    step speculation): what the model expects the run to accept, beside
+    ``step_acceptance``."""
     models: dict[str, str] = MODELS
     """The model behind each predicted number."""
 
@@ -208,6 +212,9 @@ def compare(record: RunRecord, calibration: Calibration | None = None, *,
                 decoder_rows_per_batch=(
                     None if dec is None or not dec.counters.get("target_batches") else
                     dec.counters["target_steps"] / dec.counters["target_batches"]),
+                decoder_step_acceptance=(
+                    None if dec is None or not dec.counters.get("drafted_steps") else
+                    dec.counters["accepted_steps"] / dec.counters["drafted_steps"]),
                 decoder_split={} if dec is None or dec.tokens_per_second is None else
                 time_split(dec.counters.get("output_tokens", 0.0), dec.counters.get(
                     "output_tokens", 0.0) / dec.tokens_per_second,
@@ -341,6 +348,10 @@ class RoundsRow(BaseModel):
     """Target steps per target call, pooled over the rounds."""
     decoder_rows_per_batch: float | None = None
     """The same as the decoder model simulates it."""
+    decoder_step_acceptance: float | None = None
+    """Accepted / judged draft steps as the decoder model simulates them (None without
+    step speculation): what the model expects the run to accept, beside
+    ``step_acceptance``."""
     registered_decoder: float | None = None
     """The decoder model's speedup as registered before the sweep decoded (None when
     :func:`compare_rounds` was given no registered predictions, or none for this row)."""
@@ -455,6 +466,7 @@ def compare_rounds(records: list[RunRecord], calibration: Calibration | None = N
             decoder_split=row.decoder_split,
             rows_per_batch=_rows_per_batch([p for c in runs for p in c.problems]),
             decoder_rows_per_batch=row.decoder_rows_per_batch,
+            decoder_step_acceptance=row.decoder_step_acceptance,
             registered_decoder=reg[0] if reg else None,
             registered_interval=reg[1] if reg else None,
             registered_error=_rel_error(reg[0], mean) if reg else None))

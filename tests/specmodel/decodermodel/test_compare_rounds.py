@@ -135,6 +135,9 @@ def test_rows_say_where_the_time_went_measured_and_simulated() -> None:
     assert s.rows[0].measured_split == {}  # no problems recorded for it
     assert row.rows_per_batch == pytest.approx(1.0)  # each problem: 1 step in 1 call
     assert row.decoder_rows_per_batch is not None and row.decoder_rows_per_batch > 1
+    # the acceptance the model expects the run to meet, beside the run's own
+    assert row.decoder_step_acceptance is not None and 0 < row.decoder_step_acceptance < 1
+    assert s.rows[0].decoder_step_acceptance is None  # the target alone judges nothing
 
 
 def test_the_baseline_speed_compares_absolute_costs_with_the_run() -> None:
