@@ -1,0 +1,118 @@
+"""How far prompt lookup's tokens per pass move from one problem to the next.
+
+Under greedy decoding prompt lookup is exact, so the passes token speculation makes on
+an answer follow from the answer alone (:func:`profiler.ngram_replay.replay_steps`).
+This benchmark replays whole answers of the target, problem by problem: the target's
+steps of a steps-phase pairs record (the calibration's problems) and the target-alone
+answers of held-out run records, each as if every step had been written with
+``--k2`` − 1 draft tokens per pass; it prints each problem's tokens per pass and, per
+source, the pooled rate with its standard error counting each problem as one cluster
+(:func:`specmodel.montecarlo.estimate.ratio_estimate` over the problems).
+
+Usage::
+
+    python -m benchmarks.bench_pass_spread \
+        --pairs benchmarks/results/heldout_15b_calibration.pairs.jsonl \
+        --runs benchmarks/results/heldout_15b_round1.run.json --out pass_spread_15b
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # run as a script from anywhere
+    sys.path.insert(0, str(ROOT))
+
+from benchmarks.harness import print_table, write_json  # noqa: E402
+
+
+def _tokenizer(model: str) -> Any:
+    from transformers import AutoTokenizer
+
+    from profiler.packs import resolve_model
+
+    return AutoTokenizer.from_pretrained(str(resolve_model(model)))
+
+
+def pairs_answers(path: Path) -> tuple[str, list[tuple[int, str, list[str]]]]:
+    """(target model, [(problem, prompt, the target's steps in order)]) of a steps-phase
+    pairs record."""
+    from profiler.problems import format_prompt, load_problems
+
+    lines = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+    key = lines[0]["key"]
+    steps: dict[int, dict[int, str]] = {}
+    for row in lines[1:]:
+        steps.setdefault(row["problem"], {})[row["step"]] = row["target_text"]
+    problems = load_problems(key["problems"], key["seed"])
+    return key["target"], [(i, format_prompt(problems[i]), [s[k] for k in sorted(s)])
+                           for i, s in sorted(steps.items())]
+
+
+def run_answers(path: Path) -> tuple[str, list[tuple[int, str, list[str]]]]:
+    """(target model, [(problem, prompt, the target-alone answer's steps)]) of a run
+    record."""
+    from profiler.problems import format_prompt, load_problems
+    from specmodel.formats.run_record import load_run_record
+
+    rec = load_run_record(path)
+    problems = load_problems(rec.settings.problems, rec.settings.seed)
+    base = next(c for c in rec.configs if c.config.k1 == 1 and c.config.k2 == 1)
+    return rec.models["target"], [(p.problem, format_prompt(problems[p.problem]),
+                                   [s.text for s in p.steps]) for p in base.problems]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--pairs", type=Path, action="append", default=[],
+                    help="a steps-phase pairs record (repeatable)")
+    ap.add_argument("--runs", type=Path, action="append", default=[],
+                    help="a run record with a target-alone configuration (repeatable)")
+    ap.add_argument("--k2", type=int, default=3, help="target positions per pass")
+    ap.add_argument("--lookup", type=int, default=3, help="prompt lookup's longest n-gram")
+    ap.add_argument("--out", required=True, help="results name (benchmarks/results/NAME.json)")
+    a = ap.parse_args(argv)
+    if not a.pairs and not a.runs:
+        ap.error("give at least one --pairs or --runs record")
+    if a.k2 < 2 or a.lookup < 1:
+        ap.error("--k2 must be >= 2 and --lookup >= 1")
+
+    from profiler.ngram_replay import replay_steps
+    from specmodel.montecarlo.estimate import ratio_estimate
+
+    sources = [(str(p), *pairs_answers(p)) for p in a.pairs]
+    sources += [(str(p), *run_answers(p)) for p in a.runs]
+    tokenizers: dict[str, Any] = {}
+    out = []
+    for name, model, answers in sources:
+        tok = tokenizers.setdefault(model, _tokenizer(model))
+        per = []
+        for problem, prompt, steps in answers:
+            c = replay_steps(tok, prompt, [(s, True) for s in steps], a.k2 - 1, a.lookup)
+            per.append({"problem": problem, "tokens": c["output_tokens"],
+                        "passes": c["num_target_passes"], "drafts": c["num_drafts"]})
+        pooled = ratio_estimate([p["tokens"] for p in per], [p["passes"] for p in per])
+        drafted = sum(p["drafts"] for p in per) / sum(p["passes"] for p in per)
+        out.append({"source": name, "target": model, "problems": per,
+                    "tokens_per_pass": pooled.mean, "clustered_stderr": pooled.stderr,
+                    "draft_rate": drafted})
+    print_table(f"prompt lookup replayed on whole answers (k2 = {a.k2}, n-grams up to "
+                f"{a.lookup})",
+                ["source", "target", "problems", "drafted", "tokens per pass (± se)",
+                 "per problem"],
+                [[Path(r["source"]).name, r["target"], len(r["problems"]),
+                  f"{r['draft_rate']:.3f}",
+                  f"{r['tokens_per_pass']:.3f} ± {r['clustered_stderr']:.3f}",
+                  " ".join(f"{p['tokens'] / p['passes']:.2f}" for p in r["problems"])]
+                 for r in out])
+    write_json(a.out, {"k2": a.k2, "lookup": a.lookup, "sources": out})
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
