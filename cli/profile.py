@@ -289,6 +289,30 @@ def rederive_tokens(
                      "token section derived again from its counters")
 
 
+@profile_app.command("token-spread")
+def token_spread(
+    calibration_file: Annotated[Path, typer.Argument(
+        help="A calibration with a tokens phase (and a steps phase whose pairs record "
+             "holds the target's whole answers).")],
+    output: Output,
+    record: Annotated[Path | None, typer.Option(
+        "--record", help="The pairs record to replay (default: the one the steps phase "
+                         "names).")] = None,
+) -> None:
+    """Add how token acceptance spreads between problems, into a copy.
+
+    Replays prompt lookup on the target's whole answers of the steps phase's pairs
+    record, problem by problem; the pooled rates stay the tokens phase's."""
+    from profiler.calibrate import token_spread as spread
+    from specmodel.formats.calibration import load_calibration
+
+    cal = load_calibration(calibration_file)
+    if record is not None and not record.is_file():
+        raise ValueError(f"--record: {record} is not a file")
+    _write_rederived(output, cal, spread(cal, record), "the token section",
+                     "token spread between problems added")
+
+
 @profile_app.command("contention")
 def contention(
     calibration_file: Annotated[Path, typer.Argument(

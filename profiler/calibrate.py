@@ -486,6 +486,69 @@ def rederive_tokens(cal: Calibration, source: Calibration | None = None) -> Phas
     return got
 
 
+def token_spread(cal: Calibration, record: str | Path | None = None) -> PhaseResult:
+    """The ``tokens`` phase of ``cal`` with the spread of token acceptance between
+    problems added: prompt lookup replayed, at the token section's γ and longest n-gram,
+    on each problem's whole greedy answer by the target — the target's steps of the
+    steps phase's pairs record (``record``, else the path its phase settings name) —
+    into ``token.problem_counters`` (accepted, drafted tokens per problem).  Every
+    other number of the section is kept (the pooled rate stays the tokens phase's);
+    the phase's description says what was added.  Needs the target's tokenizer, no
+    decoding."""
+    from profiler.ngram_replay import replay_steps
+    from profiler.packs import resolve_model
+    from profiler.problems import format_prompt, load_problems
+    from profiler.step_profile import read_record
+    from specmodel import __version__
+
+    phase, steps_phase = cal.phase_settings("tokens"), cal.phase_settings("steps")
+    if phase is None:
+        raise ValueError(f"calibration {cal.name!r} has no tokens phase to add the spread to")
+    if record is None and steps_phase is None:
+        raise ValueError(f"calibration {cal.name!r} has no steps phase naming a pairs record; "
+                         "give the record")
+    path = Path(record if record is not None else steps_phase.record)  # type: ignore[union-attr]
+    got = read_record(path)
+    if not got.pairs or got.key is None:
+        raise ValueError(f"record {path}: no step pairs with their settings (missing, or "
+                         "not a pairs record)")
+    if got.key.get("target") != phase.model:
+        raise ValueError(f"record {path} holds answers of {got.key.get('target')!r}, the "
+                         f"tokens phase measured {phase.model!r}")
+    gamma = cal.token.num_speculative_tokens or phase.num_speculative_tokens
+    lookup = cal.token.prompt_lookup_max or phase.prompt_lookup_max or 3
+    if gamma is None:
+        raise ValueError(f"calibration {cal.name!r}: its token section names no γ "
+                         "(num_speculative_tokens) to replay at")
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(str(resolve_model(phase.model)))
+    problems = load_problems(int(got.key["problems"]), int(got.key["seed"]))
+    answers: dict[int, dict[int, str]] = {}
+    for p in got.pairs:
+        answers.setdefault(p.problem, {})[p.step] = p.target_text
+    counters = []
+    for i, steps in sorted(answers.items()):
+        c = replay_steps(tok, format_prompt(problems[i]),
+                         [(steps[k], True) for k in sorted(steps)], gamma, lookup)
+        if c["num_draft_tokens"]:
+            counters.append((int(c["num_accepted_tokens"]), int(c["num_draft_tokens"])))
+    if len(counters) < 2:
+        raise ValueError(f"record {path}: fewer than two answers drafted anything; no spread")
+    rates = [k / n for k, n in counters]
+    note = (f" (Spread between problems added on {finished_at()} with specmodel "
+            f"{__version__}: prompt lookup replayed at gamma = {gamma}, n-grams up to "
+            f"{lookup}, on the target's whole answers to {len(counters)} problems of the "
+            f"record {path}; per-problem acceptance {min(rates):.3f}-{max(rates):.3f}.)")
+    section = cal.token.model_copy(update={"problem_counters": counters})
+    return PhaseResult(
+        "tokens", type(cal.token).model_validate(section.model_dump()),
+        phase.model_copy(update={"description": phase.description + note}),
+        {"token_target": phase.model},
+        f"{len(counters)} problems, token acceptance {min(rates):.3f}-{max(rates):.3f} "
+        f"per problem (α2 {cal.token.alpha2:.3f} kept)")
+
+
 def engine_costs_phase(
     target: str, draft: str | None = None, *, contexts: list[int] | None = None,
     widths: list[int] | None = None, tokens: list[int] | None = None, repeats: int = 2,

@@ -730,8 +730,8 @@ def measure_contention(target: str, draft: str, *, context: int, device: str = "
             for _ in range(2):
                 fn()
             sync()
-            n = 0
-            while not stop.is_set() and time.perf_counter() < until:
+            n = 0  # at least one timed call, however long the warm-up took
+            while n == 0 or (not stop.is_set() and time.perf_counter() < until):
                 t0 = time.perf_counter()
                 fn()
                 sync()

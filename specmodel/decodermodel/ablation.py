@@ -35,9 +35,9 @@ STEPS: tuple[tuple[str, str], ...] = (
     ("step lengths", "+ the measured spread of target and draft step lengths (jointly, "
                      "per prefix, where measured)"),
     ("acceptance", "+ position-dependent acceptance (by depth, by token position and "
-                   "the passes that draft nothing, verdict correlation and the problems' "
-                   "spread, measured best-of-W and repeated branches, draft and target "
-                   "steps that end the answer)"),
+                   "the passes that draft nothing, verdict correlation, the problems' spread "
+                   "of step and token acceptance, measured best-of-W and repeated "
+                   "branches, draft and target steps that end the answer)"),
     ("length verdicts", "+ the verdict's dependence on the two steps' lengths from one "
                         "prefix (an accepted draft step is about as long as the target's)"),
     ("answer position", "+ step acceptance along the answer (each step index's offset)"),
@@ -72,7 +72,7 @@ def variants(cal: Any) -> list[Variant]:
                       branch_by_width={}, verdict_correlation=0.0, draft_end_rate=0.0,
                       target_end_rate=0.0, duplicate_branch_rate=0.0,
                       step_length_pairs=None, problem_spread=(), token_draft_rate=1.0,
-                      length_effect=None, index_shift=(),
+                      length_effect=None, index_shift=(), token_problem_spread=(),
                       target_steps=StepLengths.constant(full_a.target_steps.mean),
                       draft_steps=StepLengths.constant(full_a.draft_steps.mean))
     steps: dict[str, dict[str, Any]] = {
@@ -104,6 +104,7 @@ def variants(cal: Any) -> list[Variant]:
                        "target_end_rate": full_a.target_end_rate,
                        "duplicate_branch_rate": full_a.duplicate_branch_rate,
                        "problem_spread": full_a.problem_spread,
+                       "token_problem_spread": full_a.token_problem_spread,
                        "token_draft_rate": full_a.token_draft_rate},
         "length verdicts": {"length_effect": full_a.length_effect},
         "answer position": {"index_shift": full_a.index_shift},

@@ -40,7 +40,11 @@
   joint distribution from one prefix when measured (``step_length_pairs``: the two
   lengths are correlated — both models write the same kind of line — which matters
   wherever one model waits for the other);
-* token acceptance by draft position (conditional), else i.i.d. α2, per draft; and the
+* token acceptance by draft position (conditional), else i.i.d. α2, per draft, and its
+  spread between problems (``token_problem_spread``, from whole answers replayed problem
+  by problem: an answer that repeats itself drafts and accepts far more — each
+  simulated problem moves every position's rate by one measured problem's logit
+  offset, and α2's uncertainty counts problems as clusters); and the
   share of token-speculation passes that carry a draft (``token_draft_rate``: prompt
   lookup proposes nothing where no n-gram of the context matches, and such a pass
   writes one token — 0.66–0.71 of the passes drafted in the measured calibrations, so
@@ -281,6 +285,11 @@ class AcceptanceModel:
     Jeffreys-smoothed rate − logit of the pooled α1, its judged pairs as weight); a
     simulated problem draws one by weight and shifts its step rates by it
     (:func:`logit_shifted`).  Empty: one rate for every problem."""
+    token_problem_spread: tuple[tuple[float, float], ...] = ()
+    """Between-problem spread of token acceptance, as :attr:`problem_spread` for steps
+    (from the token section's ``problem_counters``): a simulated problem draws one
+    measured problem by weight and moves every position's token rate by its logit
+    offset (empty: one rate for every problem)."""
     step_length_pairs: tuple[tuple[int, int, float], ...] | None = None
     """The joint distribution of (target, draft) step lengths from one prefix, as
     (target tokens, draft tokens, weight): the simulator draws both steps of a prefix
@@ -319,6 +328,10 @@ class AcceptanceModel:
             if not (math.isfinite(shift) and math.isfinite(weight) and weight > 0):
                 raise ValueError(f"problem_spread[{i}] must be a finite shift and a weight "
                                  f"> 0, got ({shift}, {weight})")
+        for i, (shift, weight) in enumerate(self.token_problem_spread):
+            if not (math.isfinite(shift) and math.isfinite(weight) and weight > 0):
+                raise ValueError(f"token_problem_spread[{i}] must be a finite shift and a "
+                                 f"weight > 0, got ({shift}, {weight})")
         for i, (shift, sd) in enumerate(self.index_shift):
             if not (math.isfinite(shift) and math.isfinite(sd) and sd >= 0):
                 raise ValueError(f"index_shift[{i}] must be a finite shift and a standard "
@@ -386,7 +399,13 @@ class AcceptanceModel:
         if draft_rate is None and tok.method == "ngram":
             missing.append("token-speculation passes without a draft: not measured; every "
                            "pass drafts (tokens per pass an upper bound)")
-        spread, effective = _problem_spread(step)
+        spread, effective = _problem_spread(getattr(step, "problem_verdicts", None))
+        token_spread, token_effective = _problem_spread(
+            getattr(tok, "problem_counters", None))
+        if not token_spread:
+            missing.append("token acceptance by problem: not measured; one rate for every "
+                           "problem, and α2's uncertainty treats every draft token as "
+                           "independent (token rows' intervals too narrow)")
         if not spread:
             missing.append("step acceptance by problem: not measured; one rate for every "
                            "problem, and α1's uncertainty treats every judged pair as "
@@ -409,7 +428,10 @@ class AcceptanceModel:
             token_by_position=(tuple(tok.acceptance_by_position)
                                if tok.acceptance_by_position else None),
             target_steps=lengths, draft_steps=draft_lengths,
-            step_samples=effective or step.samples, token_samples=tok.samples,
+            step_samples=effective or step.samples,
+            token_samples=(min(token_effective, tok.samples) if token_effective and tok.samples
+                           else token_effective or tok.samples),
+            token_problem_spread=token_spread,
             token_draft_rate=float(draft_rate) if draft_rate is not None else 1.0,
             token_passes=getattr(tok, "target_passes", None),
             problem_spread=spread,
@@ -438,7 +460,7 @@ class AcceptanceModel:
                 and self.token_draft_rate == 1
                 and not self.branch_by_width and self.verdict_correlation == 0
                 and not self.problem_spread and not any(m for m, _ in self.index_shift)
-                and self.length_effect is None
+                and self.length_effect is None and not self.token_problem_spread
                 and self.draft_end_rate == 0 and self.target_end_rate == 0
                 and self.duplicate_branch_rate == 0)
 
@@ -481,13 +503,16 @@ class AcceptanceModel:
         p = rate + rho * (1.0 - rate) if previous else rate * (1.0 - rho)
         return min(1.0, max(0.0, p))
 
-    def token_profile(self) -> np.ndarray:
+    def token_profile(self, shift: float = 0.0) -> np.ndarray:
         """Per-position token acceptance of a token-speculation pass (one entry when
-        i.i.d.): per draft, with position 0 scaled by :attr:`token_draft_rate` where some
-        passes carry none (such a pass writes one token, as one whose first draft token
-        is rejected)."""
+        i.i.d.): per draft, each rate moved by ``shift`` on the logit scale (a problem's
+        offset, :attr:`token_problem_spread`), with position 0 scaled by
+        :attr:`token_draft_rate` where some passes carry none (such a pass writes one
+        token, as one whose first draft token is rejected)."""
         prof = self.token_by_position
         rates = list(prof if prof is not None else (self.alpha2,))
+        if shift:
+            rates = [logit_shifted(r, shift) for r in rates]
         if self.token_draft_rate < 1:
             rates = [rates[0] * self.token_draft_rate, *(rates[1:] or rates)]
         return np.asarray(rates, dtype=np.float64)
@@ -557,6 +582,7 @@ class AcceptanceModel:
                 "step_samples": self.step_samples, "token_samples": self.token_samples,
                 "token_draft_rate": self.token_draft_rate, "token_passes": self.token_passes,
                 "index_shift": [list(x) for x in self.index_shift],
+                "token_problem_spread": [list(x) for x in self.token_problem_spread],
                 "length_effect": (None if self.length_effect is None else
                                   {"coef": list(self.length_effect.coef),
                                    "center": list(self.length_effect.center),
@@ -601,12 +627,14 @@ def index_profile(counts: Sequence[tuple[int, int]]) -> tuple[tuple[float, float
                  for a, b in zip(y, v, strict=True))
 
 
-def _problem_spread(step: Any) -> tuple[tuple[tuple[float, float], ...], int | None]:
-    """(problem_spread, effective samples) from a step section's ``problem_verdicts``
+def _problem_spread(counts: Sequence[tuple[int, int]] | None
+                    ) -> tuple[tuple[tuple[float, float], ...], int | None]:
+    """(problem spread, effective samples) from per-problem (accepted, out of) counts —
+    a step section's ``problem_verdicts`` or a token section's ``problem_counters``
     (both empty/None with fewer than two problems)."""
     from specmodel.stats import clustered_rate, effective_samples
 
-    counts = getattr(step, "problem_verdicts", None) or []
+    counts = counts or []
     if len(counts) < 2:
         return (), None
     k = [int(a) for a, _ in counts]

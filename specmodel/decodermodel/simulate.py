@@ -455,6 +455,13 @@ class _Run:
         if spread:  # one draw per problem, only when the spread is measured
             cum = np.cumsum([w for _, w in spread])
             self.shift = spread[int(draw_indices(self.rng, cum, 1)[0])][0]
+        tspread = self.acc.token_problem_spread
+        if tspread:  # this problem's token acceptance: its own profile, fresh draws
+            cum = np.cumsum([w for _, w in tspread])
+            prof = self.acc.token_profile(tspread[int(draw_indices(self.rng, cum, 1)[0])][0])
+            for eng in (self.target, self.draft):
+                eng.profile = prof
+                eng._emitted.clear()
         if self.paired is not None:
             self.paired.memo.clear()
         if self.cfg.k1 == 1:

@@ -95,6 +95,16 @@ def _open_unit_interval(cls: type, v: list[float] | None) -> list[float] | None:
     return v
 
 
+def _accepted_of(cls: type, v: list[tuple[int, int]] | None, info: ValidationInfo
+                 ) -> list[tuple[int, int]] | None:
+    """Validator: every (accepted, out of) count has 0 <= accepted <= out of, out of >= 1."""
+    for k, n in v or ():
+        if n < 1 or not 0 <= k <= n:
+            raise ValueError(f"{info.field_name} needs 0 <= accepted <= judged and "
+                             f"judged >= 1, got ({k}, {n})")
+    return v
+
+
 class _Strict(BaseModel):
     """Base of every calibration section: unknown fields rejected, frozen, every number
     finite (NaN and ±inf are rejected with 'finite number').  Files are validated in
@@ -191,15 +201,7 @@ class StepLevel(_Strict):
 
     _rates = field_validator("acceptance_by_position")(_open_unit_interval)
 
-    @field_validator("problem_verdicts", "index_verdicts")
-    @classmethod
-    def _verdict_counts(cls, v: list[tuple[int, int]] | None, info: ValidationInfo
-                        ) -> list[tuple[int, int]] | None:
-        for k, n in v or ():
-            if n < 1 or not 0 <= k <= n:
-                raise ValueError(f"{info.field_name} needs 0 <= accepted <= judged and "
-                                 f"judged >= 1, got ({k}, {n})")
-        return v
+    _counts = field_validator("problem_verdicts", "index_verdicts")(_accepted_of)
 
     @field_validator("step_length_pairs")
     @classmethod
@@ -262,7 +264,16 @@ class TokenLevel(_Strict):
     which overstates tokens per pass)."""
     target_passes: int | None = Field(default=None, ge=1)
     """The passes ``draft_rate`` rests on (None with it)."""
+    problem_counters: list[tuple[int, int]] | None = None
+    """(accepted draft tokens, draft tokens) of each problem's whole answer, prompt
+    lookup replayed at this section's γ on the target's greedy answers (the steps
+    phase's pairs record, :func:`profiler.calibrate.token_spread`): how token acceptance
+    spreads between problems — an answer that repeats itself drafts and accepts far
+    more — so the decoder model draws each simulated problem's offset from them and α2's
+    uncertainty counts problems as clusters (None: not measured; one rate for every
+    problem)."""
 
+    _counts = field_validator("problem_counters")(_accepted_of)
     _rates = field_validator("acceptance_by_position")(_open_unit_interval)
 
     @model_validator(mode="after")

@@ -44,3 +44,37 @@ def test_measure_hf_token_speculation(smollm_path) -> None:
     assert summary.c2 is not None and summary.c2 >= 0
     assert len(summary.conditional_acceptance) == 3
     assert record.counters.num_drafts == summary.drafts
+
+
+def test_token_spread_replays_the_calibrations_whole_answers(tmp_path) -> None:
+    """`profile token-spread` on the committed 0.5B calibration: prompt lookup replayed
+    on the 10 whole answers of its steps phase's pairs record gives per-problem counts
+    that add up to the replay of all of them, every other number of the calibration
+    kept; the decoder model then draws token acceptance per problem, and α2's
+    uncertainty counts the problems as clusters."""
+    from pathlib import Path
+
+    from cli.main import main
+    from specmodel.decodermodel import AcceptanceModel
+    from specmodel.formats.calibration import load_calibration
+
+    results = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
+    src = results / "heldout_05b_calibration_verdicts.json"
+    out = tmp_path / "spread.json"
+    assert main(["profile", "token-spread", str(src), "-o", str(out), "--record",
+                 str(results / "heldout_05b_calibration_whole.pairs.jsonl")]) == 0
+    old, new = load_calibration(src), load_calibration(out)
+    before, after = old.token.model_dump(), new.token.model_dump()
+    assert [k for k in before if before[k] != after[k]] == ["problem_counters"]
+    counts = new.token.problem_counters
+    assert counts is not None and len(counts) == 10
+    assert all(0 <= k <= n for k, n in counts)
+    assert new.step == old.step and new.engine_costs == old.engine_costs
+    phase = new.provenance.settings.phases.tokens
+    assert "Spread between problems added" in phase.description
+    acc = AcceptanceModel.from_calibration(new)
+    assert len(acc.token_problem_spread) == 10
+    assert acc.token_samples is not None and acc.token_samples < old.token.samples
+    assert not any("token acceptance by problem" in m for m in acc.missing)
+    assert main(["profile", "token-spread", str(src), "-o", str(tmp_path / "x.json"),
+                 "--record", str(results / "heldout_15b_calibration.pairs.jsonl")]) == 2

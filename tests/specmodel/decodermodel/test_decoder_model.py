@@ -655,3 +655,33 @@ def test_verdicts_that_follow_the_lengths_commit_the_lengths_that_were_accepted(
     for rate, _ in got.values():
         assert abs(rate - alpha) < 0.03 + 4 * math.sqrt(alpha * (1 - alpha) / n)
     assert got["coupled"][1] > 1.05 * got["plain"][1]
+
+
+def test_token_acceptance_spread_between_problems() -> None:
+    """Seeded: with a two-problem token spread (logit ±1.5, equal weights) the
+    simulated problems' tokens per second split apart far more than without it, and the
+    token profile moves by the drawn offset; a calibration's per-problem counters
+    become the spread, with α2's samples counted by problem."""
+    from specmodel.decodermodel.simulate import simulate
+
+    lengths = StepLengths.constant(24)
+    base = AcceptanceModel(0.5, 0.5, target_steps=lengths, draft_steps=lengths)
+    spread = dataclasses.replace(base, token_problem_spread=((1.5, 1.0), (-1.5, 1.0)))
+    assert not spread.is_iid
+    assert spread.token_profile(1.5)[0] == pytest.approx(logit_shifted(0.5, 1.5))
+    cfg = SpecConfig(k2=3, max_steps=8, max_step_tokens=24)
+    cm = CostModel.flat(0.2)
+    work = Workload.of(cfg, 16)
+    sd = {}
+    for name, acc in (("plain", base), ("spread", spread)):
+        r = simulate(cfg, acc, cm, work, problems=400, seed=6)
+        sd[name] = float(np.std(r.tokens / r.seconds))
+    assert sd["spread"] > 3 * sd["plain"]
+    cal = load_preset(MEASURED)
+    counted = cal.model_copy(update={"token": cal.token.model_copy(update={
+        "problem_counters": [(30, 100), (70, 100), (20, 100), (80, 100)]})})
+    acc = AcceptanceModel.from_calibration(counted)
+    assert len(acc.token_problem_spread) == 4
+    assert acc.token_samples is not None and acc.token_samples < 400
+    with pytest.raises(ValueError, match="token_problem_spread"):
+        dataclasses.replace(base, token_problem_spread=((0.0, 0.0),))
