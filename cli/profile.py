@@ -236,14 +236,19 @@ def pool_engine_costs(
                     f"{output}", soft_wrap=True)
 
 
+PairsRecord = Annotated[Path | None, typer.Option(
+    "--record", help="The steps phase's pairs record (default: the path the calibration's "
+                     "steps phase names).")]
+"""``--record`` of the commands that read a steps phase's pairs record again."""
+
+
 @profile_app.command("rederive-steps")
 def rederive_steps(
     calibration_file: Annotated[Path, typer.Argument(
         help="A profiled calibration whose steps phase to derive again from its pairs "
              "record.")],
     output: Output,
-    record: Annotated[Path | None, typer.Option(
-        help="The pairs record (default: the path the steps phase names).")] = None,
+    record: PairsRecord = None,
 ) -> None:
     """Derive a calibration's step section again from its pairs record, into a copy.
 
@@ -295,9 +300,7 @@ def token_spread(
         help="A calibration with a tokens phase (and a steps phase whose pairs record "
              "holds the target's whole answers).")],
     output: Output,
-    record: Annotated[Path | None, typer.Option(
-        "--record", help="The pairs record to replay (default: the one the steps phase "
-                         "names).")] = None,
+    record: PairsRecord = None,
 ) -> None:
     """Add how token acceptance spreads between problems, into a copy.
 
