@@ -226,17 +226,20 @@ def register(a: argparse.Namespace, cal: Any, configs: list[Any]) -> dict[str, A
     tokens = prompt_tokens(a)
     rows = []
     for cfg in configs:
-        got = decoder_prediction(cal, cfg, prompt_tokens=tokens)
+        got = decoder_prediction(cal, cfg, prompt_tokens=tokens, sample_problems=a.problems)
         rows.append({"config": cfg.label, "mode": cfg.mode, "k1": cfg.k1, "k2": cfg.k2,
                      "width": cfg.width,
                      "predicted_decoder": None if got is None else got.speedup,
-                     "decoder_interval": None if got is None else list(got.interval)})
+                     "decoder_interval": None if got is None else list(got.interval),
+                     "decoder_sample_interval": (None if got is None
+                                                 or got.sample_interval is None
+                                                 else list(got.sample_interval))})
     print_table(f"registered before the sweep: trio {a.trio}, {a.problems} problems (seed "
                 f"{a.seed}), prompt {tokens:.1f} tokens; calibration {a.calibration}",
-                ["config", "decoder model", "95 % interval"],
+                ["config", "decoder model", "95 % interval", f"… of {a.problems} problems"],
                 [[r["config"], r["predicted_decoder"] or "-",
-                  "-" if r["decoder_interval"] is None else
-                  f"{r['decoder_interval'][0]:.3f}-{r['decoder_interval'][1]:.3f}"]
+                  *("-" if r[k] is None else f"{r[k][0]:.3f}-{r[k][1]:.3f}"
+                    for k in ("decoder_interval", "decoder_sample_interval"))]
                  for r in rows])
     try:
         commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
@@ -307,7 +310,7 @@ def registration_name(name: str, tag: str | None) -> str:
 
 
 def registered_predictions(a: argparse.Namespace, name: str, first: Any
-                           ) -> dict[str, tuple[float, tuple[float, float] | None]] | None:
+                           ) -> dict[str, tuple[Any, ...]] | None:
     """The decoder model's predictions registered for this sweep (``--register``;
     ``--registered TAG`` picks a further one), keyed by configuration, the baseline at 1
     by definition; None when none were registered.  A registration for other problems or
@@ -327,9 +330,11 @@ def registered_predictions(a: argparse.Namespace, name: str, first: Any
     print(f"registered predictions: {path.name}, written {reg['registered']} at commit "
           f"{(reg.get('commit') or '?')[:7]} from {reg['calibration']}, prompt "
           f"{reg['prompt_tokens']:.1f} tokens")
-    out = {r["config"]: (r["predicted_decoder"], tuple(r["decoder_interval"]))
+    out = {r["config"]: (r["predicted_decoder"], tuple(r["decoder_interval"]),
+                         None if r.get("decoder_sample_interval") is None
+                         else tuple(r["decoder_sample_interval"]))
            for r in reg["rows"] if r["predicted_decoder"] is not None}
-    out[first.baseline] = (1.0, None)
+    out[first.baseline] = (1.0, None, None)
     return out
 
 

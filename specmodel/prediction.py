@@ -357,6 +357,9 @@ class RoundsRow(BaseModel):
     :func:`compare_rounds` was given no registered predictions, or none for this row)."""
     registered_interval: tuple[float, float] | None = None
     """Its registered 95 % interval."""
+    registered_sample_interval: tuple[float, float] | None = None
+    """Its registered 95 % interval of what a run of the sweep's size measures (None
+    where the registration predates it)."""
     registered_error: float | None = None
     """registered_decoder / measured_mean − 1."""
 
@@ -407,17 +410,18 @@ _SUMMARY_KEYS = (("f·g", "predicted_speedup", "error"),
 def compare_rounds(records: list[RunRecord], calibration: Calibration | None = None, *,
                    decoder: bool = True, seed: int = 0,
                    prompt_tokens: float | None = None,
-                   registered: Mapping[str, tuple[float, tuple[float, float] | None]]
-                   | None = None) -> RoundsSummary:
+                   registered: Mapping[str, tuple[Any, ...]] | None = None
+                   ) -> RoundsSummary:
     """Predicted against the mean measured speedup over several rounds of one sweep.
 
     Every record must hold the same configurations (the baseline included); each
     round's speedup is over its own baseline.  The predictions (one calibration, the
     first record's unless ``calibration`` is given) are computed once; errors are
     against the mean of the rounds, with their spread beside it.  ``registered`` maps a
-    configuration's label to the decoder model's (speedup, 95 % interval) as written
-    before the sweep decoded: held against the same means in their own column, beside
-    the decoder model computed now.
+    configuration's label to the decoder model's (speedup, 95 % interval[, 95 % interval
+    of a run of the sweep's size]) as written before the sweep decoded (each interval
+    may be None): held against the same means in their own column, beside the decoder
+    model computed now.
     """
     if not records:
         raise ValueError("records must not be empty")
@@ -426,7 +430,8 @@ def compare_rounds(records: list[RunRecord], calibration: Calibration | None = N
     if unknown:
         raise ValueError(f"registered: {unknown} are not configurations of the records "
                          f"({[c.label for c in records[0].configs]})")
-    for label, (value, _) in registered.items():
+    for label, reg in registered.items():
+        value = reg[0]
         if not (math.isfinite(value) and value > 0):
             raise ValueError(f"registered[{label!r}]: a speedup must be a positive finite "
                              f"number, got {value}")
@@ -469,6 +474,7 @@ def compare_rounds(records: list[RunRecord], calibration: Calibration | None = N
             decoder_step_acceptance=row.decoder_step_acceptance,
             registered_decoder=reg[0] if reg else None,
             registered_interval=reg[1] if reg else None,
+            registered_sample_interval=reg[2] if reg and len(reg) > 2 else None,
             registered_error=_rel_error(reg[0], mean) if reg else None))
     return _summarize(out, len(records))
 
@@ -508,7 +514,9 @@ def _summarize(rows: list[RoundsRow], rounds: int) -> RoundsSummary:
     covered = {}
     for name, field_name in (("decoder", "decoder_interval"),
                              ("decoder, a run this size", "decoder_sample_interval"),
-                             ("registered", "registered_interval")):
+                             ("registered", "registered_interval"),
+                             ("registered, a run this size",
+                              "registered_sample_interval")):
         held = [(getattr(r, field_name), r.measured_mean) for r in spec
                 if getattr(r, field_name) is not None]
         if held:

@@ -87,6 +87,13 @@ def test_registered_predictions_are_held_against_the_same_means() -> None:
     narrow = {**reg, "async k1=3 k2=2": (0.7, (0.65, 0.75))}
     assert compare_rounds(recs, decoder=False, registered=narrow).covered == {
         "registered": (2, 3)}
+    # a registration that also wrote the interval of a run of the sweep's size
+    sized = {**narrow, "async k1=3 k2=2": (0.7, (0.65, 0.75), (0.6, 0.8)),
+             "sync k1=2 k2=1": (0.5, (0.4, 0.6), (0.3, 0.7))}
+    got = compare_rounds(recs, decoder=False, registered=sized)
+    assert got.covered == {"registered": (2, 3), "registered, a run this size": (2, 2)}
+    row = next(r for r in got.rows if r.config == "async k1=3 k2=2")
+    assert row.registered_sample_interval == (0.6, 0.8)
     plain = compare_rounds(recs, decoder=False)
     assert plain.covered == {}
     assert plain.mean_abs_error["registered"] is None
