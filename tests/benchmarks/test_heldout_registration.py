@@ -35,7 +35,9 @@ def test_the_report_reads_the_registration_it_is_told_to() -> None:
     plain = registered_predictions(_args(), "heldout_15b_s3", first)
     again = registered_predictions(_args(registered="passes"), "heldout_15b_s3", first)
     assert plain is not None and again is not None
-    assert plain["target"] == again["target"] == (1.0, None)
+    assert plain["target"] == again["target"] == (1.0, None, None)
+    # registrations before 2026-11-24 evening wrote no interval of a run of n problems
+    assert plain["token k2=3"][2] is None
     assert set(plain) == set(again) and len(plain) == 7
     assert plain["token k2=3"][0] != again["token k2=3"][0]  # the draft rate moved it
     assert plain["async k1=2 k2=1"][0] == again["async k1=2 k2=1"][0]  # k2 = 1: unchanged
