@@ -32,7 +32,7 @@ from specmodel.config import SpecConfig
 from specmodel.formats.calibration import Calibration
 from specmodel.formats.run_record import CostProbe, RunRecord
 
-__all__ = ["MODELS", "CostDrift", "RoundsRow", "RoundsSummary", "ValidationRow",
+__all__ = ["MODELS", "ConfigComparison", "CostDrift", "RoundsRow", "RoundsSummary", "ValidationRow",
            "baseline_speed", "calibration_at_run_time", "calibration_mismatches", "cost_drift",
            "compare", "compare_rounds", "predict"]
 
@@ -75,8 +75,11 @@ def predict(cal: Calibration, config: SpecConfig) -> tuple[float, float | None]:
     return closed, priced
 
 
-class ValidationRow(BaseModel):
-    """One configuration: predicted against measured."""
+class ConfigComparison(BaseModel):
+    """One configuration's predictions beside what was measured: the fields a single
+    run (:class:`ValidationRow`) and several rounds of it (:class:`RoundsRow`) share.
+    Each error is a prediction over the measured speedup (the rounds' mean in
+    :class:`RoundsRow`) minus one."""
 
     config: str
     """The configuration's label."""
@@ -90,12 +93,10 @@ class ValidationRow(BaseModel):
     """Draft branches per position."""
     predicted_speedup: float | None
     """The papers' closed form f(k1)·g(k2) (None where it is undefined, e.g. async with c1 ≥ 1)."""
-    measured_speedup: float
-    """Tokens/s of this configuration over the baseline's, same run."""
     error: float | None
-    """predicted / measured − 1."""
+    """predicted_speedup / measured − 1."""
     predicted_priced: float | None
-    """Priced by the measured T(b), when the calibration has it."""
+    """f·g priced by the calibration's measured T(b), when it has one."""
     priced_error: float | None
     """predicted_priced / measured − 1."""
     predicted_decoder: float | None = None
@@ -108,13 +109,12 @@ class ValidationRow(BaseModel):
     """The decoder model's 95 % interval of what a run of this many problems measures
     (calibration uncertainty and the problem-to-problem spread of the sample)."""
     step_acceptance: float | None
-    """Measured accepted / judged draft steps."""
-    accuracy: float
-    """Fraction of final answers right."""
+    """Measured accepted / judged draft steps, over all rounds (None without step
+    speculation)."""
     measured_split: dict[str, float] = {}
     """Where the run's time went: seconds per output token in all, inside target, draft
     and verifier calls (keys ``total``, ``target``, ``draft``, ``verify``; in async the
-    three overlap, so they may sum to more than the total)."""
+    three overlap, so they may sum to more than the total), pooled over the rounds."""
     decoder_split: dict[str, float] = {}
     """The same as the decoder model simulates it (absolute costs only; empty else)."""
     rows_per_batch: float | None = None
@@ -125,6 +125,15 @@ class ValidationRow(BaseModel):
     """Accepted / judged draft steps as the decoder model simulates them (None without
     step speculation): what the model expects the run to accept, beside
     ``step_acceptance``."""
+
+
+class ValidationRow(ConfigComparison):
+    """One configuration of one run: predicted against measured."""
+
+    measured_speedup: float
+    """Tokens/s of this configuration over the baseline's, same run."""
+    accuracy: float
+    """Fraction of final answers right."""
     models: dict[str, str] = MODELS
     """The model behind each predicted number."""
 
@@ -297,61 +306,19 @@ def decoder_prediction(cal: Calibration, config: SpecConfig, *, seed: int = 0,
         return None
 
 
-class RoundsRow(BaseModel):
+class RoundsRow(ConfigComparison):
     """One configuration measured in several rounds (interleaved runs of the same
     sweep): each model's prediction against the mean measured speedup, with the
     measurement's own spread beside it."""
 
-    config: str
-    """The configuration's label."""
-    mode: str
-    """sync or async."""
-    k1: int
-    """Target steps in parallel."""
-    k2: int
-    """Target positions per token pass."""
-    width: int = 1
-    """Draft branches per position."""
     measured: list[float]
     """The measured speedup of every round (each over the baseline of its own round)."""
     measured_mean: float
     """Their mean: what each prediction is held against."""
     measured_spread: float
     """(max − min) / mean of the rounds' speedups: the measurement's own spread."""
-    predicted_speedup: float | None
-    """The papers' f(k1)·g(k2)."""
-    predicted_priced: float | None
-    """f·g priced by the calibration's T(b)."""
-    predicted_decoder: float | None
-    """The decoder model's speedup."""
-    decoder_interval: tuple[float, float] | None = None
-    """The decoder model's 95 % interval."""
-    decoder_sample_interval: tuple[float, float] | None = None
-    """The decoder model's 95 % interval of what a round of this many problems
-    measures (:attr:`ValidationRow.decoder_sample_interval`)."""
-    error: float | None
-    """predicted_speedup / measured_mean − 1."""
-    priced_error: float | None
-    """predicted_priced / measured_mean − 1."""
-    decoder_error: float | None
-    """predicted_decoder / measured_mean − 1."""
-    step_acceptance: float | None
-    """Accepted / judged draft steps over all rounds (None without step speculation)."""
     ms_per_token: list[float]
     """Measured ms per generated token of every round."""
-    measured_split: dict[str, float] = {}
-    """Seconds per output token in all and inside target, draft and verifier calls,
-    pooled over the rounds (:attr:`ValidationRow.measured_split`)."""
-    decoder_split: dict[str, float] = {}
-    """The same as the decoder model simulates it (:attr:`ValidationRow.decoder_split`)."""
-    rows_per_batch: float | None = None
-    """Target steps per target call, pooled over the rounds."""
-    decoder_rows_per_batch: float | None = None
-    """The same as the decoder model simulates it."""
-    decoder_step_acceptance: float | None = None
-    """Accepted / judged draft steps as the decoder model simulates them (None without
-    step speculation): what the model expects the run to accept, beside
-    ``step_acceptance``."""
     registered_decoder: float | None = None
     """The decoder model's speedup as registered before the sweep decoded (None when
     :func:`compare_rounds` was given no registered predictions, or none for this row)."""
