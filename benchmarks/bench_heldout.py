@@ -20,6 +20,11 @@ draft) before each round into its record; the report prints the costs at run tim
 over the calibration's, and ``--costs-at-run-time`` prices the decoder model with the
 calibration's costs rescaled by them (:func:`specmodel.prediction.calibration_at_run_time`).
 
+``--register`` writes the decoder model's predictions before the sweep decodes
+(never overwritten; ``--register-as TAG`` for a further one), and ``--report
+--registered [TAG]`` holds them against the same means; every problem run records when
+it finished, so the report says which rows, if any, decoded before the registration.
+
 Usage::
 
     python -m benchmarks.bench_heldout --trio 0.5b --calibration CAL.json --cost-probe [--resume]
