@@ -147,12 +147,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--registered", default=None, metavar="TAG",
                     help="the registration the report holds against the rounds "
                          "(<name>.registered-TAG.json; default <name>.registered.json)")
+    ap.add_argument("--report-round", type=int, default=None, metavar="N",
+                    help="report: round N's record alone (e.g. the round that decoded "
+                         "after a registration), its speedups over its own baseline")
     ap.add_argument("--summary", default=None,
                     help="another name for the summary only (e.g. a report of the same "
                          "rounds with another calibration)")
     a = ap.parse_args(argv)
     name = a.out or f"heldout_{a.trio.replace('.', '')}"
     records = [RESULTS / f"{name}_round{r + 1}.run.json" for r in range(a.rounds)]
+    if a.report_round is not None:
+        if not a.report or not 1 <= a.report_round <= a.rounds:
+            print(f"error: --report-round goes with --report and takes 1 to --rounds "
+                  f"({a.rounds}), got {a.report_round}", file=sys.stderr)
+            return 2
+        records = [records[a.report_round - 1]]
 
     from specmodel.formats.calibration import load_calibration
 

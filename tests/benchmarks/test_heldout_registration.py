@@ -77,3 +77,11 @@ def test_decoded_since_counts_the_runs_a_registration_preceded(capsys) -> None:
     assert "every problem run of the sweep decoded after it" in capsys.readouterr().out
     print_decoded_since("T", {"sync": {"after": 0, "before": 0, "undated": 4}})
     assert "carry no decode times" in capsys.readouterr().out
+
+
+def test_report_round_names_its_range(capsys) -> None:
+    code = main(["--trio", "1.5b", "--problems", "6", "--seed", "3", "--out",
+                 "heldout_15b_s3", "--calibration", CAL, "--report", "--report-round", "3"])
+    assert code == 2
+    assert "--report-round goes with --report and takes 1 to --rounds (2), got 3" in (
+        capsys.readouterr().err)
