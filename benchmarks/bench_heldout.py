@@ -20,6 +20,11 @@ draft) before each round into its record; the report prints the costs at run tim
 over the calibration's, and ``--costs-at-run-time`` prices the decoder model with the
 calibration's costs rescaled by them (:func:`specmodel.prediction.calibration_at_run_time`).
 
+``--register`` writes the decoder model's predictions before the sweep decodes
+(never overwritten; ``--register-as TAG`` for a further one), and ``--report
+--registered [TAG]`` holds them against the same means; every problem run records when
+it finished, so the report says which rows, if any, decoded before the registration.
+
 Usage::
 
     python -m benchmarks.bench_heldout --trio 0.5b --calibration CAL.json --cost-probe [--resume]
@@ -142,12 +147,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--registered", default=None, metavar="TAG",
                     help="the registration the report holds against the rounds "
                          "(<name>.registered-TAG.json; default <name>.registered.json)")
+    ap.add_argument("--report-round", type=int, default=None, metavar="N",
+                    help="report: round N's record alone (e.g. the round that decoded "
+                         "after a registration), its speedups over its own baseline")
     ap.add_argument("--summary", default=None,
                     help="another name for the summary only (e.g. a report of the same "
                          "rounds with another calibration)")
     a = ap.parse_args(argv)
     name = a.out or f"heldout_{a.trio.replace('.', '')}"
     records = [RESULTS / f"{name}_round{r + 1}.run.json" for r in range(a.rounds)]
+    if a.report_round is not None:
+        if not a.report or not 1 <= a.report_round <= a.rounds:
+            print(f"error: --report-round goes with --report and takes 1 to --rounds "
+                  f"({a.rounds}), got {a.report_round}", file=sys.stderr)
+            return 2
+        records = [records[a.report_round - 1]]
 
     from specmodel.formats.calibration import load_calibration
 
@@ -219,8 +233,8 @@ def register(a: argparse.Namespace, cal: Any, configs: list[Any]) -> dict[str, A
     """The decoder model's predictions for the sweep, made before it decodes (the
     protocol's registered predictions), with what they were made from."""
     import subprocess
-    from datetime import UTC, datetime
 
+    from specmodel.formats.jsonio import timestamp
     from specmodel.prediction import decoder_prediction
 
     tokens = prompt_tokens(a)
@@ -246,7 +260,7 @@ def register(a: argparse.Namespace, cal: Any, configs: list[Any]) -> dict[str, A
                                 text=True, check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         commit = None
-    return {"registered": datetime.now(UTC).isoformat(timespec="seconds"), "commit": commit,
+    return {"registered": timestamp(), "commit": commit,
             "trio": a.trio, "calibration": a.calibration, "problems": a.problems,
             "seed": a.seed, "max_steps": a.max_steps, "max_step_tokens": a.max_step_tokens,
             "prompt_tokens": tokens, "speedup_over": "the target alone, same problems",
@@ -310,11 +324,12 @@ def registration_name(name: str, tag: str | None) -> str:
 
 
 def registered_predictions(a: argparse.Namespace, name: str, first: Any
-                           ) -> dict[str, tuple[Any, ...]] | None:
-    """The decoder model's predictions registered for this sweep (``--register``;
-    ``--registered TAG`` picks a further one), keyed by configuration, the baseline at 1
-    by definition; None when none were registered.  A registration for other problems or
-    steps is refused; the calibration it was made from is printed."""
+                           ) -> tuple[str, dict[str, tuple[Any, ...]]] | None:
+    """When the predictions registered for this sweep were written (``--register``;
+    ``--registered TAG`` picks a further one) and the decoder model's predictions, keyed
+    by configuration, the baseline at 1 by definition; None when none were registered.
+    A registration for other problems or steps is refused; the calibration it was made
+    from is printed."""
     path = RESULTS / f"{registration_name(name, a.registered)}.json"
     if not path.is_file():
         if a.registered is not None:
@@ -335,7 +350,45 @@ def registered_predictions(a: argparse.Namespace, name: str, first: Any
                          else tuple(r["decoder_sample_interval"]))
            for r in reg["rows"] if r["predicted_decoder"] is not None}
     out[first.baseline] = (1.0, None, None)
+    return reg["registered"], out
+
+
+def decoded_since(recs: list[Any], when: str) -> dict[str, dict[str, int]]:
+    """Per configuration, its problem runs over the rounds decoded after ``when`` (a
+    registration's time), before it, and of unknown time (records from before
+    :attr:`ProblemRun.finished_at`): which rows a registration truly preceded."""
+    from datetime import UTC, datetime
+
+    def parse(t: str) -> datetime:
+        d = datetime.fromisoformat(t)
+        return d if d.tzinfo else d.replace(tzinfo=UTC)
+
+    cut = parse(when)
+    out: dict[str, dict[str, int]] = {}
+    for rec in recs:
+        for c in rec.configs:
+            n = out.setdefault(c.label, {"after": 0, "before": 0, "undated": 0})
+            for p in c.problems:
+                key = ("undated" if p.finished_at is None
+                       else "after" if parse(p.finished_at) > cut else "before")
+                n[key] += 1
     return out
+
+
+def print_decoded_since(when: str, since: dict[str, dict[str, int]]) -> None:
+    """One line per configuration a registration did not wholly precede."""
+    undated = sum(v["undated"] for v in since.values())
+    runs = sum(sum(v.values()) for v in since.values())
+    if undated == runs:
+        print(f"registration written {when}: the records carry no decode times (older than "
+              "the problem runs' finished_at), so what it preceded is not checked here")
+        return
+    late = {k: v for k, v in since.items() if v["before"] or v["undated"]}
+    if not late:
+        print(f"registration written {when}: every problem run of the sweep decoded after it")
+    for label, v in late.items():
+        print(f"registration written {when}: {label}: {v['before']} of {sum(v.values())} "
+              f"problem runs decoded before it, {v['undated']} of unknown time")
 
 
 def token_passes(a: argparse.Namespace, cal: Any, recs: list[Any]) -> list[dict[str, Any]]:
@@ -424,9 +477,12 @@ def report(a: argparse.Namespace, cal: Any, name: str, records: list[Path]
             raise SystemExit(f"--costs-at-run-time: {e}") from e
         print("--costs-at-run-time: the decoder model prices with the engine costs "
               "rescaled by those ratios")
-    reg = registered_predictions(a, name, recs[0])
-    if reg is not None:  # the configurations every round has run so far
-        reg = {k: v for k, v in reg.items() if k in common}
+    registration = registered_predictions(a, name, recs[0])
+    reg = since = None
+    if registration is not None:  # the configurations every round has run so far
+        when, predictions = registration
+        reg = {k: v for k, v in predictions.items() if k in common}
+        since = decoded_since(recs, when)
     s = compare_rounds(recs, cal, prompt_tokens=known if known is not None else prompt_tokens(a),
                        registered=reg)
     print_table(
@@ -480,12 +536,15 @@ def report(a: argparse.Namespace, cal: Any, name: str, records: list[Path]
     if s.baseline_speed is not None:
         print(f"the target alone ran at {percent(s.baseline_speed)} of the time per token the "
               "decoder model gives it (calibration's absolute costs against the sweep's)")
+    if since is not None:
+        print_decoded_since(when, since)
     return {"trio": a.trio, "calibration": a.calibration, "problems": a.problems,
             "seed": a.seed, "max_steps": a.max_steps, "max_step_tokens": a.max_step_tokens,
             "records": [str(p.relative_to(ROOT)) for p in records if p.is_file()],
             "complete_configs": sorted(common),
             "cost_drift": None if drift is None else drift.model_dump(mode="json"),
             "token_passes": passes, "registered_from": a.registered,
+            "decoded_since_registration": since,
             **s.model_dump(mode="json")}
 
 

@@ -32,9 +32,10 @@ import statistics
 import sys
 import tempfile
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from specmodel.formats.jsonio import timestamp
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script from anywhere
@@ -273,7 +274,7 @@ def run(a: argparse.Namespace, dtype: str, out: Path) -> dict[str, Any]:
     machine = machine_description()
     return {
         "benchmark": "synthetic-acceptance decoder runs (bench_synthetic.py)",
-        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "date": timestamp(),
         "machine": machine,
         "device": a.device, "dtype": dtype, "threads": a.threads,
         "versions": package_versions(("specmodel", "torch")),

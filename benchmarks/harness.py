@@ -11,9 +11,10 @@ import argparse
 import statistics
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from specmodel.formats.jsonio import timestamp
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -27,7 +28,7 @@ def machine() -> dict[str, Any]:
     return {
         **machine_description(),
         "numpy": np.__version__,
-        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "date": timestamp(),
     }
 
 

@@ -59,6 +59,7 @@ from specmodel.formats.calibration import (
     load_calibration,
     save_calibration,
 )
+from specmodel.formats.jsonio import timestamp
 from specmodel.formats.lock import WriteLock, resume_mismatch
 
 if TYPE_CHECKING:
@@ -67,7 +68,7 @@ if TYPE_CHECKING:
 __all__ = ["KEY_PACKAGES", "PHASES", "TOKEN_ENGINES", "PhaseResult", "Recorder",
            "batch_cost_key", "batch_cost_phase", "check_distinct_models", "check_settings",
            "engine_costs_key", "engine_costs_phase",
-           "finished_at", "key_versions", "model_sha256", "steps_key", "steps_phase",
+           "key_versions", "model_sha256", "steps_key", "steps_phase",
            "tokens_key", "tokens_phase"]
 
 PHASES: tuple[PhaseName, ...] = ("batch_cost", "steps", "tokens", "engine_costs")
@@ -193,11 +194,6 @@ def engine_costs_key(*, target: str, draft: str | None, contexts: list[int],
             "delimiter": delimiter if spec else None}
 
 
-def finished_at() -> str:
-    """Now, as the ISO date-time (UTC, seconds) a phase records as its ``date``."""
-    return datetime.now(UTC).isoformat(timespec="seconds")
-
-
 @dataclass(frozen=True)
 class PhaseResult:
     """What a phase measured."""
@@ -259,7 +255,7 @@ def batch_cost_phase(
             + ", ".join(f"T({t.batch}) = {t.seconds_per_step * 1e3:.1f} +/- {t.stderr * 1e3:.1f} "
                         "ms" for t in timings) + ".")
     settings = BatchCostSettings(
-        description=desc, date=finished_at(),
+        description=desc, date=timestamp(),
         **batch_cost_key(model=model, engine=engine, widths=ws, tokens=tokens,
                          repeats=repeats, threads=threads))
     return PhaseResult("batch_cost", batch_cost_section(timings), settings, {"target": model},
@@ -308,7 +304,7 @@ def steps_phase(
                           branch_seed=seed)
     return steps_result(pairs, StepsSettings(
         description="-", verifier=ver.name, record=str(record), accepted=0, pairs=1,
-        date=finished_at(), **key))
+        date=timestamp(), **key))
 
 
 def steps_result(pairs: list[Any], measured: StepsSettings,
@@ -385,7 +381,7 @@ def rederive_steps(cal: Calibration, record: str | Path | None = None) -> PhaseR
     if len(got.pairs) != phase.pairs:
         raise ValueError(f"record {path} holds {len(got.pairs)} pairs, the calibration's steps "
                          f"phase {phase.pairs}: not the record it was derived from")
-    note = (f"(Derived again from the record {path} on {finished_at()} with specmodel "
+    note = (f"(Derived again from the record {path} on {timestamp()} with specmodel "
             f"{__version__}.)")
     return steps_result(got.pairs, phase, rederived=note)
 
@@ -419,7 +415,7 @@ def tokens_phase(
     if not all(measurement.outputs_identical):
         raise ValueError("speculative and plain greedy outputs differ: the engine is not lossless")
     settings = TokensSettings(
-        description="-", measurement=measurement, date=finished_at(),
+        description="-", measurement=measurement, date=timestamp(),
         **tokens_key(model=model, engine=engine, problems=problems, seed=seed,
                      max_tokens=max_tokens, num_speculative_tokens=num_speculative_tokens,
                      prompt_lookup_min=prompt_lookup_min, prompt_lookup_max=prompt_lookup_max,
@@ -477,7 +473,7 @@ def rederive_tokens(cal: Calibration, source: Calibration | None = None) -> Phas
         raise ValueError(f"calibration {origin.name!r} has no tokens phase (counters) to "
                          "derive the token section from")
     got = tokens_result(phase, rederived=f"(Derived again from the phase's counters on "
-                                         f"{finished_at()} with specmodel {__version__}.)")
+                                         f"{timestamp()} with specmodel {__version__}.)")
     fresh = got.section.model_dump(exclude={"draft_rate", "target_passes"})
     if source is not None and cal.token.model_dump(exclude={"draft_rate", "target_passes"}) \
             != fresh:
@@ -536,7 +532,7 @@ def token_spread(cal: Calibration, record: str | Path | None = None) -> PhaseRes
     if len(counters) < 2:
         raise ValueError(f"record {path}: fewer than two answers drafted anything; no spread")
     rates = [k / n for k, n in counters]
-    note = (f" (Spread between problems added on {finished_at()} with specmodel "
+    note = (f" (Spread between problems added on {timestamp()} with specmodel "
             f"{__version__}: prompt lookup replayed at gamma = {gamma}, n-grams up to "
             f"{lookup}, on the target's whole answers to {len(counters)} problems of the "
             f"record {path}; per-problem acceptance {min(rates):.3f}-{max(rates):.3f}.)")
@@ -631,7 +627,7 @@ def engine_costs_phase(
                                                   (costs.draft, "draft")) if m is not None)
             + ".")
     settings = EngineCostsSettings(
-        description=desc, date=finished_at(),
+        description=desc, date=timestamp(),
         **engine_costs_key(target=target, draft=draft, contexts=ctx, widths=ws, tokens=tk,
                            repeats=repeats, threads=threads, speculation_k2=speculation_k2,
                            speculation_problems=speculation_problems, seed=seed,
@@ -750,7 +746,7 @@ def remeasure_contention(cal: Calibration, *, repeats: int = 5, max_step_tokens:
     def was(m: Any) -> str:
         return "not measured" if m is None else _slowdown(m)
 
-    now = finished_at()
+    now = timestamp()
     what = (f"target {_slowdown(slow_t)}, draft {_slowdown(slow_d)}"
             + ("" if spec is None else f", speculative step calls {_slowdown(spec)}"))
     desc = (f"{phase.description} (Slowdowns beside the other model measured again on "

@@ -267,8 +267,8 @@ def probe_costs(target: Any, draft: Any | None, *, models: tuple[str, str | None
     names the two models as the calibration does (pack name or folder); ``before`` the
     configuration the probe precedes.  The prompts are the phase's synthetic prose,
     never the run's problems."""
-    from profiler.calibrate import finished_at
     from specmodel.formats.calibration import EngineCosts
+    from specmodel.formats.jsonio import timestamp
     from specmodel.formats.run_record import CostProbe
 
     if len({b * context for b in widths}) < 2:
@@ -282,7 +282,7 @@ def probe_costs(target: Any, draft: Any | None, *, models: tuple[str, str | None
         engine="transformers", device=target.device, dtype=target.dtype, threads=threads,
         tokens=tokens, target=model_costs(models[0], cells_t),
         draft=None if cells_d is None or models[1] is None else model_costs(models[1], cells_d))
-    return CostProbe(date=finished_at(), before=before, costs=costs)
+    return CostProbe(date=timestamp(), before=before, costs=costs)
 
 
 def step_prefixes(engine: Any, prompts: Sequence[str], *, steps: Sequence[int],

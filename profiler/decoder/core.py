@@ -26,6 +26,7 @@ from profiler.engines import Engine, StepOutput, counter_delta
 from profiler.problems import Problem, extract_answer, format_prompt, score_answer
 from profiler.verifiers import Verifier
 from specmodel.config import DECODER_TOKEN_METHODS, SpecConfig
+from specmodel.formats.jsonio import timestamp
 
 __all__ = ["Finish", "LookaheadDecoder"]
 
@@ -109,6 +110,7 @@ class LookaheadDecoder:
             correct=score_answer(problem, output),
             finished=finished,
             spec_metrics=counter_delta(self.target.spec_decode_metrics(), metrics_before),
+            finished_at=timestamp(),
         )
 
     def run(

@@ -29,6 +29,7 @@ import os
 import re
 import stat
 import tempfile
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -41,9 +42,18 @@ __all__ = [
     "MAX_JSON_DEPTH",
     "parse_json",
     "read_json_file",
+    "timestamp",
     "write_json_atomic",
     "write_text_atomic",
 ]
+
+
+def timestamp() -> str:
+    """Now, as the ISO date-time (UTC, whole seconds) that every record's date field
+    holds (a calibration phase's ``date``, a run record's ``created``, a problem's
+    ``finished_at``, a benchmark's ``date``)."""
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
 
 MAX_JSON_BYTES = 64 * 1024 * 1024
 """The largest JSON file read (64 MiB): the biggest run record of the project is a

@@ -119,6 +119,10 @@ class ProblemRun(_Record):
     """Why decoding stopped."""
     spec_metrics: dict[str, Any] = Field(default_factory=dict)
     """Token-speculation counters from the engine, when it reports them."""
+    finished_at: str | None = None
+    """When the problem's decode ended (ISO date-time, UTC, whole seconds; None in
+    records from before it was recorded): what tells a prediction registered before the
+    run from one made after it."""
 
     @property
     def acceptance(self) -> float | None:

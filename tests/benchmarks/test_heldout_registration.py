@@ -9,7 +9,14 @@ from types import SimpleNamespace
 
 import pytest
 
-from benchmarks.bench_heldout import RESULTS, main, registered_predictions, registration_name
+from benchmarks.bench_heldout import (
+    RESULTS,
+    decoded_since,
+    main,
+    print_decoded_since,
+    registered_predictions,
+    registration_name,
+)
 
 CAL = "benchmarks/results/heldout_15b_calibration_recal.json"
 
@@ -32,9 +39,11 @@ def test_a_registration_is_never_overwritten(capsys) -> None:
 
 def test_the_report_reads_the_registration_it_is_told_to() -> None:
     first = SimpleNamespace(baseline="target")
-    plain = registered_predictions(_args(), "heldout_15b_s3", first)
-    again = registered_predictions(_args(registered="passes"), "heldout_15b_s3", first)
-    assert plain is not None and again is not None
+    plain_reg = registered_predictions(_args(), "heldout_15b_s3", first)
+    again_reg = registered_predictions(_args(registered="passes"), "heldout_15b_s3", first)
+    assert plain_reg is not None and again_reg is not None
+    (plain_at, plain), (again_at, again) = plain_reg, again_reg
+    assert plain_at < again_at  # ISO times of one zone order as strings
     assert plain["target"] == again["target"] == (1.0, None, None)
     # registrations before 2026-11-24 evening wrote no interval of a run of n problems
     assert plain["token k2=3"][2] is None
@@ -46,3 +55,33 @@ def test_the_report_reads_the_registration_it_is_told_to() -> None:
         registered_predictions(_args(registered="nope"), "heldout_15b_s3", first)
     with pytest.raises(SystemExit, match="registered for other settings"):
         registered_predictions(_args(seed=2), "heldout_15b_s3", first)
+
+
+def test_decoded_since_counts_the_runs_a_registration_preceded(capsys) -> None:
+    def config(label: str, *times: str | None) -> SimpleNamespace:
+        return SimpleNamespace(label=label, problems=[SimpleNamespace(finished_at=t)
+                                                      for t in times])
+
+    rounds = [SimpleNamespace(configs=[config("target", "2026-11-24T10:00:00+00:00"),
+                                       config("sync", "2026-11-24T09:00:00+00:00", None)]),
+              SimpleNamespace(configs=[config("target", "2026-11-24T11:00:00"),
+                                       config("sync", "2026-11-24T12:00:00+00:00")])]
+    since = decoded_since(rounds, "2026-11-24T09:30:00+00:00")
+    assert since == {"target": {"after": 2, "before": 0, "undated": 0},
+                     "sync": {"after": 1, "before": 1, "undated": 1}}
+    print_decoded_since("T", since)
+    out = capsys.readouterr().out
+    assert "sync: 1 of 3 problem runs decoded before it, 1 of unknown time" in out
+    assert "target" not in out
+    print_decoded_since("T", decoded_since(rounds[1:], "2026-11-24T09:30:00+00:00"))
+    assert "every problem run of the sweep decoded after it" in capsys.readouterr().out
+    print_decoded_since("T", {"sync": {"after": 0, "before": 0, "undated": 4}})
+    assert "carry no decode times" in capsys.readouterr().out
+
+
+def test_report_round_names_its_range(capsys) -> None:
+    code = main(["--trio", "1.5b", "--problems", "6", "--seed", "3", "--out",
+                 "heldout_15b_s3", "--calibration", CAL, "--report", "--report-round", "3"])
+    assert code == 2
+    assert "--report-round goes with --report and takes 1 to --rounds (2), got 3" in (
+        capsys.readouterr().err)

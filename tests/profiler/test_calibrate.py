@@ -31,6 +31,7 @@ from specmodel.formats.calibration import (
     load_calibration,
     load_preset,
 )
+from specmodel.formats.jsonio import timestamp
 
 
 class ScriptedEngine:
@@ -126,7 +127,7 @@ ENGINE = EngineCosts(
 
 def _settings(phase: str, options: dict):
     """The typed settings a real phase would record for these options."""
-    common = {"description": f"{phase}: measured.", "date": calibrate.finished_at()}
+    common = {"description": f"{phase}: measured.", "date": timestamp()}
     if phase == "batch_cost":
         keys = ("model", "engine", "widths", "tokens", "repeats", "threads")
         return BatchCostSettings(**common,
@@ -453,7 +454,7 @@ def test_remeasuring_contention_needs_engine_costs_with_a_draft(tmp_path) -> Non
     with pytest.raises(ValueError, match="has no engine_costs phase"):
         calibrate.remeasure_contention(base)
     settings = EngineCostsSettings(
-        description="engine_costs: measured.", date=calibrate.finished_at(),
+        description="engine_costs: measured.", date=timestamp(),
         **calibrate.engine_costs_key(target="tgt", draft=None, contexts=[64, 256],
                                      widths=[1, 2], tokens=[4, 16], repeats=2, threads=1))
     with Recorder(tmp_path / "alone.json", base) as rec:

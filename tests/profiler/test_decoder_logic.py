@@ -80,6 +80,7 @@ REFERENCE = "".join(f"t{n}\n" for n in range(LAST)) + "#### 42\n"
 def test_exact_match_output_is_the_target_s_whatever_the_draft(mode, k1, wrong) -> None:
     run, _, _ = _decode(_config(mode, k1=k1), wrong)
     assert run.output == REFERENCE and run.finished == "answer" and run.correct
+    assert run.finished_at is not None and run.finished_at.endswith("+00:00")
     assert run.accepted_steps <= run.drafted_steps
     if k1 > 1:
         # Every committed step that is not the target's is an accepted draft.
