@@ -357,20 +357,16 @@ def decoded_since(recs: list[Any], when: str) -> dict[str, dict[str, int]]:
     """Per configuration, its problem runs over the rounds decoded after ``when`` (a
     registration's time), before it, and of unknown time (records from before
     :attr:`ProblemRun.finished_at`): which rows a registration truly preceded."""
-    from datetime import UTC, datetime
+    from specmodel.formats.jsonio import parse_timestamp
 
-    def parse(t: str) -> datetime:
-        d = datetime.fromisoformat(t)
-        return d if d.tzinfo else d.replace(tzinfo=UTC)
-
-    cut = parse(when)
+    cut = parse_timestamp(when)
     out: dict[str, dict[str, int]] = {}
     for rec in recs:
         for c in rec.configs:
             n = out.setdefault(c.label, {"after": 0, "before": 0, "undated": 0})
             for p in c.problems:
                 key = ("undated" if p.finished_at is None
-                       else "after" if parse(p.finished_at) > cut else "before")
+                       else "after" if parse_timestamp(p.finished_at) > cut else "before")
                 n[key] += 1
     return out
 

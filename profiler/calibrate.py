@@ -59,7 +59,7 @@ from specmodel.formats.calibration import (
     load_calibration,
     save_calibration,
 )
-from specmodel.formats.jsonio import timestamp
+from specmodel.formats.jsonio import parse_timestamp, timestamp
 from specmodel.formats.lock import WriteLock, resume_mismatch
 
 if TYPE_CHECKING:
@@ -230,10 +230,7 @@ def measured_on(phases: Iterable[Any]) -> str:
     """The calibration's measurement date: the day its latest phase finished (a phase
     derived again from stored data keeps its own date, so re-deriving does not move
     the measurement's day); today when no phase records one."""
-    days = []
-    for ph in phases:
-        when = datetime.fromisoformat(ph.date)
-        days.append(when if when.tzinfo else when.replace(tzinfo=UTC))
+    days = [parse_timestamp(ph.date) for ph in phases]
     return (max(days) if days else datetime.now(UTC)).astimezone(UTC).date().isoformat()
 
 

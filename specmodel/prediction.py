@@ -32,9 +32,9 @@ from specmodel.config import SpecConfig
 from specmodel.formats.calibration import Calibration
 from specmodel.formats.run_record import CostProbe, RunRecord
 
-__all__ = ["MODELS", "ConfigComparison", "CostDrift", "RoundsRow", "RoundsSummary", "ValidationRow",
-           "baseline_speed", "calibration_at_run_time", "calibration_mismatches", "cost_drift",
-           "compare", "compare_rounds", "predict"]
+__all__ = ["MODELS", "ConfigComparison", "CostDrift", "RoundsRow", "RoundsSummary",
+           "ValidationRow", "baseline_speed", "calibration_at_run_time",
+           "calibration_mismatches", "cost_drift", "compare", "compare_rounds", "predict"]
 
 MODELS = {
     "predicted_speedup": "papers' f(k1)·g(k2) (flat batch cost, free verifier, i.i.d.)",

@@ -41,6 +41,7 @@ __all__ = [
     "MAX_JSON_BYTES",
     "MAX_JSON_DEPTH",
     "parse_json",
+    "parse_timestamp",
     "read_json_file",
     "timestamp",
     "write_json_atomic",
@@ -53,6 +54,13 @@ def timestamp() -> str:
     holds (a calibration phase's ``date``, a run record's ``created``, a problem's
     ``finished_at``, a benchmark's ``date``)."""
     return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def parse_timestamp(text: str) -> datetime:
+    """A record's ISO date-time as an aware datetime (one written without a zone is
+    read as UTC, as :func:`timestamp` writes them)."""
+    when = datetime.fromisoformat(text)
+    return when if when.tzinfo else when.replace(tzinfo=UTC)
 
 
 MAX_JSON_BYTES = 64 * 1024 * 1024
