@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from cli.common import CalibrationOpt, JsonOut, PresetOpt, options_named, unescape
-from cli.render import ProgressBar, console, emit_json
+from cli.render import ProgressBar, console, emit_json, table
 
 _DECODE_OPTIONS = {
     "mode": "--mode", "k1": "--k1", "k2": "--k2", "width": "--width",
@@ -200,13 +200,11 @@ def decode(
     if json_out:
         emit_json(rows)
         return
-    from rich.table import Table
-
     what = (f"synthetic acceptance from {acceptance}, {target} / {draft} on {device}"
             if synthetic else engine)
-    t = Table(title=f"decode: {problems} gsm_symbolic problems (seed {seed}), {what}")
-    for col in ("config", "tokens", "seconds", "tokens/s", "speedup", "α1 run", "accuracy"):
-        t.add_column(col, justify="left" if col == "config" else "right", no_wrap=True)
+    t = table(f"decode: {problems} gsm_symbolic problems (seed {seed}), {what}",
+              ("config", "tokens", "seconds", "tokens/s", "speedup", "α1 run", "accuracy"),
+              justify=("left",) + ("right",) * 6, no_wrap=True)
     for r in rows:
         acc = r["step_acceptance"]
         t.add_row(r["config"], str(r["output_tokens"]), f"{r['seconds']:.1f}",

@@ -1,6 +1,6 @@
 """The ``specmodel`` command line: parse, call the library, print.
 
-Every command prints a rich table by default and machine JSON with ``--json``.
+Every command prints a table by default and machine JSON with ``--json``.
 Bad input never produces a traceback: a ``ValueError`` from the library (or a
 usage error) becomes one line on stderr and exit code 2.
 """

@@ -22,10 +22,8 @@ _STATE_STYLE = {"ready": "[green]ready[/green]", "damaged": "[red]damaged[/red]"
 
 
 def _esc(text: object) -> str:
-    """``text`` with rich markup escaped (paths and file names may hold brackets)."""
-    from rich.markup import escape
-
-    return escape(str(text))
+    """``text`` with markup escaped (paths and file names may hold brackets)."""
+    return render.escape(text)
 
 
 def _where(r: PackStatus) -> str:

@@ -1,26 +1,28 @@
-"""How every ``specmodel`` command prints: JSON for machines, rich tables and lines for
-people, one-line errors, a progress bar on stderr.
+"""How every ``specmodel`` command prints: JSON for machines, tables and lines of markup
+for people (:mod:`cli.terminal`), one-line errors, a progress bar on stderr (rich's,
+imported only by the long commands that show one).
 
 Commands hand this module what the library returned (``.to_dict()``/``.model_dump()``
-for JSON); nothing here knows about a particular command.  rich is imported only when
-something is printed for people, so ``--json`` paths stay light.
+for JSON); nothing here knows about a particular command.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import sys
-from collections.abc import Iterable, Sequence
 from pathlib import PurePath
 from typing import Any
 
+from cli.terminal import Console, Table, escape, table
+
 __all__ = [
     "ProgressBar",
+    "Table",
     "console",
     "dim",
     "emit_json",
     "error",
+    "escape",
     "line",
     "show",
     "table",
@@ -28,15 +30,11 @@ __all__ = [
 ]
 
 
-def console(*, stderr: bool = False) -> Any:
-    """rich's console; 120 columns when output is not a terminal (pipes, files, CI logs)
-    unless ``COLUMNS`` says otherwise."""
-    from rich.console import Console
-
-    stream = sys.stderr if stderr else sys.stdout
-    if stream.isatty() or os.environ.get("COLUMNS"):
-        return Console(stderr=stderr)
-    return Console(width=120, stderr=stderr)
+def console(*, stderr: bool = False) -> Console:
+    """Where text for people goes (:class:`cli.terminal.Console`): the terminal's width,
+    120 columns when output is not a terminal (pipes, files, CI logs) unless ``COLUMNS``
+    says otherwise; colour only on a terminal."""
+    return Console(stderr=stderr)
 
 
 def to_jsonable(o: Any) -> Any:
@@ -68,7 +66,7 @@ def emit_json(data: Any) -> None:
 
 
 def line(text: str, *, stderr: bool = False) -> None:
-    """One line of rich markup."""
+    """One line of markup (:mod:`cli.terminal`), wrapped at the width."""
     console(stderr=stderr).print(text)
 
 
@@ -83,37 +81,11 @@ def error(message: str) -> None:
     sys.stderr.write(f"error: {first}\n")
 
 
-def table(
-    title: str | None,
-    columns: Sequence[str],
-    rows: Iterable[Sequence[str]] = (),
-    *,
-    justify: str | Sequence[str | None] | None = None,
-    no_wrap: bool = False,
-) -> Any:
-    """A rich ``Table`` with the given columns and rows (cells as rich markup).
-
-    ``justify`` is one value for every column or one per column (None: rich's default).
-    """
-    from rich.table import Table
-
-    t = Table(title=title)
-    just = [justify] * len(columns) if justify is None or isinstance(justify, str) else justify
-    for col, j in zip(columns, just, strict=True):
-        kw: dict[str, Any] = {"no_wrap": True} if no_wrap else {}
-        if j is not None:
-            kw["justify"] = j
-        t.add_column(col, **kw)
-    for row in rows:
-        t.add_row(*row)
-    return t
-
-
-def show(*renderables: Any) -> None:
-    """Print rich renderables (tables) on stdout."""
+def show(*tables: Table) -> None:
+    """Print tables on stdout."""
     con = console()
-    for r in renderables:
-        con.print(r)
+    for t in tables:
+        con.print(t)
 
 
 class ProgressBar:
