@@ -69,10 +69,11 @@ def _parse(markup: str) -> list[Span]:
 
     for m in _TAG.finditer(markup):
         slashes, closing, name = m.group(1), m.group(2), m.group(3).strip()
+        tag = m.group(0)[len(slashes):]
         add(markup[pos:m.start()] + "\\" * (len(slashes) // 2))
         pos = m.end()
         if len(slashes) % 2:  # an escaped bracket: the tag is text
-            add(m.group(0)[len(slashes):])
+            add(tag)
             continue
         words = name.split()
         if closing:
@@ -86,7 +87,7 @@ def _parse(markup: str) -> list[Span]:
         elif words and all(w in STYLES for w in words):
             stack.append((name, tuple(STYLES[w] for w in words)))
             continue
-        add(m.group(0))
+        add(tag)
     add(markup[pos:])
     return spans
 

@@ -43,6 +43,8 @@ def test_markup_styles_known_tags_and_keeps_other_brackets() -> None:
     assert plain("ParallelDim_f(k1)·k2 [k1, k2] [not a style] [/x]") == (
         "ParallelDim_f(k1)·k2 [k1, k2] [not a style] [/x]")
     assert plain("\\[bold] stays") == "[bold] stays"
+    assert plain("\\\\[bold]x[/bold]") == "\\x"  # a pair of backslashes is one
+    assert plain("\\\\[not a style]") == "\\[not a style]"
     assert plain("[bold]unclosed") == "unclosed"
 
 
