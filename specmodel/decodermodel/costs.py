@@ -51,7 +51,8 @@ class Surface:
     Built from points (b, L) → time; made non-decreasing in b at every L and in L at
     every b by isotonic regression (the least-squares monotone fit: measured points that
     violate the order are replaced by their mean, not raised to the highest of them, so
-    noise does not bias the surface upward; said so in :attr:`notes`).  Between points:
+    noise does not bias the surface upward; said so in :attr:`notes`) — in L only where
+    :attr:`monotone_in_b` is False.  Between points:
     linear in b, then linear in L between the two nearest measured context lengths.
     Below the first b or L: the first value.  Above the widest b: linear extrapolation
     from the last two widths (never decreasing), said in :attr:`notes`.  Above the
@@ -62,6 +63,12 @@ class Surface:
     """(b, L, time) as given."""
     notes: tuple[str, ...] = ()
     """What was corrected or will be extrapolated."""
+    monotone_in_b: bool = True
+    """Whether the fit makes the time non-decreasing in b (a decode forward's).  False
+    keeps the measured order across b and orders only in L: a forward of a few tokens
+    per sequence can run a narrower batch on a slower kernel (on the 2-core CPU one
+    sequence × 3 tokens measured 10–18 % slower than two, in every profiling pass), and
+    pooling it with the wider batch would price the run's own shape low."""
 
     @classmethod
     def flat(cls, time: float = 1.0) -> Surface:
@@ -70,7 +77,7 @@ class Surface:
 
     @classmethod
     def from_points(cls, points: Mapping[tuple[int, int], float] | list[tuple[int, int, float]],
-                    name: str = "T") -> Surface:
+                    name: str = "T", *, monotone_in_b: bool = True) -> Surface:
         """From {(b, L): time} or [(b, L, time)]; validates and notes irregularities."""
         items = (list(points.items()) if isinstance(points, Mapping)
                  else [((b, L), t) for b, L, t in points])
@@ -93,15 +100,16 @@ class Surface:
         if missing:
             notes.append(f"{name}: {len(missing)} (b, L) grid points missing "
                          f"(e.g. {missing[:3]}); interpolated from their neighbours in b")
-        s = cls(tuple(pts))
+        s = cls(tuple(pts), monotone_in_b=monotone_in_b)
         fixed = s._monotone_fixes()
         if fixed:
-            notes.append(f"{name}: {fixed} point(s) out of order (T must not decrease in b "
-                         "or L) replaced by the least-squares monotone fit")
+            order = "b or L" if monotone_in_b else "L; its measured order in b is kept"
+            notes.append(f"{name}: {fixed} point(s) out of order (T must not decrease in "
+                         f"{order}) replaced by the least-squares monotone fit")
         if len(widths) >= 2:
             notes.append(f"{name}: batches beyond b = {widths[-1]} are extrapolated "
                          "linearly from the last two widths")
-        return cls(tuple(pts), tuple(notes))
+        return cls(tuple(pts), tuple(notes), monotone_in_b)
 
     # -- evaluation ------------------------------------------------------------------
 
@@ -109,16 +117,15 @@ class Surface:
     def _compiled(self) -> tuple[list[int], list[tuple[list[float], list[float]]]]:
         """The measured contexts and, at each, its (widths, times) made monotone."""
         contexts = sorted({L for _, L, _ in self.points})
-        fitted = _isotonic_grid(self.points)
+        fitted = _isotonic_grid(self.points, in_b=self.monotone_in_b)
+        order_b = np.maximum.accumulate if self.monotone_in_b else np.asarray
         curves: list[tuple[list[float], list[float]]] = []
         for L in contexts:
             bs = [float(b) for b, c, _ in self.points if c == L]
             # off a full grid the fit orders only measured neighbours: enforce the rest
-            ts = list(np.maximum.accumulate([fitted[(b, c)] for b, c, _ in self.points
-                                             if c == L]))
+            ts = list(order_b([fitted[(b, c)] for b, c, _ in self.points if c == L]))
             if curves:  # not below the shorter context's curve at the same b
-                ts = list(np.maximum.accumulate(
-                    np.maximum(ts, [_interp_b(curves[-1], b) for b in bs])))
+                ts = list(order_b(np.maximum(ts, [_interp_b(curves[-1], b) for b in bs])))
             curves.append((bs, [float(t) for t in ts]))
         return contexts, curves
 
@@ -153,7 +160,8 @@ class Surface:
 
     def scaled(self, factor: float) -> Surface:
         """The same surface times ``factor`` (the draft's surface from the target's)."""
-        return Surface(tuple((b, L, t * factor) for b, L, t in self.points), self.notes)
+        return Surface(tuple((b, L, t * factor) for b, L, t in self.points), self.notes,
+                       self.monotone_in_b)
 
 
 @dataclass(frozen=True)
@@ -161,9 +169,11 @@ class Forwards:
     """Time of one forward of ``b`` sequences × ``q`` new tokens (logits at each) at
     context ``L``, F(b, q, L): verification of q tokens, or a prefill of q tokens.
 
-    One :class:`Surface` per measured q; between two measured q linear in q; below the
-    smallest q its time; above the largest q linear extrapolation from the last two
-    (never decreasing)."""
+    One :class:`Surface` per measured q, ordered in L but keeping the measured order in b
+    (:attr:`Surface.monotone_in_b`: these are the exact shapes a run's engine executes,
+    and a few tokens per sequence can be slower for one sequence than for two); between
+    two measured q linear in q; below the smallest q its time; above the largest q
+    linear extrapolation from the last two (never decreasing)."""
 
     by_q: tuple[tuple[int, Surface], ...]
     """(q, its T(b, L) surface), by q."""
@@ -176,8 +186,8 @@ class Forwards:
             raise ValueError(f"{name}: forwards need at least one point")
         qs = sorted({q for _, q, _ in points})
         return cls(tuple((q, Surface.from_points(
-            {(b, L): t for (b, qq, L), t in points.items() if qq == q}, f"{name}(q={q})"))
-            for q in qs))
+            {(b, L): t for (b, qq, L), t in points.items() if qq == q}, f"{name}(q={q})",
+            monotone_in_b=False)) for q in qs))
 
     def time(self, b: float, q: float, L: float = 0.0) -> float:
         """F(b, q, L)."""
@@ -209,16 +219,17 @@ def _isotonic(values: list[float]) -> list[float]:
     return [m for m, n in blocks for _ in range(int(n))]
 
 
-def _isotonic_grid(points: tuple[tuple[int, int, float], ...],
-                   sweeps: int = 200) -> dict[tuple[int, int], float]:
-    """Times non-decreasing in b at every measured L and in L at every measured b,
-    nearest the measured ones in least squares: Dykstra's alternating projections onto
-    the two orders (each projection one :func:`_isotonic` per row or column)."""
+def _isotonic_grid(points: tuple[tuple[int, int, float], ...], sweeps: int = 200, *,
+                   in_b: bool = True) -> dict[tuple[int, int], float]:
+    """Times non-decreasing in b at every measured L (unless ``in_b`` is False) and in L
+    at every measured b, nearest the measured ones in least squares: Dykstra's
+    alternating projections onto the orders (each projection one :func:`_isotonic` per
+    row or column)."""
     x = {(b, L): t for b, L, t in points}
     chains = [[(b, L) for b, L, _ in points if c == L] for c in sorted({p[1] for p in points})]
     columns = [sorted(((b, L) for b, L, _ in points if b == w), key=lambda k: k[1])
                for w in sorted({p[0] for p in points})]
-    orders = [chains, columns]
+    orders = [chains, columns] if in_b else [columns]
     residual = [dict.fromkeys(x, 0.0), dict.fromkeys(x, 0.0)]
     for _ in range(sweeps):
         before = dict(x)

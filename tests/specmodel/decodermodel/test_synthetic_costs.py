@@ -32,6 +32,26 @@ def test_forwards_interpolate_in_q() -> None:
         Forwards.from_points({})
 
 
+def test_forwards_keep_a_measured_slower_narrow_batch() -> None:
+    """One sequence × 3 tokens measured slower than two (a kernel choice, seen in every
+    CPU profiling pass): the forwards keep it, where a decode surface pools it."""
+    pts = {(1, 3, 256): 23.4, (2, 3, 256): 20.2, (3, 3, 256): 24.3,
+           (1, 3, 512): 25.6, (2, 3, 512): 21.6, (3, 3, 512): 26.5}
+    f = Forwards.from_points(pts)
+    for (b, q, L), t in pts.items():
+        assert f.time(b, q, L) == pytest.approx(t)
+    assert f.time(1.5, 3, 256) == pytest.approx((23.4 + 20.2) / 2)  # linear between
+    # still ordered in L: a longer context is never cheaper at the same b
+    g = Forwards.from_points({(1, 3, 256): 24.0, (1, 3, 512): 22.0, (2, 3, 256): 20.0,
+                              (2, 3, 512): 21.0})
+    assert g.time(1, 3, 256) == pytest.approx(23.0) == g.time(1, 3, 512)
+    assert g.time(2, 3, 256) == pytest.approx(20.0)
+    decode = Surface.from_points({(b, L): t for (b, _, L), t in pts.items()})
+    assert decode.time(1, 256) == pytest.approx(decode.time(2, 256))  # pooled: monotone
+    assert decode.scaled(2.0).time(1, 256) == pytest.approx(2 * decode.time(1, 256))
+    assert not f.by_q[0][1].scaled(0.5).monotone_in_b
+
+
 def _costs(**kw: object) -> CostModel:
     """Decode 1 per forward at every b and L; a forward of q tokens costs q (b = 1) or
     q + 1 (b = 2); the draft's forwards 0.1."""
