@@ -233,18 +233,20 @@ class Table:
     def lines(self, width: int, *, color: bool = False, box: str = "unicode") -> list[str]:
         """The table as lines of at most ``width`` columns where its cells can wrap to
         fit (a column of unbreakable cells keeps what it needs)."""
+        if not self.columns:
+            raise ValueError("a table needs at least one column")
         header = [_Styled.of(f"[bold]{h}[/bold]") for h in self.columns]
         body = [[_Styled.of(c) for c in row] for row in self.rows]
         n = len(self.columns)
-        widths = [max([_cell_width(header[j].text())] + [
-            max(_cell_width(x) for x in body[i][j].text().split("\n")) for i in range(len(body))])
-            for j in range(n)]
+
         def longest_word(c: _Styled) -> int:
             return max((_cell_width(w) for w in c.text().split()), default=0)
 
         def widest_line(c: _Styled) -> int:
             return max(_cell_width(x) for x in c.text().split("\n"))
 
+        widths = [max(widest_line(c) for c in [header[j], *(r[j] for r in body)])
+                  for j in range(n)]
         # what a column can shrink to: first its longest word, or its widest cell where
         # cells should not wrap; then, if the table is still too wide, its longest word
         # there too (headers always may wrap between words).  Nothing is cut off.

@@ -118,6 +118,8 @@ def test_a_table_too_wide_wraps_cells_instead_of_cutting_them() -> None:
         t.add_row("only one")
     with pytest.raises(ValueError, match="justify must be left, right or center"):
         Table().add_column("x", justify="middle")
+    with pytest.raises(ValueError, match="at least one column"):
+        Table().lines(80)
 
 
 def test_colour_only_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
