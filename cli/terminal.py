@@ -21,6 +21,7 @@ What it does:
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import shutil
@@ -143,7 +144,7 @@ class _Styled:
         return "".join(out)
 
 
-def _wrap_styled(s: _Styled, width: int) -> list[_Styled]:
+def _wrap_styled(s: _Styled, width: float) -> list[_Styled]:
     """``s`` cut into lines of at most ``width`` columns at spaces (a word wider than the
     line is cut inside it); the text's own line breaks and each paragraph's indent are
     kept."""
@@ -348,8 +349,8 @@ class Console:
         def flush() -> None:
             if texts:
                 s = _Styled.of(" ".join(texts))
-                parts = ([s.cut(a, b) for a, b in _line_bounds(s.text())] if soft_wrap
-                         else _wrap_styled(s, max(self.width, 1)))
+                # soft wrap: only the text's own line breaks (the terminal wraps the rest)
+                parts = _wrap_styled(s, math.inf if soft_wrap else max(self.width, 1))
                 lines.extend(p.render(self.color) for p in parts)
                 texts.clear()
 
@@ -361,14 +362,6 @@ class Console:
                 texts.append(str(o))
         flush()
         self.stream.write("\n".join(lines) + "\n")
-
-
-def _line_bounds(text: str) -> Iterable[tuple[int, int]]:
-    """Where each line of ``text`` starts and ends."""
-    start = 0
-    for line in text.split("\n"):
-        yield start, start + len(line)
-        start += len(line) + 1
 
 
 def table(title: str | None, columns: Sequence[str], rows: Iterable[Sequence[object]] = (),

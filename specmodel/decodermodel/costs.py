@@ -230,7 +230,7 @@ def _isotonic_grid(points: tuple[tuple[int, int, float], ...], sweeps: int = 200
     columns = [sorted(((b, L) for b, L, _ in points if b == w), key=lambda k: k[1])
                for w in sorted({p[0] for p in points})]
     orders = [chains, columns] if in_b else [columns]
-    residual = [dict.fromkeys(x, 0.0), dict.fromkeys(x, 0.0)]
+    residual = [dict.fromkeys(x, 0.0) for _ in orders]
     for _ in range(sweeps):
         before = dict(x)
         for k, order in enumerate(orders):
