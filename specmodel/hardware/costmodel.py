@@ -1,4 +1,4 @@
-"""The analytical cost of one forward: an additive roofline fitted to measured times.
+"""The analytical cost of one forward: a roofline of its kernels fitted to measured times.
 
 A forward of a decoder (:class:`~specmodel.hardware.shape.Shape`) over a
 :class:`Workload` (b sequences, q new tokens each, an L-token KV cache per sequence or
@@ -14,14 +14,31 @@ the relative error (:func:`fit`) and read as efficiencies of a :class:`Device`'s
 nominal numbers, so :func:`transfer` can carry them to a device never measured.
 
 Why additive and not ``max(bytes/BW, flops/FLOPS)``: in a decode or verification
-forward the phases do not overlap perfectly — every layer's GEMMs stream their
-weights, then the attention kernel reads the KV cache, then the next layer's GEMMs
-start; within a GEMM a bandwidth-bound kernel still pays part of its arithmetic, and
-at the sizes of speculative decoding (b·q up to a few hundred rows) neither term
-dominates the other by a wide margin.  The sum is the serial-phases bound, the max the
-perfect-overlap bound; ``combine="max"`` fits the latter so the two can be compared
-(``benchmarks/bench_hardware_costmodel.py`` does, on measured H100 data).
+forward the phases do not overlap — every layer's GEMMs stream their weights, then the
+attention kernel reads the KV cache, then the next layer's GEMMs start.  The sum is the
+serial-phases bound, the max the perfect-overlap bound; ``combine="max"`` fits the
+latter so the two can be compared (``benchmarks/bench_hardware_costmodel.py`` does,
+on measured H100 data).
 
+The extended model (``fit(..., extended=True)``, nine coefficients) prices the kernels
+of a forward apart, each by what bounds it, and adds them:
+
+    T = overhead + layers·per_layer + extra_kernels·per_kernel
+        + GEMMs:      max(weight_bytes/BW_w, matmul_flops/FLOPS)   (combine="max")
+        + decode KV:  kv_bytes/BW_kv          (a split-KV decode kernel: near peak)
+        + attention:  attention_flops/FLOPS
+        + multi-query attention:  waves·(block_bytes/BW_block + positions·per_position)
+        + activations: activation_bytes/BW_act
+
+A GEMM is either bandwidth- or compute-bound (all of a forward's GEMMs have the same
+b·q rows, hence one arithmetic intensity), so its two costs take the larger, while
+kernels that follow one another add.  The multi-query kernel that reads a
+verification's cached context or a shared prefix runs one block per (sequence, query
+head): with fewer blocks than SMs it is bound by what one SM pulls (each query head
+reading its KV head's L positions), and more blocks queue in
+``waves = ceil(blocks / SMs)``.
+
+Standard library, NumPy and SciPy only (no torch).
 Standard library, NumPy and SciPy only (no torch).
 """
 
@@ -39,6 +56,7 @@ from specmodel.hardware.shape import Shape, dtype_bytes
 
 __all__ = [
     "COMBINES",
+    "EXTENDED_TERMS",
     "LOGITS",
     "PLACEMENTS",
     "CostCoefficients",
@@ -117,11 +135,16 @@ class Workload:
     context: int = 0
     """L: tokens already in each sequence's KV cache (>= 0)."""
     shared_prefix: bool = False
-    """Whether the b sequences share their L-token prefix and its attention reads it
-    once for all of them (cascade / shared-prefix attention kernels)."""
+    """Whether the sequences share their L-token prefix and its attention reads it once
+    per group of sharers (cascade / shared-prefix attention kernels)."""
     logits: Literal["all", "last"] = "all"
     """Whose logits the LM head computes: every new token's (``all``, what verification
     needs) or each sequence's last one (``last``, what a prefill needs)."""
+    prefix_groups: int = 1
+    """With ``shared_prefix``: how many distinct prefixes the batch holds, its sequences
+    split evenly among them (B requests each expanding w branches over its own context:
+    ``batch = B·w``, ``prefix_groups = B``).  Must divide ``batch``; 1 without a shared
+    prefix."""
 
     def __post_init__(self) -> None:
         _check_int("batch", self.batch, 1)
@@ -130,6 +153,11 @@ class Workload:
         if not isinstance(self.shared_prefix, bool | np.bool_):
             raise ValueError(f"shared_prefix must be True or False, got {self.shared_prefix!r}")
         _check_choice("logits", self.logits, LOGITS)
+        g = _check_int("prefix_groups", self.prefix_groups, 1)
+        if self.batch % g:
+            raise ValueError(f"prefix_groups must divide batch ({self.batch}), got {g}")
+        if g > 1 and not self.shared_prefix:
+            raise ValueError(f"prefix_groups must be 1 without a shared prefix, got {g}")
 
     @property
     def new_tokens(self) -> int:
@@ -144,8 +172,8 @@ class Features:
     weight_bytes: float
     """Weights streamed once per forward (:meth:`Shape.weight_bytes`)."""
     kv_read_bytes: float
-    """KV cache read by attention: b·(L+q) tokens' keys and values unshared; with a
-    shared prefix L tokens once plus the b·q new tokens' own."""
+    """KV cache read by attention: b·(L+q) tokens' keys and values unshared; with shared
+    prefixes each group's L tokens once plus the b·q new tokens' own."""
     kv_write_bytes: float
     """Keys and values of the b·q new tokens written to the cache."""
     matmul_flops: float
@@ -159,15 +187,26 @@ class Features:
     multiquery_kv_read_bytes: float = 0.0
     """The part of :attr:`kv_read_bytes` read by a multi-query attention kernel: the
     cached context of a verification (q > 1, each sequence its own cache) or a shared
-    prefix read once for b > 1 queries.  Decode (q = 1, unshared) reads its cache with a
-    split-KV decode kernel instead; the two reach very different bandwidths."""
+    prefix read once for the several queries of its group.  Decode (q = 1, unshared)
+    reads its cache with a split-KV decode kernel instead; the two reach very different
+    bandwidths."""
     multiquery_ctas: int = 0
-    """Independent (sequence, query head) pairs the multi-query kernel parallelises over:
-    b·heads for a verification, heads for a shared prefix (one sequence)."""
+    """Independent (sequence or prefix, query head) pairs the multi-query kernel
+    parallelises over — its thread blocks: b·heads for a verification, groups·heads
+    for shared prefixes."""
+    multiquery_cta_bytes: float = 0.0
+    """Bytes one of those blocks reads, summed over the layers: its KV head's keys and
+    values over the L cached positions (L·head_dim·2·dtype bytes per layer).  Query
+    heads that share a KV head each read it again (through the L2 cache)."""
+    multiquery_positions: float = 0.0
+    """Cached positions one block walks, summed over the layers (L·layers)."""
     extra_attention_kernels: int = 0
     """Attention kernels beyond one per layer: a verification or a shared-prefix forward
     attends to the cached context and to its own new tokens with two kernels (summed),
     so ``layers`` extra; 0 otherwise."""
+    activation_bytes: float = 0.0
+    """A proxy for the element-wise traffic (norms, rotary, activation, residuals) that
+    grows with the tokens processed: b·q·layers·(hidden + intermediate)·dtype bytes."""
 
     @property
     def kv_bytes(self) -> float:
@@ -180,30 +219,31 @@ class Features:
         return self.matmul_flops + self.attention_flops
 
     def vector(self, extended: bool = False, units: float = 132.0) -> np.ndarray:
-        """The regressors of the additive model, in the order of
-        :meth:`CostCoefficients.vector`: 1, layers, weight bytes, KV bytes, flops; with
-        ``extended``, the KV bytes exclude the multi-query kernel's, and two regressors
-        follow: those bytes divided by the kernel's occupancy
-        ``min(1, multiquery_ctas / units)`` (``units``: the device's parallel units,
-        132 SMs on an H100), and the extra attention kernels."""
+        """The regressors the model prices.  Five-term model: 1, layers, weight bytes,
+        KV bytes, flops (in the order of :meth:`CostCoefficients.vector`).  Extended
+        (:data:`EXTENDED_TERMS`): 1, layers, weight bytes, matmul flops, the KV bytes the
+        decode kernel moves (all but the multi-query kernel's), attention flops, and
+        for the multi-query kernel waves·block bytes and waves·positions, where
+        ``waves = ceil(multiquery_ctas / units)`` (``units``: the device's SMs), then
+        extra attention kernels and activation bytes."""
         if not extended:
             return np.array([1.0, self.layers, self.weight_bytes, self.kv_bytes,
                              self.flops])
-        return np.array([1.0, self.layers, self.weight_bytes,
-                         self.kv_bytes - self.multiquery_kv_read_bytes, self.flops,
-                         self.multiquery_scaled_bytes(units),
-                         float(self.extra_attention_kernels)])
-
-    def multiquery_scaled_bytes(self, units: float = 132.0) -> float:
-        """Multi-query KV bytes over the kernel's occupancy ``min(1, ctas/units)``."""
-        if self.multiquery_kv_read_bytes <= 0:
-            return 0.0
-        occupancy = min(1.0, max(self.multiquery_ctas, 1) / units)
-        return self.multiquery_kv_read_bytes / occupancy
+        waves = math.ceil(self.multiquery_ctas / units) if self.multiquery_ctas else 0
+        return np.array([1.0, self.layers, self.weight_bytes, self.matmul_flops,
+                         self.kv_bytes - self.multiquery_kv_read_bytes, self.attention_flops,
+                         waves * self.multiquery_cta_bytes, waves * self.multiquery_positions,
+                         float(self.extra_attention_kernels), self.activation_bytes])
 
     def to_dict(self) -> dict[str, Any]:
         """The fields, JSON-ready."""
         return asdict(self)
+
+
+EXTENDED_TERMS = ("fixed", "layers", "weight bytes", "matmul flops", "decode KV bytes",
+                  "attention flops", "multi-query block bytes", "multi-query positions",
+                  "extra attention kernels", "activation bytes")
+"""The extended model's regressors (:meth:`Features.vector` with ``extended``)."""
 
 
 def features(shape: Shape, workload: Workload, dtype: str = "bfloat16") -> Features:
@@ -211,28 +251,34 @@ def features(shape: Shape, workload: Workload, dtype: str = "bfloat16") -> Featu
     shape = _check_shape(shape)
     if not isinstance(workload, Workload):
         raise ValueError(f"workload must be a Workload, got {type(workload).__name__}")
-    dtype_bytes(dtype)  # validates dtype
+    el = dtype_bytes(dtype)  # validates dtype
     b, q, L = workload.batch, workload.q, workload.context
+    g = workload.prefix_groups
     kv_token = shape.kv_bytes_per_token(dtype)
     new = b * q
-    # shared: the prefix once plus the new tokens' own; unshared: every sequence's all
-    kv_read = (L + new) * kv_token if workload.shared_prefix else b * (L + q) * kv_token
+    # shared: each prefix once plus the new tokens' own; unshared: every sequence's all
+    kv_read = (g * L + new) * kv_token if workload.shared_prefix else b * (L + q) * kv_token
     head_flops = 2 * shape.vocab_size * shape.hidden_size
     body_flops = shape.matmul_flops_per_token - head_flops
     logit_rows = new if workload.logits == "all" else b
     matmul = new * body_flops + logit_rows * head_flops
     attention = new * (L + q) * shape.attention_flops_per_token_per_position
-    heads = shape.num_attention_heads
-    mq_bytes, ctas, extra = 0.0, 0, 0
-    if L > 0 and workload.shared_prefix and b > 1:
-        mq_bytes, ctas, extra = L * kv_token, heads, shape.num_hidden_layers
-    elif L > 0 and q > 1:
-        mq_bytes, ctas, extra = b * L * kv_token, b * heads, shape.num_hidden_layers
-    return Features(weight_bytes=float(shape.weight_bytes(dtype)), kv_read_bytes=float(kv_read),
-                    kv_write_bytes=float(new * kv_token), matmul_flops=float(matmul),
-                    attention_flops=float(attention), layers=shape.num_hidden_layers,
-                    multiquery_kv_read_bytes=float(mq_bytes), multiquery_ctas=int(ctas),
-                    extra_attention_kernels=int(extra))
+    heads, layers = shape.num_attention_heads, shape.num_hidden_layers
+    readers = g if workload.shared_prefix and b > g else b  # caches the context lives in
+    multiquery = L > 0 and (readers < b or q > 1)
+    mq_bytes = readers * L * kv_token if multiquery else 0
+    return Features(
+        weight_bytes=float(shape.weight_bytes(dtype)), kv_read_bytes=float(kv_read),
+        kv_write_bytes=float(new * kv_token), matmul_flops=float(matmul),
+        attention_flops=float(attention), layers=layers,
+        multiquery_kv_read_bytes=float(mq_bytes),
+        multiquery_ctas=readers * heads if multiquery else 0,
+        multiquery_cta_bytes=float(L * kv_token / shape.num_key_value_heads
+                                   if multiquery else 0),
+        multiquery_positions=float(L * layers if multiquery else 0),
+        extra_attention_kernels=layers if multiquery else 0,
+        activation_bytes=float(new * layers * (shape.hidden_size + shape.intermediate_size)
+                               * el))
 
 
 @dataclass(frozen=True)
@@ -252,78 +298,101 @@ class CostCoefficients:
     kv_bandwidth: float
     """Effective bandwidth at which attention reads (and writes) the KV cache, bytes/s —
     its own number because attention kernels reach a different fraction of peak than
-    GEMMs (decode attention with grouped-query heads is far below it)."""
+    GEMMs (decode attention with grouped-query heads can be far below it).  Extended
+    model: the decode kernel's bytes only."""
     matmul_throughput: float
     """Effective arithmetic throughput for the matmul and attention flops, flop/s."""
     combine: Literal["additive", "max"] = "additive"
-    """``additive``: the memory and compute terms add; ``max``: a forward pays the larger
-    of (weight + KV time) and compute time."""
-    multiquery_kv_bandwidth: float | None = None
+    """Five-term model: ``additive``, the memory and compute terms add; ``max``, a
+    forward pays the larger of (weight + KV time) and compute time.  Extended model: how
+    the GEMMs' weight streaming and their arithmetic combine (``max``: the roofline of
+    each GEMM — every GEMM of a forward has the same b·q rows, so the same arithmetic
+    intensity); the other kernels add either way."""
+    multiquery_cta_bandwidth: float | None = None
     """Extended model only (None: the five-term model, every KV byte at
-    :attr:`kv_bandwidth`): the bandwidth at which a multi-query attention kernel (a
-    verification's cached context, a shared prefix) reads the cache at full occupancy,
-    bytes/s; at ``ctas < multiquery_units`` it is scaled by ``ctas/multiquery_units``."""
+    :attr:`kv_bandwidth`): bytes/s at which one block of the multi-query attention kernel
+    (a verification's cached context, a shared prefix) streams its KV head's cache.
+    Such a kernel runs one block per (sequence, query head) and, with fewer blocks than
+    the device has SMs, is bound by what one SM can pull, not by the device's
+    bandwidth; more blocks queue in waves of :attr:`multiquery_units`."""
+    multiquery_position_s: float = 0.0
+    """Extended model only: seconds per cached position per layer per wave of the
+    multi-query kernel beyond its bytes (its per-tile loop latency: the same at every
+    head dimension)."""
     attention_kernel_s: float = 0.0
     """Extended model only: seconds per extra attention kernel per layer (a
     verification or shared-prefix forward runs two attention kernels per layer)."""
+    activation_bandwidth: float = math.inf
+    """Extended model only: bytes/s of :attr:`Features.activation_bytes` (the
+    element-wise traffic that grows with the tokens of a forward; ``inf``: free)."""
     multiquery_units: float = 132.0
-    """Parallel units that fill the device for the multi-query kernel (the H100's
-    132 SMs; a what-if on another device keeps it unless told)."""
+    """Blocks the device runs at once in the multi-query kernel: its SMs (132 on an
+    H100; :func:`transfer` takes the target device's
+    :attr:`~specmodel.hardware.devices.Device.compute_units`)."""
 
     def __post_init__(self) -> None:
         _check_real("overhead_s", self.overhead_s)
         _check_real("per_layer_s", self.per_layer_s)
-        for key in ("weight_bandwidth", "kv_bandwidth", "matmul_throughput"):
+        for key in ("weight_bandwidth", "kv_bandwidth", "matmul_throughput",
+                    "activation_bandwidth"):
             _check_real(key, getattr(self, key), strict=True, allow_inf=True)
         _check_choice("combine", self.combine, COMBINES)
-        if self.multiquery_kv_bandwidth is not None:
-            _check_real("multiquery_kv_bandwidth", self.multiquery_kv_bandwidth,
+        if self.multiquery_cta_bandwidth is not None:
+            _check_real("multiquery_cta_bandwidth", self.multiquery_cta_bandwidth,
                         strict=True, allow_inf=True)
+        _check_real("multiquery_position_s", self.multiquery_position_s)
         _check_real("attention_kernel_s", self.attention_kernel_s)
         _check_real("multiquery_units", self.multiquery_units, strict=True)
 
     @property
     def extended(self) -> bool:
-        """Whether this is the seven-term model (multi-query kernel priced apart)."""
-        return self.multiquery_kv_bandwidth is not None
+        """Whether this is the extended model (multi-query kernel priced apart)."""
+        return self.multiquery_cta_bandwidth is not None
 
     def vector(self) -> np.ndarray:
-        """The coefficients of :meth:`Features.vector`: overhead, per-layer, and the
-        reciprocals of the three throughputs (seconds per byte, per flop); extended,
-        also 1/multi-query bandwidth and seconds per extra attention kernel."""
+        """Five-term model: overhead, per-layer, and the reciprocals of the weight, KV
+        and matmul throughputs (seconds per byte, per flop).  Extended, nine entries:
+        those five, 1/multi-query block bandwidth, seconds per multi-query position,
+        seconds per extra attention kernel, 1/activation bandwidth."""
         base = [self.overhead_s, self.per_layer_s, 1.0 / self.weight_bandwidth,
                 1.0 / self.kv_bandwidth, 1.0 / self.matmul_throughput]
-        if self.multiquery_kv_bandwidth is None:
+        if self.multiquery_cta_bandwidth is None:
             return np.array(base)
-        return np.array([*base, 1.0 / self.multiquery_kv_bandwidth, self.attention_kernel_s])
+        return np.array([*base, 1.0 / self.multiquery_cta_bandwidth,
+                         self.multiquery_position_s, self.attention_kernel_s,
+                         1.0 / self.activation_bandwidth])
 
     @classmethod
     def from_vector(cls, x: Sequence[float], combine: str = "additive",
                     multiquery_units: float = 132.0) -> CostCoefficients:
-        """The inverse of :meth:`vector` (a zero reciprocal becomes ``inf``); 5 entries
-        for the five-term model, 7 for the extended one."""
-        if len(x) not in (5, 7):
-            raise ValueError(f"x must have 5 or 7 entries, got {len(x)}")
-        inv = [math.inf if v <= 0 else 1.0 / float(v) for v in x[2:5]]
+        """The inverse of :meth:`vector` (a zero reciprocal becomes ``inf``, a negative
+        time 0); 5 entries for the five-term model, 9 for the extended one."""
+        if len(x) not in (5, 9):
+            raise ValueError(f"x must have 5 or 9 entries, got {len(x)}")
+
+        def inv(v: float) -> float:
+            return math.inf if v <= 0 else 1.0 / float(v)
+
+        base = (max(float(x[0]), 0.0), max(float(x[1]), 0.0), inv(x[2]), inv(x[3]),
+                inv(x[4]))
         if len(x) == 5:
-            return cls(max(float(x[0]), 0.0), max(float(x[1]), 0.0), *inv,
-                       combine=combine)  # type: ignore[arg-type]
-        mq = math.inf if x[5] <= 0 else 1.0 / float(x[5])
-        return cls(max(float(x[0]), 0.0), max(float(x[1]), 0.0), *inv,
-                   combine=combine, multiquery_kv_bandwidth=mq,  # type: ignore[arg-type]
-                   attention_kernel_s=max(float(x[6]), 0.0),
+            return cls(*base, combine=combine)  # type: ignore[arg-type]
+        return cls(*base, combine=combine,  # type: ignore[arg-type]
+                   multiquery_cta_bandwidth=inv(x[5]),
+                   multiquery_position_s=max(float(x[6]), 0.0),
+                   attention_kernel_s=max(float(x[7]), 0.0), activation_bandwidth=inv(x[8]),
                    multiquery_units=multiquery_units)
 
     def efficiencies(self, device: Device, dtype: str = "bfloat16") -> dict[str, float]:
-        """The throughputs as fractions of ``device``'s nominal numbers (matmul against its
-        peak in ``dtype``)."""
+        """The throughputs that scale with the device, as fractions of ``device``'s
+        nominal numbers (matmul against its peak in ``dtype``).  The multi-query block
+        bandwidth is one SM's and is not among them."""
         device = _check_device("device", device)
         out = {"weight_bandwidth": self.weight_bandwidth / device.memory_bandwidth,
                "kv_bandwidth": self.kv_bandwidth / device.memory_bandwidth,
                "matmul_throughput": self.matmul_throughput / device.matmul_throughput(dtype)}
-        if self.multiquery_kv_bandwidth is not None:
-            out["multiquery_kv_bandwidth"] = (self.multiquery_kv_bandwidth
-                                              / device.memory_bandwidth)
+        if self.extended:
+            out["activation_bandwidth"] = self.activation_bandwidth / device.memory_bandwidth
         return out
 
     @classmethod
@@ -331,25 +400,30 @@ class CostCoefficients:
                           weight_bandwidth: float, kv_bandwidth: float,
                           matmul_throughput: float, dtype: str = "bfloat16",
                           combine: str = "additive",
-                          multiquery_kv_bandwidth: float | None = None,
+                          multiquery_cta_bandwidth: float | None = None,
+                          multiquery_position_s: float = 0.0,
                           attention_kernel_s: float = 0.0,
-                          multiquery_units: float = 132.0) -> CostCoefficients:
-        """Coefficients whose throughputs are the given fractions (> 0, ``inf`` allowed)
-        of ``device``'s nominal numbers."""
+                          activation_bandwidth: float = math.inf,
+                          multiquery_units: float | None = None) -> CostCoefficients:
+        """Coefficients whose weight, KV, matmul and activation throughputs are the given
+        fractions (> 0, ``inf`` allowed) of ``device``'s nominal numbers; the
+        multi-query block bandwidth is absolute (bytes/s of one SM) and
+        ``multiquery_units`` defaults to the device's SMs."""
         device = _check_device("device", device)
         effs = {"weight_bandwidth": weight_bandwidth, "kv_bandwidth": kv_bandwidth,
-                "matmul_throughput": matmul_throughput}
-        if multiquery_kv_bandwidth is not None:
-            effs["multiquery_kv_bandwidth"] = multiquery_kv_bandwidth
+                "matmul_throughput": matmul_throughput,
+                "activation_bandwidth": activation_bandwidth}
         for key, v in effs.items():
             _check_real(key, v, strict=True, allow_inf=True)
-        mq = (None if multiquery_kv_bandwidth is None
-              else multiquery_kv_bandwidth * device.memory_bandwidth)
-        return cls(overhead_s, per_layer_s, weight_bandwidth * device.memory_bandwidth,
-                   kv_bandwidth * device.memory_bandwidth,
+        bw = device.memory_bandwidth
+        units = device.compute_units if multiquery_units is None else multiquery_units
+        return cls(overhead_s, per_layer_s, weight_bandwidth * bw, kv_bandwidth * bw,
                    matmul_throughput * device.matmul_throughput(dtype),
-                   combine=combine, multiquery_kv_bandwidth=mq,  # type: ignore[arg-type]
-                   attention_kernel_s=attention_kernel_s, multiquery_units=multiquery_units)
+                   combine=combine,  # type: ignore[arg-type]
+                   multiquery_cta_bandwidth=multiquery_cta_bandwidth,
+                   multiquery_position_s=multiquery_position_s,
+                   attention_kernel_s=attention_kernel_s,
+                   activation_bandwidth=activation_bandwidth * bw, multiquery_units=units)
 
     def to_dict(self) -> dict[str, Any]:
         """The fields, JSON-ready (``inf`` as the string ``"inf"``)."""
@@ -357,18 +431,37 @@ class CostCoefficients:
                 for k, v in asdict(self).items()}
 
 
+def _times(V: np.ndarray, x: np.ndarray, combine: str) -> np.ndarray:
+    """Seconds of the forwards whose regressors are the rows of ``V`` (5 columns: the
+    five-term model; 10: the extended one, :data:`EXTENDED_TERMS`) under the
+    coefficient vector ``x`` (:meth:`CostCoefficients.vector`) — the model's one
+    formula, used to predict and to fit."""
+    fixed = V[:, 0] * x[0] + V[:, 1] * x[1]
+    if V.shape[1] == 5:
+        memory = V[:, 2] * x[2] + V[:, 3] * x[3]
+        compute = V[:, 4] * x[4]
+        if combine == "max":
+            return fixed + np.maximum(memory, compute)
+        return fixed + memory + compute
+    weights, arithmetic = V[:, 2] * x[2], V[:, 3] * x[4]
+    gemm = np.maximum(weights, arithmetic) if combine == "max" else weights + arithmetic
+    rest = (V[:, 4] * x[3] + V[:, 5] * x[4] + V[:, 6] * x[5] + V[:, 7] * x[6]
+            + V[:, 8] * x[7] + V[:, 9] * x[8])
+    return fixed + gemm + rest
+
+
+def _linear_design(V: np.ndarray) -> np.ndarray:
+    """The columns the additive model is linear in, one per coefficient: the extended
+    model's matmul and attention flops share the matmul throughput."""
+    if V.shape[1] == 5:
+        return V
+    return np.column_stack([V[:, 0], V[:, 1], V[:, 2], V[:, 4], V[:, 3] + V[:, 5],
+                            V[:, 6], V[:, 7], V[:, 8], V[:, 9]])
+
+
 def _seconds(f: Features, c: CostCoefficients) -> float:
-    x = c.vector()
     v = f.vector(extended=c.extended, units=c.multiquery_units)
-    fixed = x[0] + v[1] * x[1]
-    memory = v[2] * x[2] + v[3] * x[3]
-    compute = v[4] * x[4]
-    if c.extended:
-        fixed += v[6] * x[6]
-        memory += v[5] * x[5]
-    if c.combine == "max":
-        return float(fixed + max(memory, compute))
-    return float(fixed + memory + compute)
+    return float(_times(v[None, :], c.vector(), c.combine)[0])
 
 
 def predict_seconds(shape: Shape, workload: Workload, coefficients: CostCoefficients,
@@ -397,7 +490,7 @@ def _check_rows(rows: Iterable[Row], dtype: str, extended: bool = False,
 def fit(rows: Iterable[Row], dtype: str = "bfloat16",
         combine: Literal["additive", "max"] = "additive",
         device: Device | None = None, extended: bool = False,
-        multiquery_units: float = 132.0) -> CostCoefficients:
+        multiquery_units: float | None = None) -> CostCoefficients:
     """Coefficients that minimise the squared relative error over ``rows`` of
     (Shape, Workload, measured seconds), all non-negative.
 
@@ -405,8 +498,9 @@ def fit(rows: Iterable[Row], dtype: str = "bfloat16",
     time (so every row weighs by its relative error), columns scaled to unit norm for
     conditioning.  ``max``: the same objective, non-linear, by
     :func:`scipy.optimize.least_squares` with non-negative bounds, started from the
-    additive fit.  With fewer rows than the five coefficients (or collinear
-    regressors) the least-squares solution is not unique; NNLS returns one of them.
+    additive fit and a few variants of it.  With fewer rows than coefficients (or
+    collinear regressors) the least-squares solution is not unique; NNLS returns one of
+    them.
 
     With ``device``, no throughput may exceed the device's nominal number (every
     efficiency <= 1): the reciprocals are bounded below by the nominal ones (NNLS on
@@ -415,52 +509,58 @@ def fit(rows: Iterable[Row], dtype: str = "bfloat16",
     weight (infinite throughput) and would price a prefill's or a wide verification's
     arithmetic at nothing; bounded, it is priced at the device's peak.
 
-    ``extended``: the seven-term model (:attr:`CostCoefficients.multiquery_kv_bandwidth`,
-    :attr:`CostCoefficients.attention_kernel_s`); its rows must include verification or
-    shared-prefix forwards, or those two terms are not identified (NNLS leaves them at
-    their bounds).  Additive only.
+    ``extended``: the nine-coefficient model (multi-query kernel priced per block and
+    wave, extra attention kernels, activation traffic; :attr:`CostCoefficients.combine`
+    then applies to the GEMMs alone).  Its rows must include verification or
+    shared-prefix forwards and forwards of many tokens, or those terms are not
+    identified (NNLS leaves them at their bounds).  ``multiquery_units``: the SMs the
+    waves are counted in (default: ``device``'s, else 132).
     """
     from scipy.optimize import least_squares, nnls
 
     combine = _check_choice("combine", combine, COMBINES)  # type: ignore[assignment]
-    if extended and combine != "additive":
-        raise ValueError("combine must be additive when extended is True, got "
-                         f"{combine!r}")
-    units = _check_real("multiquery_units", multiquery_units, strict=True)
-    X, t = _check_rows(rows, dtype, extended, units)
-    lower = np.zeros(X.shape[1])
     if device is not None:
         device = _check_device("device", device)
-        lower[2:5] = [1.0 / device.memory_bandwidth, 1.0 / device.memory_bandwidth,
-                      1.0 / device.matmul_throughput(dtype)]
+    units = _check_real("multiquery_units", multiquery_units if multiquery_units is not None
+                        else (device.compute_units if device is not None else 132.0),
+                        strict=True)
+    V, t = _check_rows(rows, dtype, extended, units)
+    X = _linear_design(V)
+    lower = np.zeros(X.shape[1])
+    if device is not None:
+        bw, peak = 1.0 / device.memory_bandwidth, 1.0 / device.matmul_throughput(dtype)
+        lower[2:5] = [bw, bw, peak]
         if extended:
-            lower[5] = 1.0 / device.memory_bandwidth
+            lower[5] = bw  # one block cannot outrun the device
+            lower[8] = bw
     A = X / t[:, None]
     scale = np.linalg.norm(A, axis=0)
     scale[scale == 0] = 1.0
     rhs = np.ones(len(t)) - A @ lower
     z, _ = nnls(A / scale, rhs, maxiter=50 * A.shape[1])
-    x = lower + z / scale
     if combine == "additive":
-        return CostCoefficients.from_vector(x, multiquery_units=units)
+        return CostCoefficients.from_vector(lower + z / scale, multiquery_units=units)
 
     def residual(zz: np.ndarray) -> np.ndarray:
-        xx = lower + zz / scale
-        fixed = X[:, 0] * xx[0] + X[:, 1] * xx[1]
-        memory = X[:, 2] * xx[2] + X[:, 3] * xx[3]
-        return (fixed + np.maximum(memory, X[:, 4] * xx[4])) / t - 1.0
+        return _times(V, lower + zz / scale, "max") / t - 1.0
 
     # The max is not linear: start from the additive fit and from variants whose
     # compute term is large enough to bind on some rows; keep the best.
+    memory = np.zeros_like(z)
+    memory[[2, 3]] = 1.0
+    compute = np.zeros_like(z)
+    compute[4] = 1.0
     compute_start = np.median(1.0 / X[:, 4]) * scale[4] * 0.5
+    raised = z.copy()
+    raised[4] = max(z[4], compute_start)
     best = None
-    for start in (z, z * np.array([1, 1, 1, 1, 0.5]), z * np.array([1, 1, 0.5, 0.5, 2]),
-                  np.concatenate([z[:4], [max(z[4], compute_start)]])):
+    for start in (z, z * (1 - 0.5 * compute), z * (1 - 0.5 * memory + compute), raised):
         r = least_squares(residual, np.maximum(start, 1e-12), bounds=(0, np.inf))
         if best is None or r.cost < best.cost:
             best = r
     assert best is not None
-    return CostCoefficients.from_vector(lower + best.x / scale, combine="max")
+    return CostCoefficients.from_vector(lower + best.x / scale, combine="max",
+                                        multiquery_units=units)
 
 
 def relative_errors(rows: Iterable[Row], coefficients: CostCoefficients,
@@ -477,7 +577,10 @@ def transfer(coefficients: CostCoefficients, from_device: Device, to_device: Dev
              dtype: str = "bfloat16") -> CostCoefficients:
     """A what-if: the coefficients fitted on ``from_device`` carried to ``to_device`` by
     keeping each throughput's efficiency (fraction of the nominal number) and swapping
-    the nominal numbers; the fixed and per-layer overheads are kept as they are.
+    the nominal numbers; the fixed, per-layer and per-kernel costs are kept as they are,
+    and so are the multi-query kernel's per-block bandwidth and per-position cost (what
+    one SM pulls is bound by its latency and the loads it keeps in flight, not by the
+    device's bandwidth), its waves counted in ``to_device``'s SMs.
 
     This is an extrapolation for a device never measured, not a measurement: real
     efficiencies move with the memory technology, the kernel library and the ratio of
@@ -492,8 +595,10 @@ def transfer(coefficients: CostCoefficients, from_device: Device, to_device: Dev
     return CostCoefficients.from_efficiencies(
         to_device, overhead_s=coefficients.overhead_s, per_layer_s=coefficients.per_layer_s,
         dtype=dtype, combine=coefficients.combine,
+        multiquery_cta_bandwidth=coefficients.multiquery_cta_bandwidth,
+        multiquery_position_s=coefficients.multiquery_position_s,
         attention_kernel_s=coefficients.attention_kernel_s,
-        multiquery_units=coefficients.multiquery_units, **eff)
+        multiquery_units=float(to_device.compute_units), **eff)
 
 
 def concurrent_seconds(t_draft: float, t_target: float,

@@ -34,6 +34,9 @@ class Device:
     """Memory capacity in bytes."""
     source: str
     """Where each number comes from (a datasheet, or what was measured, how and when)."""
+    compute_units: int
+    """Parallel units an occupancy-bound kernel fills before its blocks queue in waves:
+    streaming multiprocessors of a GPU, cores of a CPU (>= 1)."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -44,6 +47,10 @@ class Device:
                     or v <= 0:
                 raise ValueError(f"device {self.name}: {key} must be a finite number > 0, "
                                  f"got {v!r}")
+        if isinstance(self.compute_units, bool) or not isinstance(self.compute_units, int) \
+                or self.compute_units < 1:
+            raise ValueError(f"device {self.name}: compute_units must be an integer >= 1, "
+                             f"got {self.compute_units!r}")
 
     def matmul_throughput(self, dtype: str = "bfloat16") -> float:
         """Peak dense matmul flop/s in ``dtype`` (bfloat16, float16 or float32)."""
@@ -67,19 +74,21 @@ DEVICES: dict[str, Device] = {
         Device("h100-sxm", 3.35 * TB, 989 * TFLOPS, 67 * TFLOPS, 80 * GB,
                "NVIDIA H100 Tensor Core GPU datasheet, SXM5 column: 3.35 TB/s HBM3, "
                "989 TFLOPS dense BF16/FP16 (1,979 with sparsity), 67 TFLOPS FP32 "
-               "(TF32 tensor cores: 494.7 dense), 80 GB."),
+               "(TF32 tensor cores: 494.7 dense), 80 GB; 132 SMs (NVIDIA H100 Tensor Core "
+               "GPU Architecture whitepaper, H100 SXM5).", compute_units=132),
         Device("h200", 4.8 * TB, 989 * TFLOPS, 67 * TFLOPS, 141 * GB,
                "NVIDIA H200 Tensor Core GPU datasheet, SXM column: 4.8 TB/s HBM3e, "
                "989 TFLOPS dense BF16/FP16 (1,979 with sparsity), 67 TFLOPS FP32, "
-               "141 GB."),
+               "141 GB; the H100 SXM5's GH100 configuration, 132 SMs.", compute_units=132),
         Device("a100-80gb-sxm", 2.039 * TB, 312 * TFLOPS, 19.5 * TFLOPS, 80 * GB,
                "NVIDIA A100 Tensor Core GPU datasheet, 80GB SXM column: 2,039 GB/s HBM2e, "
                "312 TFLOPS dense BF16/FP16 (624 with sparsity), 19.5 TFLOPS FP32 "
-               "(TF32 tensor cores: 156), 80 GB."),
+               "(TF32 tensor cores: 156), 80 GB; 108 SMs (NVIDIA A100 Tensor Core GPU "
+               "Architecture whitepaper).", compute_units=108),
         Device("l40s", 864 * GB, 362.05 * TFLOPS, 91.6 * TFLOPS, 48 * GB,
                "NVIDIA L40S datasheet: 864 GB/s GDDR6, 362.05 TFLOPS dense BF16/FP16 "
                "(733 with sparsity), 91.6 TFLOPS FP32 (TF32 tensor cores: 183 dense), "
-               "48 GB."),
+               "48 GB; 142 SMs (AD102 as configured for the L40S).", compute_units=142),
         Device("cpu-this", 32.7 * GB, 188 * 1e9, 188 * 1e9, 25.28 * GB,
                "Measured on this project's development machine (2-core AMD EPYC under "
                "KVM, 25.3 GB RAM from `free -b`), 2026-11-23, NumPy 2.3.5 with "
@@ -88,7 +97,8 @@ DEVICES: dict[str, Device] = {
                "(32.7 GB/s; median 31.6); matmul_fp32 = best of 10 float32 2048x2048 "
                "@ 2048x2048 products on 2 OpenBLAS threads, 2*n^3 flops (188 GFLOP/s; "
                "median 184).  NumPy has no bfloat16 GEMM, so matmul_bf16 is set to the "
-               "float32 number (a CPU bf16 forward upcasts or runs no faster)."),
+               "float32 number (a CPU bf16 forward upcasts or runs no faster); 2 cores.",
+               compute_units=2),
     )
 }
 """The device presets by name."""

@@ -26,7 +26,7 @@ Every number of the result names its model (``"closed form f·g (flat T(b))"``,
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from specmodel.closedform.hybrid import h as h_closed
@@ -134,14 +134,9 @@ def _branch_seconds(shape: Shape, c: CostCoefficients, B: int, w: int, q: int, L
                     shared: bool) -> float:
     """B requests, each expanding w branches of q new tokens over its own L-token
     context; with ``shared`` each request's branches read its prefix once."""
-    f = features(shape, Workload(B * w, q, L))
-    unshared = seconds_of(f, c)
+    unshared = seconds_of(features(shape, Workload(B * w, q, L)), c)
     if shared and w > 1 and L > 0:
-        kv_tok = shape.kv_bytes_per_token()
-        f = replace(f, kv_read_bytes=B * (L + w * q) * kv_tok,
-                    multiquery_kv_read_bytes=float(B * L * kv_tok),
-                    multiquery_ctas=B * shape.num_attention_heads,
-                    extra_attention_kernels=shape.num_hidden_layers)
+        f = features(shape, Workload(B * w, q, L, shared_prefix=True, prefix_groups=B))
         # a shared prefix can always be read per branch: the cheaper of the two kernels
         return min(unshared, seconds_of(f, c))
     return unshared

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -197,3 +198,128 @@ def test_fitted_model_predicts_held_out_h100_rows() -> None:
     assert held["max_abs_b_le_32"] <= 0.25
     fit_rows, held_sets = default_split(load_shared_floor(SHARED_FILE))
     assert not {id(r) for r in fit_rows} & {id(r) for rs in held_sets.values() for r in rs}
+
+
+# --- the extended model: kernels priced apart, the multi-query kernel per block and wave
+
+EXT = CostCoefficients(1e-5, 6e-5, 2.7e12, 3.0e12, 7e14, multiquery_cta_bandwidth=8.5e10,
+                       multiquery_position_s=5e-9, attention_kernel_s=1.2e-5,
+                       activation_bandwidth=1.7e11)
+EXT_WORKLOADS = (Workload(1, 1, 0), Workload(8, 1, 4096), Workload(1, 4, 16_384),
+                 Workload(8, 2, 1024), Workload(32, 3, 2048), Workload(1, 2, 256),
+                 Workload(8, 1, 4096, shared_prefix=True),
+                 Workload(32, 1, 16_384, shared_prefix=True),
+                 Workload(1, 2048, 0, logits="last"), Workload(1, 512, 0, logits="last"),
+                 Workload(32, 1, 256), Workload(64, 8, 512))
+
+
+def extended_rows(c: CostCoefficients) -> list:
+    return [(s, w, predict_seconds(s, w, c)) for s in (SMALL, LARGE, load_shape("qwen2.5-7b"))
+            for w in EXT_WORKLOADS]
+
+
+def test_extended_additive_fit_recovers_known_coefficients() -> None:
+    true = replace(EXT, combine="additive")
+    got = fit(extended_rows(true), extended=True)
+    assert got.extended and got.combine == "additive"
+    np.testing.assert_allclose(got.vector(), true.vector(), rtol=1e-6)
+
+
+def test_extended_roofline_fit_reproduces_its_rows() -> None:
+    rows = extended_rows(replace(EXT, combine="max"))
+    got = fit(rows, extended=True, combine="max", device=H100)
+    assert got.combine == "max" and got.multiquery_units == H100.compute_units
+    assert np.max(np.abs(relative_errors(rows, got))) < 1e-3
+
+
+@given(shapes, batches, qs, contexts)
+def test_extended_gemm_roofline_is_between_max_and_sum(shape, b, q, L) -> None:
+    w = Workload(b, q, L)
+    f = features(shape, w)
+    rest = predict_seconds(shape, w, replace(EXT, weight_bandwidth=math.inf,
+                                             matmul_throughput=math.inf))
+    memory = f.weight_bytes / EXT.weight_bandwidth
+    arithmetic = f.matmul_flops / EXT.matmul_throughput
+    att = f.attention_flops / EXT.matmul_throughput
+    roof = predict_seconds(shape, w, replace(EXT, combine="max"))
+    total = predict_seconds(shape, w, replace(EXT, combine="additive"))
+    assert roof == pytest.approx(rest + max(memory, arithmetic) + att, rel=1e-9)
+    assert total == pytest.approx(rest + memory + arithmetic + att, rel=1e-9)
+
+
+@given(shapes, st.integers(0, 200), st.integers(2, 16), st.integers(1, 32_768))
+def test_multiquery_kernel_costs_whole_waves_of_blocks(shape, k, q, L) -> None:
+    """Verification batches whose blocks (b·heads) fill the same number of waves of the
+    device's SMs pay the same multi-query time; one block more than a wave pays two."""
+    H, units = shape.num_attention_heads, EXT.multiquery_units
+    only_mq = CostCoefficients(0.0, 0.0, math.inf, math.inf, math.inf,
+                               multiquery_cta_bandwidth=EXT.multiquery_cta_bandwidth,
+                               multiquery_position_s=EXT.multiquery_position_s)
+    per_wave = predict_seconds(shape, Workload(1, q, L), only_mq)
+    b = k + 1
+    waves = math.ceil(b * H / units)
+    assert predict_seconds(shape, Workload(b, q, L), only_mq) == pytest.approx(
+        waves * per_wave, rel=1e-12)
+    f = features(shape, Workload(b, q, L))
+    assert f.multiquery_cta_bytes == L * shape.head_dim * 2 * 2 * shape.num_hidden_layers
+    assert f.multiquery_kv_read_bytes == b * L * shape.kv_bytes_per_token()
+
+
+@given(shapes, st.integers(1, 16), st.integers(1, 16), qs, contexts)
+def test_prefix_groups_read_each_prefix_once(shape, B, w, q, L) -> None:
+    grouped = features(shape, Workload(B * w, q, L, shared_prefix=True, prefix_groups=B))
+    kv = shape.kv_bytes_per_token()
+    assert grouped.kv_read_bytes == (B * L + B * w * q) * kv
+    unshared = features(shape, Workload(B * w, q, L))
+    if w == 1:  # one sequence per prefix: nothing is shared
+        assert grouped == unshared
+    elif L > 0:
+        assert grouped.multiquery_ctas == B * shape.num_attention_heads
+        assert grouped.multiquery_kv_read_bytes == B * L * kv
+    if q > 1:  # both read the context with the multi-query kernel; shared, less of it
+        assert predict_seconds(shape, Workload(B * w, q, L, True, prefix_groups=B), EXT) \
+            <= predict_seconds(shape, Workload(B * w, q, L), EXT) * (1 + 1e-12)
+
+
+@pytest.mark.parametrize("target", sorted(DEVICES))
+def test_transfer_of_the_extended_model_keeps_what_one_sm_does(target) -> None:
+    dev = get_device(target)
+    moved = transfer(EXT, H100, dev)
+    assert moved.efficiencies(dev) == pytest.approx(EXT.efficiencies(H100))
+    assert (moved.multiquery_cta_bandwidth, moved.multiquery_position_s,
+            moved.attention_kernel_s) == (EXT.multiquery_cta_bandwidth,
+                                          EXT.multiquery_position_s, EXT.attention_kernel_s)
+    assert moved.multiquery_units == dev.compute_units
+
+
+@pytest.mark.parametrize(("call", "name"), [
+    (lambda: Workload(4, prefix_groups=3, shared_prefix=True), "prefix_groups"),
+    (lambda: Workload(4, prefix_groups=2), "prefix_groups"),
+    (lambda: Workload(4, prefix_groups=0, shared_prefix=True), "prefix_groups"),
+    (lambda: replace(EXT, multiquery_cta_bandwidth=0.0), "multiquery_cta_bandwidth"),
+    (lambda: replace(EXT, multiquery_position_s=-1.0), "multiquery_position_s"),
+    (lambda: replace(EXT, activation_bandwidth=-1.0), "activation_bandwidth"),
+    (lambda: CostCoefficients.from_vector([1.0] * 7), "x"),
+    (lambda: fit([(SMALL, Workload(), 1.0)], multiquery_units=0), "multiquery_units"),
+])
+def test_extended_bad_inputs_name_the_parameter(call, name) -> None:
+    with pytest.raises(ValueError, match=name):
+        call()
+
+
+def test_graph_preset_is_the_benchmark_fit_and_meets_the_targets_held_out() -> None:
+    """The what-if preset is what the benchmark fits on the committed H100 profiles (0.5b
+    and 7b), and on the architectures it was not fitted to (1.5b, 14b, 32b) every kind
+    of forward stays within the issue's targets (median <= 10 %, max <= 25 %) —
+    accuracy as a regression check, not timing."""
+    from benchmarks.bench_hardware_costmodel import graph_sets, load_graph_profiles
+    from specmodel.hardware.costmodel import load_coefficients
+
+    _, fit_all, held = graph_sets(load_graph_profiles())
+    got = fit(fit_all, device=H100, extended=True, combine="max")
+    preset, device, data = load_coefficients("h100-sxm-graph")
+    assert device == H100 and data["schema_version"] == 2
+    np.testing.assert_allclose(got.vector(), preset.vector(), rtol=1e-3, atol=1e-15)
+    for name, rows in held.items():
+        e = np.abs(relative_errors(rows, preset))
+        assert np.median(e) <= 0.10 and np.max(e) <= 0.25, name

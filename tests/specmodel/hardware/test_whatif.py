@@ -83,29 +83,3 @@ def test_bad_inputs_name_the_parameter(kw, name) -> None:
     args = {"target": T, "draft": D, "alpha1": 0.6, "alpha2": 0.3, **kw}
     with pytest.raises(ValueError, match=name):
         what_if(**args)
-
-
-def test_extended_fit_recovers_known_seven_term_coefficients() -> None:
-    from specmodel.hardware.costmodel import (
-        CostCoefficients,
-        Workload,
-        fit,
-        predict_seconds,
-    )
-    from specmodel.hardware.shape import load_shape
-
-    true = CostCoefficients(1e-4, 5e-5, 2.9e12, 3.0e12, 7e14, multiquery_kv_bandwidth=7e11,
-                            attention_kernel_s=1.3e-5)
-    rows = []
-    for name in ("qwen2.5-0.5b", "qwen2.5-7b", "qwen2.5-32b"):
-        s = load_shape(name)
-        for w in (Workload(1, 1, 0), Workload(8, 1, 4096), Workload(1, 4, 16384),
-                  Workload(8, 2, 1024), Workload(8, 1, 4096, shared_prefix=True),
-                  Workload(1, 2048, 0, logits="last"), Workload(32, 1, 256)):
-            rows.append((s, w, predict_seconds(s, w, true)))
-    got = fit(rows, extended=True)
-    import numpy as np
-
-    np.testing.assert_allclose(got.vector(), true.vector(), rtol=1e-6)
-    assert predict_seconds(load_shape("qwen2.5-7b"), Workload(4, 1, 512), got) == \
-        pytest.approx(predict_seconds(load_shape("qwen2.5-7b"), Workload(4, 1, 512), true))
