@@ -203,6 +203,7 @@ def load_graph_profile(path: Path | str) -> dict[str, list[Row]]:
     are left out; the shape is the file's ``architecture``."""
     data = json.loads(Path(path).read_text(encoding="utf-8"))
     shape = Shape(**data["architecture"])
+    layout = data.get("layout", "gqa")  # profiles before the option were all gqa
     out: dict[str, list[Row]] = {k: [] for k in KINDS}
     for p in data["points"]:
         if "ms" not in p:
@@ -212,7 +213,7 @@ def load_graph_profile(path: Path | str) -> dict[str, list[Row]]:
             kind = "decode-shared"
         w = Workload(batch=p["batch"], q=p["new_tokens"], context=p["context"],
                      shared_prefix=bool(p["shared_prefix"]),
-                     logits="last" if kind == "prefill" else "all")
+                     logits="last" if kind == "prefill" else "all", layout=layout)
         out[kind].append((shape, w, p["ms"][0] / 1e3))
     return out
 
@@ -376,6 +377,54 @@ def main_transfer() -> dict[str, Any]:
     return out
 
 
+PACKED_ARCHS = ("qwen2.5-0.5b", "qwen2.5-7b", "qwen2.5-32b")
+"""The packed-layout profiles ``benchmarks/gpu/synthetic_and_layout.sh`` measures."""
+PACKED_GLOB = "*/packed/*.graph-packed.json"
+
+
+def main_packed() -> dict[str, Any]:
+    """Predictions registered before the packed layout is measured: every verify and
+    shared-prefix point of the gqa profiles of :data:`PACKED_ARCHS` at the contexts the
+    GPU script measures (1024-16384), priced by the preset with one block per KV head
+    instead of one per query head; where packed profiles exist under ``results/gpu``
+    (``*/packed/*.graph-packed.json``), their error is reported beside."""
+    coef, _, _ = load_coefficients("h100-sxm-graph")
+    measured: dict[tuple[str, str, int, int, int], float] = {}
+    for path in sorted((RESULTS / "gpu").glob(PACKED_GLOB)):
+        for kind, rows in load_graph_profile(path).items():
+            for sh, w, t in rows:
+                measured[(sh.name, kind, w.batch, w.q, w.context)] = t
+    table, out = [], []
+    for arch in PACKED_ARCHS:
+        profile = load_graph_profile(GRAPH_DIR / f"{arch}.graph.json")
+        for kind in ("verify", "decode-shared"):
+            for sh, w, t in profile[kind]:
+                if w.context < 1024 or (kind == "verify" and w.q > 8):
+                    continue
+                packed = Workload(w.batch, w.q, w.context, w.shared_prefix, layout="packed")
+                gqa_pred = predict_seconds(sh, w, coef)
+                packed_pred = predict_seconds(sh, packed, coef)
+                key = (sh.name, kind, w.batch, w.q, w.context)
+                got = measured.get(key)
+                out.append({"arch": sh.name, "kind": kind, "batch": w.batch, "q": w.q,
+                            "context": w.context, "gqa_measured_s": t,
+                            "gqa_predicted_s": gqa_pred, "packed_predicted_s": packed_pred,
+                            "packed_measured_s": got})
+                table.append([sh.name, kind, w.batch, w.q, w.context, t * 1e3,
+                              gqa_pred * 1e3, packed_pred * 1e3, packed_pred / t,
+                              None if got is None else got * 1e3,
+                              None if got is None else percent(packed_pred / got - 1,
+                                                               signed=True)])
+    print_table("Packed layout (one attention block per KV head): registered predictions "
+                "(h100-sxm-graph preset); measured where a packed profile exists",
+                ["arch", "kind", "b", "q", "L", "gqa meas. ms", "gqa pred. ms",
+                 "packed pred. ms", "packed pred./gqa meas.", "packed meas. ms", "error"],
+                table)
+    return {"preset": "h100-sxm-graph", "points": out,
+            "measured_files": [str(p.relative_to(RESULTS))
+                               for p in sorted((RESULTS / "gpu").glob(PACKED_GLOB))]}
+
+
 def main() -> None:
     rows = load_shared_floor()
     device = get_device(DEVICE)
@@ -456,9 +505,11 @@ def main() -> None:
 
     graph = main_graph(c)
     moved = main_transfer()
+    packed = main_packed()
     write_json("hardware_costmodel", {
         "own_graph_profiles": graph,
         "held_out_device_h200": moved,
+        "packed_layout": packed,
         "data": str(SHARED_FILE.relative_to(RESULTS.parent.parent)),
         "device": DEVICE, "headline": HEADLINE,
         "targets": {"median": TARGET_MEDIAN, "max": TARGET_MAX, "b_max": B_TARGET},

@@ -61,6 +61,7 @@ def _main_options(
                                                "draft": "--draft-arch",
                                                "device": "--device", "context": "--context",
                                                "placement": "--placement",
+                                               "attention_layout": "--attention-layout",
                                                "token_drafter": "--token-drafter"})
 def optimize(
     inputs: ModelInputs,
@@ -91,6 +92,10 @@ def optimize(
     shared_prefix: Annotated[bool, typer.Option(
         "--shared-prefix/--no-shared-prefix",
         help="What-if: branches share their prefix's attention (cascade kernels).")] = True,
+    attention_layout: Annotated[str, typer.Option(
+        "--attention-layout", help="What-if: the verification attention kernel's blocks: "
+        "gqa (one per query head, as profiled) or packed (one per KV head, as "
+        "decode-optimized engine kernels).")] = "gqa",
     decoder: Annotated[bool, typer.Option(
         "--decoder/--no-decoder",
         help="With a calibration that has engine costs, lead with the decoder model "
@@ -115,8 +120,9 @@ def optimize(
         result = what_if(target_arch, draft_arch, alpha1=params.alpha1,
                          alpha2=params.alpha2, device=device, context=context,
                          concurrency=concurrency, placement=placement,  # type: ignore[arg-type]
-                         shared_prefix=shared_prefix, token_drafter=token_drafter,
-                         budget=budget)
+                         shared_prefix=shared_prefix,
+                         attention_layout=attention_layout,  # type: ignore[arg-type]
+                         token_drafter=token_drafter, budget=budget)
         if json_out:
             render.emit_json({**result.to_dict(), "calibration": inputs.source.to_dict()})
         else:
@@ -210,7 +216,8 @@ def _print_what_if(inputs: ModelInputs, result: Any) -> None:
     render.dim(f"α1 = {i['alpha1']:.3f}, α2 = {i['alpha2']:.3f} (calibration); "
                f"{i['target']} ← {i['draft']} on {i['device']}, L = {i['context']}, "
                f"{i['concurrency']} request(s), {i['placement']}, "
-               f"{'shared' if i['shared_prefix'] else 'unshared'} prefix.")
+               f"{'shared' if i['shared_prefix'] else 'unshared'} prefix, "
+               f"{i['attention_layout']} attention blocks.")
     render.dim(f"Priced: c1 = {c['c1']:.4f}, c2 = {c['c2']:.4f}; {c['model']}.")
     rows = []
     for name, p in result.predictions.items():

@@ -57,6 +57,7 @@ from specmodel.hardware.shape import Shape, dtype_bytes
 __all__ = [
     "COMBINES",
     "EXTENDED_TERMS",
+    "LAYOUTS",
     "LOGITS",
     "PLACEMENTS",
     "CostCoefficients",
@@ -72,6 +73,9 @@ __all__ = [
     "transfer",
 ]
 
+LAYOUTS = ("gqa", "packed")
+"""How a multi-query attention kernel maps grouped query heads to blocks (the same
+names as ``profiler.hardware``'s ``--layout``)."""
 LOGITS = ("all", "last")
 """Which positions' logits a forward computes: every new token's, or the last one's."""
 COMBINES = ("additive", "max")
@@ -145,6 +149,12 @@ class Workload:
     split evenly among them (B requests each expanding w branches over its own context:
     ``batch = B·w``, ``prefix_groups = B``).  Must divide ``batch``; 1 without a shared
     prefix."""
+    layout: Literal["gqa", "packed"] = "gqa"
+    """How the multi-query kernel (a verification's cached context, a shared prefix)
+    maps grouped query heads to blocks: ``gqa``, one block per query head (PyTorch SDPA
+    with ``enable_gqa``, the profiled reference decoder); ``packed``, one block per KV
+    head with its group's query rows packed together (what decode-optimized kernels
+    do), so each KV head's cache is read once and fewer blocks fill the SMs."""
 
     def __post_init__(self) -> None:
         _check_int("batch", self.batch, 1)
@@ -153,6 +163,7 @@ class Workload:
         if not isinstance(self.shared_prefix, bool | np.bool_):
             raise ValueError(f"shared_prefix must be True or False, got {self.shared_prefix!r}")
         _check_choice("logits", self.logits, LOGITS)
+        _check_choice("layout", self.layout, LAYOUTS)
         g = _check_int("prefix_groups", self.prefix_groups, 1)
         if self.batch % g:
             raise ValueError(f"prefix_groups must divide batch ({self.batch}), got {g}")
@@ -191,13 +202,14 @@ class Features:
     reads its cache with a split-KV decode kernel instead; the two reach very different
     bandwidths."""
     multiquery_ctas: int = 0
-    """Independent (sequence or prefix, query head) pairs the multi-query kernel
-    parallelises over — its thread blocks: b·heads for a verification, groups·heads
-    for shared prefixes."""
+    """Independent (sequence or prefix, head) pairs the multi-query kernel parallelises
+    over — its thread blocks: b·heads for a verification, groups·heads for shared
+    prefixes (query heads in the ``gqa`` layout, KV heads ``packed``)."""
     multiquery_cta_bytes: float = 0.0
     """Bytes one of those blocks reads, summed over the layers: its KV head's keys and
-    values over the L cached positions (L·head_dim·2·dtype bytes per layer).  Query
-    heads that share a KV head each read it again (through the L2 cache)."""
+    values over the L cached positions (L·head_dim·2·dtype bytes per layer).  In the
+    ``gqa`` layout query heads that share a KV head each read it again (through the L2
+    cache)."""
     multiquery_positions: float = 0.0
     """Cached positions one block walks, summed over the layers (L·layers)."""
     extra_attention_kernels: int = 0
@@ -263,7 +275,9 @@ def features(shape: Shape, workload: Workload, dtype: str = "bfloat16") -> Featu
     logit_rows = new if workload.logits == "all" else b
     matmul = new * body_flops + logit_rows * head_flops
     attention = new * (L + q) * shape.attention_flops_per_token_per_position
-    heads, layers = shape.num_attention_heads, shape.num_hidden_layers
+    layers = shape.num_hidden_layers
+    heads = shape.num_attention_heads if workload.layout == "gqa" else \
+        shape.num_key_value_heads  # blocks per cache the multi-query kernel reads
     readers = g if workload.shared_prefix and b > g else b  # caches the context lives in
     multiquery = L > 0 and (readers < b or q > 1)
     mq_bytes = readers * L * kv_token if multiquery else 0

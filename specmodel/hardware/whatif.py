@@ -32,6 +32,7 @@ from typing import Any, Literal
 from specmodel.closedform.hybrid import h as h_closed
 from specmodel.closedform.step_level import async_knee
 from specmodel.hardware.costmodel import (
+    LAYOUTS,
     PLACEMENTS,
     CostCoefficients,
     Workload,
@@ -131,12 +132,13 @@ class WhatIf:
 
 
 def _branch_seconds(shape: Shape, c: CostCoefficients, B: int, w: int, q: int, L: int,
-                    shared: bool) -> float:
+                    shared: bool, layout: str = "gqa") -> float:
     """B requests, each expanding w branches of q new tokens over its own L-token
     context; with ``shared`` each request's branches read its prefix once."""
-    unshared = seconds_of(features(shape, Workload(B * w, q, L)), c)
+    unshared = seconds_of(features(shape, Workload(B * w, q, L, layout=layout)), c)
     if shared and w > 1 and L > 0:
-        f = features(shape, Workload(B * w, q, L, shared_prefix=True, prefix_groups=B))
+        f = features(shape, Workload(B * w, q, L, shared_prefix=True, prefix_groups=B,
+                                     layout=layout))
         # a shared prefix can always be read per branch: the cheaper of the two kernels
         return min(unshared, seconds_of(f, c))
     return unshared
@@ -165,6 +167,7 @@ def what_if(target: Shape | str, draft: Shape | str, *, alpha1: float, alpha2: f
             device: Device | str = "h100-sxm", context: int = 4096, concurrency: int = 1,
             placement: Literal["one-device", "two-devices"] = "two-devices",
             overlap: float = 0.10, shared_prefix: bool = True,
+            attention_layout: Literal["gqa", "packed"] = "gqa",
             token_drafter: Shape | str | Literal["same", "ngram"] = "same",
             coefficients: CostCoefficients | None = None,
             coefficients_device: Device | str | None = None,
@@ -180,7 +183,10 @@ def what_if(target: Shape | str, draft: Shape | str, *, alpha1: float, alpha2: f
     predictions (the LR paper's defaults: 6 speculative steps, 8 speculative tokens ->
     k2 = 9); ``budget``: M of the search for the best.  ``c1``/``c2`` override the
     priced ratios and ``flat`` replaces T(b), V(q) by the flat curve (what the closed
-    forms assume) — for tests and comparisons.
+    forms assume) — for tests and comparisons.  ``attention_layout``: how verification
+    and shared-prefix forwards map grouped query heads to the attention kernel's blocks
+    (:attr:`~specmodel.hardware.costmodel.Workload.layout`; ``gqa`` is the kernel the
+    preset was measured with).
     """
     tgt = _shape("target", target)
     drf = _shape("draft", draft)
@@ -194,6 +200,9 @@ def what_if(target: Shape | str, draft: Shape | str, *, alpha1: float, alpha2: f
     o = _real("overlap", overlap, 0.0, 1.0)
     if not isinstance(shared_prefix, bool):
         raise ValueError(f"shared_prefix must be True or False, got {shared_prefix!r}")
+    if attention_layout not in LAYOUTS:
+        raise ValueError(f"attention_layout must be one of {', '.join(LAYOUTS)}, "
+                         f"got {attention_layout!r}")
     M = _int("budget", budget, 1, MAX_BUDGET)
     kk1 = _int("k1", k1, 1, MAX_BUDGET)
     kk2 = _int("k2", k2, 1, MAX_BUDGET)
@@ -238,7 +247,7 @@ def what_if(target: Shape | str, draft: Shape | str, *, alpha1: float, alpha2: f
         if flat:
             return BatchCostCurve.flat()
         pts = [(B, t_base)] + [(B * j * q, _branch_seconds(tgt, coef, B, j, q, L,
-                                                           shared_prefix))
+                                                           shared_prefix, attention_layout))
                                for j in widths if B * j * q != B]
         return BatchCostCurve.from_points(pts)
 
@@ -280,9 +289,11 @@ def what_if(target: Shape | str, draft: Shape | str, *, alpha1: float, alpha2: f
     assert best is not None
     preds["best"] = best
 
-    curve_rows = {f"T({j})/T(1)": _branch_seconds(tgt, coef, B, j, 1, L, shared_prefix)
-                  / t_base for j in (2, 4, 8, 16, 32) if j <= max(M, 8)}
-    verify_rows = {f"V({q})/T(1)": _branch_seconds(tgt, coef, B, 1, q, L, False) / t_base
+    curve_rows = {f"T({j})/T(1)": _branch_seconds(tgt, coef, B, j, 1, L, shared_prefix,
+                                                  attention_layout) / t_base
+                  for j in (2, 4, 8, 16, 32) if j <= max(M, 8)}
+    verify_rows = {f"V({q})/T(1)": _branch_seconds(tgt, coef, B, 1, q, L, False,
+                                                   attention_layout) / t_base
                    for q in (2, 4, 8, 16)}
     cost_model = f"{coef_source}"
     notes = [
@@ -302,7 +313,8 @@ def what_if(target: Shape | str, draft: Shape | str, *, alpha1: float, alpha2: f
                 "token_drafter": "ngram" if tok is None else tok.name,
                 "judge": None if jdg is None else jdg.name, "device": dev.name,
                 "context": L, "concurrency": B, "placement": placement, "overlap": o,
-                "shared_prefix": shared_prefix, "alpha1": a1, "alpha2": a2, "budget": M,
+                "shared_prefix": shared_prefix, "attention_layout": attention_layout,
+                "alpha1": a1, "alpha2": a2, "budget": M,
                 "k1": kk1, "k2": kk2, "judge_tokens": jt, "step_tokens": st,
                 "coefficients": coef.to_dict()},
         costs={**cs, "c1": cc1, "c2": cc2, "c1_forced": c1 is not None,

@@ -455,6 +455,9 @@ def test_optimize_what_if_from_architectures(capsys) -> None:
     code, out, _ = run(["optimize", "--target-arch", "qwen2.5-32b", "--draft-arch",
                         "qwen2.5-1.5b"], capsys)
     assert code == 0 and "What-if" in out and "flat f·g" in out
+    code, out, _ = run(["optimize", "--target-arch", "qwen2.5-32b", "--draft-arch",
+                        "qwen2.5-1.5b", "--attention-layout", "packed", "--json"], capsys)
+    assert code == 0 and json.loads(out)["inputs"]["attention_layout"] == "packed"
 
 
 @pytest.mark.parametrize(("args", "named"), [
@@ -466,6 +469,8 @@ def test_optimize_what_if_from_architectures(capsys) -> None:
      "--context must be"),
     (["--target-arch", "qwen2.5-32b", "--draft-arch", "qwen2.5-1.5b", "--placement", "x"],
      "--placement must be one of"),
+    (["--target-arch", "qwen2.5-32b", "--draft-arch", "qwen2.5-1.5b", "--attention-layout",
+      "paged"], "--attention-layout must be one of"),
 ])
 def test_optimize_what_if_bad_input(capsys, args, named) -> None:
     code, _, err = run(["optimize", *args], capsys)

@@ -281,6 +281,17 @@ def test_prefix_groups_read_each_prefix_once(shape, B, w, q, L) -> None:
             <= predict_seconds(shape, Workload(B * w, q, L), EXT) * (1 + 1e-12)
 
 
+@given(shapes, st.integers(1, 64), st.integers(2, 16), st.integers(1, 32_768), st.booleans())
+def test_packed_layout_runs_one_block_per_kv_head(shape, b, q, L, shared) -> None:
+    gqa = features(shape, Workload(b, q, L, shared))
+    packed = features(shape, Workload(b, q, L, shared, layout="packed"))
+    groups = shape.num_attention_heads // shape.num_key_value_heads
+    assert gqa.multiquery_ctas == packed.multiquery_ctas * groups
+    assert replace(packed, multiquery_ctas=gqa.multiquery_ctas) == gqa
+    assert predict_seconds(shape, Workload(b, q, L, shared, layout="packed"), EXT) <= \
+        predict_seconds(shape, Workload(b, q, L, shared), EXT) * (1 + 1e-12)
+
+
 @pytest.mark.parametrize("target", sorted(DEVICES))
 def test_transfer_of_the_extended_model_keeps_what_one_sm_does(target) -> None:
     dev = get_device(target)
@@ -296,6 +307,7 @@ def test_transfer_of_the_extended_model_keeps_what_one_sm_does(target) -> None:
     (lambda: Workload(4, prefix_groups=3, shared_prefix=True), "prefix_groups"),
     (lambda: Workload(4, prefix_groups=2), "prefix_groups"),
     (lambda: Workload(4, prefix_groups=0, shared_prefix=True), "prefix_groups"),
+    (lambda: Workload(4, layout="paged"), "layout"),
     (lambda: replace(EXT, multiquery_cta_bandwidth=0.0), "multiquery_cta_bandwidth"),
     (lambda: replace(EXT, multiquery_position_s=-1.0), "multiquery_position_s"),
     (lambda: replace(EXT, activation_bandwidth=-1.0), "activation_bandwidth"),

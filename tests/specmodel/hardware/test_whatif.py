@@ -78,8 +78,21 @@ def test_preset_loads() -> None:
     ({"overlap": 1.5}, "overlap"), ({"budget": 0}, "budget"), ({"k1": 0}, "k1"),
     ({"device": "tpu"}, "device"), ({"target": "nope"}, "target"),
     ({"shared_prefix": 1}, "shared_prefix"), ({"c1": -0.1}, "c1"),
+    ({"attention_layout": "paged"}, "attention_layout"),
 ])
 def test_bad_inputs_name_the_parameter(kw, name) -> None:
     args = {"target": T, "draft": D, "alpha1": 0.6, "alpha2": 0.3, **kw}
     with pytest.raises(ValueError, match=name):
         what_if(**args)
+
+
+def test_packed_attention_never_prices_verification_higher() -> None:
+    """One block per KV head reads each cache once in fewer waves: V(q) and the branch
+    curve can only get cheaper than with one block per query head."""
+    kw = {"alpha1": 0.63, "alpha2": 0.28, "context": 16384, "concurrency": 4}
+    gqa = what_if(T, D, **kw)
+    packed = what_if(T, D, attention_layout="packed", **kw)
+    for key, v in gqa.costs["verify_cost"].items():
+        assert packed.costs["verify_cost"][key] <= v * (1 + 1e-12)
+    assert packed.costs["verify_cost"]["V(8)/T(1)"] < gqa.costs["verify_cost"]["V(8)/T(1)"]
+    assert packed.inputs["attention_layout"] == "packed"
