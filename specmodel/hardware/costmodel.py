@@ -20,11 +20,12 @@ serial-phases bound, the max the perfect-overlap bound; ``combine="max"`` fits t
 latter so the two can be compared (``benchmarks/bench_hardware_costmodel.py`` does,
 on measured H100 data).
 
-The extended model (``fit(..., extended=True)``, nine coefficients) prices the kernels
+The extended model (``fit(..., extended=True)``, ten coefficients) prices the kernels
 of a forward apart, each by what bounds it, and adds them:
 
     T = overhead + layers·per_layer + extra_kernels·per_kernel
         + GEMMs:      max(weight_bytes/BW_w, matmul_flops/FLOPS)   (combine="max")
+                      or, for a forward of one token, weight_bytes/BW_gemv
         + decode KV:  kv_bytes/BW_kv          (a split-KV decode kernel: near peak)
         + attention:  attention_flops/FLOPS
         + multi-query attention:  waves·(block_bytes/BW_block + positions·per_position)
@@ -32,7 +33,8 @@ of a forward apart, each by what bounds it, and adds them:
 
 A GEMM is either bandwidth- or compute-bound (all of a forward's GEMMs have the same
 b·q rows, hence one arithmetic intensity), so its two costs take the larger, while
-kernels that follow one another add.  The multi-query kernel that reads a
+kernels that follow one another add; a one-row product is a GEMV, a different kernel
+with its own bandwidth (on this CPU twice the GEMMs').  The multi-query kernel that reads a
 verification's cached context or a shared prefix runs one block per (sequence, query
 head): with fewer blocks than SMs it is bound by what one SM pulls (each query head
 reading its KV head's L positions), and more blocks queue in
@@ -65,6 +67,7 @@ __all__ = [
     "Workload",
     "concurrent_seconds",
     "load_coefficients",
+    "preset_for_device",
     "seconds_of",
     "features",
     "fit",
@@ -219,6 +222,9 @@ class Features:
     activation_bytes: float = 0.0
     """A proxy for the element-wise traffic (norms, rotary, activation, residuals) that
     grows with the tokens processed: b·q·layers·(hidden + intermediate)·dtype bytes."""
+    gemv_weight_bytes: float = 0.0
+    """The part of :attr:`weight_bytes` streamed by one-row products (GEMV kernels):
+    all of it when the forward processes one token (b·q = 1), else none."""
 
     @property
     def kv_bytes(self) -> float:
@@ -237,15 +243,18 @@ class Features:
         decode kernel moves (all but the multi-query kernel's), attention flops, and
         for the multi-query kernel waves·block bytes and waves·positions, where
         ``waves = ceil(multiquery_ctas / units)`` (``units``: the device's SMs), then
-        extra attention kernels and activation bytes."""
+        extra attention kernels, activation bytes and the GEMV weight bytes (the GEMM
+        weight bytes exclude them)."""
         if not extended:
             return np.array([1.0, self.layers, self.weight_bytes, self.kv_bytes,
                              self.flops])
         waves = math.ceil(self.multiquery_ctas / units) if self.multiquery_ctas else 0
-        return np.array([1.0, self.layers, self.weight_bytes, self.matmul_flops,
-                         self.kv_bytes - self.multiquery_kv_read_bytes, self.attention_flops,
-                         waves * self.multiquery_cta_bytes, waves * self.multiquery_positions,
-                         float(self.extra_attention_kernels), self.activation_bytes])
+        return np.array([1.0, self.layers, self.weight_bytes - self.gemv_weight_bytes,
+                         self.matmul_flops, self.kv_bytes - self.multiquery_kv_read_bytes,
+                         self.attention_flops, waves * self.multiquery_cta_bytes,
+                         waves * self.multiquery_positions,
+                         float(self.extra_attention_kernels), self.activation_bytes,
+                         self.gemv_weight_bytes])
 
     def to_dict(self) -> dict[str, Any]:
         """The fields, JSON-ready."""
@@ -254,7 +263,7 @@ class Features:
 
 EXTENDED_TERMS = ("fixed", "layers", "weight bytes", "matmul flops", "decode KV bytes",
                   "attention flops", "multi-query block bytes", "multi-query positions",
-                  "extra attention kernels", "activation bytes")
+                  "extra attention kernels", "activation bytes", "GEMV weight bytes")
 """The extended model's regressors (:meth:`Features.vector` with ``extended``)."""
 
 
@@ -292,7 +301,8 @@ def features(shape: Shape, workload: Workload, dtype: str = "bfloat16") -> Featu
         multiquery_positions=float(L * layers if multiquery else 0),
         extra_attention_kernels=layers if multiquery else 0,
         activation_bytes=float(new * layers * (shape.hidden_size + shape.intermediate_size)
-                               * el))
+                               * el),
+        gemv_weight_bytes=float(shape.weight_bytes(dtype) if new == 1 else 0))
 
 
 @dataclass(frozen=True)
@@ -339,6 +349,9 @@ class CostCoefficients:
     activation_bandwidth: float = math.inf
     """Extended model only: bytes/s of :attr:`Features.activation_bytes` (the
     element-wise traffic that grows with the tokens of a forward; ``inf``: free)."""
+    gemv_bandwidth: float | None = None
+    """Extended model only: the bandwidth at which one-row products (a forward of one
+    token) stream the weights, bytes/s; None: :attr:`weight_bandwidth`."""
     multiquery_units: float = 132.0
     """Blocks the device runs at once in the multi-query kernel: its SMs (132 on an
     H100; :func:`transfer` takes the target device's
@@ -350,6 +363,8 @@ class CostCoefficients:
         for key in ("weight_bandwidth", "kv_bandwidth", "matmul_throughput",
                     "activation_bandwidth"):
             _check_real(key, getattr(self, key), strict=True, allow_inf=True)
+        if self.gemv_bandwidth is not None:
+            _check_real("gemv_bandwidth", self.gemv_bandwidth, strict=True, allow_inf=True)
         _check_choice("combine", self.combine, COMBINES)
         if self.multiquery_cta_bandwidth is not None:
             _check_real("multiquery_cta_bandwidth", self.multiquery_cta_bandwidth,
@@ -365,24 +380,29 @@ class CostCoefficients:
 
     def vector(self) -> np.ndarray:
         """Five-term model: overhead, per-layer, and the reciprocals of the weight, KV
-        and matmul throughputs (seconds per byte, per flop).  Extended, nine entries:
+        and matmul throughputs (seconds per byte, per flop).  Extended, ten entries:
         those five, 1/multi-query block bandwidth, seconds per multi-query position,
-        seconds per extra attention kernel, 1/activation bandwidth."""
+        seconds per extra attention kernel, 1/activation bandwidth, 1/GEMV bandwidth."""
         base = [self.overhead_s, self.per_layer_s, 1.0 / self.weight_bandwidth,
                 1.0 / self.kv_bandwidth, 1.0 / self.matmul_throughput]
         if self.multiquery_cta_bandwidth is None:
             return np.array(base)
         return np.array([*base, 1.0 / self.multiquery_cta_bandwidth,
                          self.multiquery_position_s, self.attention_kernel_s,
-                         1.0 / self.activation_bandwidth])
+                         1.0 / self.activation_bandwidth, 1.0 / self.gemv_weight_bandwidth])
+
+    @property
+    def gemv_weight_bandwidth(self) -> float:
+        """The bandwidth of one-row products: :attr:`gemv_bandwidth`, else the GEMMs'."""
+        return self.weight_bandwidth if self.gemv_bandwidth is None else self.gemv_bandwidth
 
     @classmethod
     def from_vector(cls, x: Sequence[float], combine: str = "additive",
                     multiquery_units: float = 132.0) -> CostCoefficients:
         """The inverse of :meth:`vector` (a zero reciprocal becomes ``inf``, a negative
-        time 0); 5 entries for the five-term model, 9 for the extended one."""
-        if len(x) not in (5, 9):
-            raise ValueError(f"x must have 5 or 9 entries, got {len(x)}")
+        time 0); 5 entries for the five-term model, 10 for the extended one."""
+        if len(x) not in (5, 10):
+            raise ValueError(f"x must have 5 or 10 entries, got {len(x)}")
 
         def inv(v: float) -> float:
             return math.inf if v <= 0 else 1.0 / float(v)
@@ -395,7 +415,7 @@ class CostCoefficients:
                    multiquery_cta_bandwidth=inv(x[5]),
                    multiquery_position_s=max(float(x[6]), 0.0),
                    attention_kernel_s=max(float(x[7]), 0.0), activation_bandwidth=inv(x[8]),
-                   multiquery_units=multiquery_units)
+                   gemv_bandwidth=inv(x[9]), multiquery_units=multiquery_units)
 
     def efficiencies(self, device: Device, dtype: str = "bfloat16") -> dict[str, float]:
         """The throughputs that scale with the device, as fractions of ``device``'s
@@ -407,6 +427,7 @@ class CostCoefficients:
                "matmul_throughput": self.matmul_throughput / device.matmul_throughput(dtype)}
         if self.extended:
             out["activation_bandwidth"] = self.activation_bandwidth / device.memory_bandwidth
+            out["gemv_bandwidth"] = self.gemv_weight_bandwidth / device.memory_bandwidth
         return out
 
     @classmethod
@@ -418,15 +439,18 @@ class CostCoefficients:
                           multiquery_position_s: float = 0.0,
                           attention_kernel_s: float = 0.0,
                           activation_bandwidth: float = math.inf,
+                          gemv_bandwidth: float | None = None,
                           multiquery_units: float | None = None) -> CostCoefficients:
-        """Coefficients whose weight, KV, matmul and activation throughputs are the given
-        fractions (> 0, ``inf`` allowed) of ``device``'s nominal numbers; the
+        """Coefficients whose weight, KV, matmul, activation and GEMV throughputs are the
+        given fractions (> 0, ``inf`` allowed) of ``device``'s nominal numbers; the
         multi-query block bandwidth is absolute (bytes/s of one SM) and
         ``multiquery_units`` defaults to the device's SMs."""
         device = _check_device("device", device)
         effs = {"weight_bandwidth": weight_bandwidth, "kv_bandwidth": kv_bandwidth,
                 "matmul_throughput": matmul_throughput,
                 "activation_bandwidth": activation_bandwidth}
+        if gemv_bandwidth is not None:
+            effs["gemv_bandwidth"] = gemv_bandwidth
         for key, v in effs.items():
             _check_real(key, v, strict=True, allow_inf=True)
         bw = device.memory_bandwidth
@@ -437,7 +461,9 @@ class CostCoefficients:
                    multiquery_cta_bandwidth=multiquery_cta_bandwidth,
                    multiquery_position_s=multiquery_position_s,
                    attention_kernel_s=attention_kernel_s,
-                   activation_bandwidth=activation_bandwidth * bw, multiquery_units=units)
+                   activation_bandwidth=activation_bandwidth * bw,
+                   gemv_bandwidth=None if gemv_bandwidth is None else gemv_bandwidth * bw,
+                   multiquery_units=units)
 
     def to_dict(self) -> dict[str, Any]:
         """The fields, JSON-ready (``inf`` as the string ``"inf"``)."""
@@ -447,7 +473,7 @@ class CostCoefficients:
 
 def _times(V: np.ndarray, x: np.ndarray, combine: str) -> np.ndarray:
     """Seconds of the forwards whose regressors are the rows of ``V`` (5 columns: the
-    five-term model; 10: the extended one, :data:`EXTENDED_TERMS`) under the
+    five-term model; 11: the extended one, :data:`EXTENDED_TERMS`) under the
     coefficient vector ``x`` (:meth:`CostCoefficients.vector`) — the model's one
     formula, used to predict and to fit."""
     fixed = V[:, 0] * x[0] + V[:, 1] * x[1]
@@ -460,7 +486,7 @@ def _times(V: np.ndarray, x: np.ndarray, combine: str) -> np.ndarray:
     weights, arithmetic = V[:, 2] * x[2], V[:, 3] * x[4]
     gemm = np.maximum(weights, arithmetic) if combine == "max" else weights + arithmetic
     rest = (V[:, 4] * x[3] + V[:, 5] * x[4] + V[:, 6] * x[5] + V[:, 7] * x[6]
-            + V[:, 8] * x[7] + V[:, 9] * x[8])
+            + V[:, 8] * x[7] + V[:, 9] * x[8] + V[:, 10] * x[9])
     return fixed + gemm + rest
 
 
@@ -470,7 +496,7 @@ def _linear_design(V: np.ndarray) -> np.ndarray:
     if V.shape[1] == 5:
         return V
     return np.column_stack([V[:, 0], V[:, 1], V[:, 2], V[:, 4], V[:, 3] + V[:, 5],
-                            V[:, 6], V[:, 7], V[:, 8], V[:, 9]])
+                            V[:, 6], V[:, 7], V[:, 8], V[:, 9], V[:, 10]])
 
 
 def _seconds(f: Features, c: CostCoefficients) -> float:
@@ -523,7 +549,7 @@ def fit(rows: Iterable[Row], dtype: str = "bfloat16",
     weight (infinite throughput) and would price a prefill's or a wide verification's
     arithmetic at nothing; bounded, it is priced at the device's peak.
 
-    ``extended``: the nine-coefficient model (multi-query kernel priced per block and
+    ``extended``: the ten-coefficient model (multi-query kernel priced per block and
     wave, extra attention kernels, activation traffic; :attr:`CostCoefficients.combine`
     then applies to the GEMMs alone).  Its rows must include verification or
     shared-prefix forwards and forwards of many tokens, or those terms are not
@@ -547,6 +573,7 @@ def fit(rows: Iterable[Row], dtype: str = "bfloat16",
         if extended:
             lower[5] = bw  # one block cannot outrun the device
             lower[8] = bw
+            lower[9] = bw
     A = X / t[:, None]
     scale = np.linalg.norm(A, axis=0)
     scale[scale == 0] = 1.0
@@ -645,15 +672,24 @@ def seconds_of(f: Features, coefficients: CostCoefficients) -> float:
     return _seconds(f, coefficients)
 
 
-HARDWARE_PRESETS = ("h100-sxm-graph",)
-"""Fitted coefficient presets (``specmodel/presets/hardware/NAME.json``)."""
+HARDWARE_PRESETS = ("h100-sxm-graph", "cpu-this-eager")
+"""Fitted coefficient presets (``specmodel/presets/hardware/NAME.json``): the H100 one
+(reference decoder as CUDA graphs, bf16) and this machine's CPU (the same decoder op
+by op, float32, one thread)."""
+PRESET_DEVICES = {"h100-sxm-graph": "h100-sxm", "cpu-this-eager": "cpu-this"}
+"""The device each preset was measured on (its JSON says the same; a test checks)."""
+
+
+def preset_for_device(device: str) -> str | None:
+    """The preset measured on ``device`` (a device preset name), or None."""
+    return next((p for p, d in PRESET_DEVICES.items() if d == device), None)
 
 
 def load_coefficients(name: str = "h100-sxm-graph") -> tuple[CostCoefficients, Device,
                                                             dict[str, Any]]:
     """A fitted-coefficient preset: (coefficients, the device they were measured on,
-    the preset's JSON: data, held-out error, caveat).  Written by
-    ``benchmarks/bench_hardware_costmodel.py``."""
+    the preset's JSON: dtype, data, held-out error, caveat).  Written by
+    ``benchmarks/bench_hardware_costmodel.py`` and ``benchmarks/bench_cpu_costmodel.py``."""
     import json
     from importlib import resources
 

@@ -32,17 +32,19 @@ from typing import Any, Literal
 from specmodel.closedform.hybrid import h as h_closed
 from specmodel.closedform.step_level import async_knee
 from specmodel.hardware.costmodel import (
+    HARDWARE_PRESETS,
     LAYOUTS,
     PLACEMENTS,
     CostCoefficients,
     Workload,
     features,
     load_coefficients,
+    preset_for_device,
     seconds_of,
     transfer,
 )
 from specmodel.hardware.devices import Device, get_device
-from specmodel.hardware.shape import Shape, load_shape
+from specmodel.hardware.shape import Shape, dtype_bytes, load_shape
 from specmodel.optimize.pricing import BatchCostCurve, cost_aware_speedup
 from specmodel.parameters import Parameters
 
@@ -132,13 +134,13 @@ class WhatIf:
 
 
 def _branch_seconds(shape: Shape, c: CostCoefficients, B: int, w: int, q: int, L: int,
-                    shared: bool, layout: str = "gqa") -> float:
+                    shared: bool, layout: str = "gqa", dtype: str = "bfloat16") -> float:
     """B requests, each expanding w branches of q new tokens over its own L-token
     context; with ``shared`` each request's branches read its prefix once."""
-    unshared = seconds_of(features(shape, Workload(B * w, q, L, layout=layout)), c)
+    unshared = seconds_of(features(shape, Workload(B * w, q, L, layout=layout), dtype), c)
     if shared and w > 1 and L > 0:
         f = features(shape, Workload(B * w, q, L, shared_prefix=True, prefix_groups=B,
-                                     layout=layout))
+                                     layout=layout), dtype)
         # a shared prefix can always be read per branch: the cheaper of the two kernels
         return min(unshared, seconds_of(f, c))
     return unshared
@@ -147,15 +149,17 @@ def _branch_seconds(shape: Shape, c: CostCoefficients, B: int, w: int, q: int, L
 def costs(target: Shape, draft: Shape, coefficients: CostCoefficients, *, context: int,
           concurrency: int = 1, token_drafter: Shape | None = None,
           judge: Shape | None = None, judge_tokens: int = 256,
-          step_tokens: int = 64) -> dict[str, float]:
+          step_tokens: int = 64, dtype: str = "bfloat16") -> dict[str, float]:
     """Seconds per forward and the ratios c1, c2 (see the module docstring)."""
     B, L = concurrency, context
-    t_t = seconds_of(features(target, Workload(B, 1, L)), coefficients)
-    t_d = seconds_of(features(draft, Workload(B, 1, L)), coefficients)
-    t_tok = 0.0 if token_drafter is None else seconds_of(
-        features(token_drafter, Workload(B, 1, L)), coefficients)
-    t_j = 0.0 if judge is None else seconds_of(
-        features(judge, Workload(B, judge_tokens, 0, logits="last")), coefficients)
+
+    def t(shape: Shape, w: Workload) -> float:
+        return seconds_of(features(shape, w, dtype), coefficients)
+
+    t_t = t(target, Workload(B, 1, L))
+    t_d = t(draft, Workload(B, 1, L))
+    t_tok = 0.0 if token_drafter is None else t(token_drafter, Workload(B, 1, L))
+    t_j = 0.0 if judge is None else t(judge, Workload(B, judge_tokens, 0, logits="last"))
     step_t = step_tokens * t_t + t_j
     return {"target_step_token_s": t_t, "draft_token_s": t_d, "token_drafter_s": t_tok,
             "judge_s": t_j, "target_step_s": step_t, "draft_step_s": step_tokens * t_d,
@@ -171,7 +175,8 @@ def what_if(target: Shape | str, draft: Shape | str, *, alpha1: float, alpha2: f
             token_drafter: Shape | str | Literal["same", "ngram"] = "same",
             coefficients: CostCoefficients | None = None,
             coefficients_device: Device | str | None = None,
-            preset: str = "h100-sxm-graph", budget: int = 16, k1: int = 6, k2: int = 9,
+            preset: str | None = None, dtype: str | None = None, budget: int = 16,
+            k1: int = 6, k2: int = 9,
             judge: Shape | str | None = None, judge_tokens: int = 256,
             step_tokens: int = 64, c1: float | None = None, c2: float | None = None,
             flat: bool = False) -> WhatIf:
@@ -179,7 +184,10 @@ def what_if(target: Shape | str, draft: Shape | str, *, alpha1: float, alpha2: f
     ``budget`` for ``draft`` speculating for ``target`` on ``device`` at ``context``.
 
     ``coefficients`` default to the ``preset``'s, transferred from the device they were
-    measured on to ``device``.  ``k1``, ``k2``: the fixed configuration of the per-method
+    measured on to ``device``; without a ``preset``, the one measured on ``device``
+    (:func:`~specmodel.hardware.costmodel.preset_for_device`), else ``h100-sxm-graph``.
+    ``dtype``: the weights' and cache's dtype, by default the preset's (bfloat16 with
+    given coefficients).  ``k1``, ``k2``: the fixed configuration of the per-method
     predictions (the LR paper's defaults: 6 speculative steps, 8 speculative tokens ->
     k2 = 9); ``budget``: M of the search for the best.  ``c1``/``c2`` override the
     priced ratios and ``flat`` replaces T(b), V(q) by the flat curve (what the closed
@@ -211,9 +219,16 @@ def what_if(target: Shape | str, draft: Shape | str, *, alpha1: float, alpha2: f
     dev = get_device(device) if isinstance(device, str) else device
     if not isinstance(dev, Device):
         raise ValueError(f"device must be a Device or a device name, got {device!r}")
+    preset_dtype = "bfloat16"
+    if preset is not None and preset not in HARDWARE_PRESETS:
+        raise ValueError(f"preset must be one of {', '.join(HARDWARE_PRESETS)}, "
+                         f"got {preset!r}")
     if coefficients is None:
-        coef, measured_on, _ = load_coefficients(preset)
-        coef_source = f"cost model {preset} (measured on {measured_on.name})"
+        name = preset if preset is not None else (preset_for_device(dev.name)
+                                                  or "h100-sxm-graph")
+        coef, measured_on, data = load_coefficients(name)
+        preset_dtype = data.get("dtype", "bfloat16")
+        coef_source = f"cost model {name} (measured on {measured_on.name})"
     else:
         if not isinstance(coefficients, CostCoefficients):
             raise ValueError("coefficients must be CostCoefficients, got "
@@ -223,7 +238,7 @@ def what_if(target: Shape | str, draft: Shape | str, *, alpha1: float, alpha2: f
                        else coefficients_device or dev)
         coef_source = f"given coefficients (measured on {measured_on.name})"
     if measured_on.name != dev.name:
-        coef = transfer(coef, measured_on, dev)
+        coef = transfer(coef, measured_on, dev, preset_dtype)
         coef_source += f", transferred to {dev.name} (efficiencies kept)"
     if token_drafter == "same":
         tok: Shape | None = drf
@@ -232,22 +247,25 @@ def what_if(target: Shape | str, draft: Shape | str, *, alpha1: float, alpha2: f
     else:
         tok = _shape("token_drafter", token_drafter)
     jdg = None if judge is None else _shape("judge", judge)
+    dt = preset_dtype if dtype is None else dtype
+    dtype_bytes(dt)  # validates it
 
     cs = costs(tgt, drf, coef, context=L, concurrency=B, token_drafter=tok, judge=jdg,
-               judge_tokens=jt, step_tokens=st)
+               judge_tokens=jt, step_tokens=st, dtype=dt)
     cc1 = cs["c1"] if c1 is None else _real("c1", c1, 0.0, math.inf)
     cc2 = cs["c2"] if c2 is None else _real("c2", c2, 0.0, math.inf)
     jf = cs["judge_factor"] if c1 is None else 1.0
 
     # batch cost curves, one per k2: width B·j·k2 -> T(B·j branches, q = k2)
-    t_base = _branch_seconds(tgt, coef, B, 1, 1, L, False)
+    t_base = _branch_seconds(tgt, coef, B, 1, 1, L, False, dtype=dt)
     widths = sorted({*range(1, M + 1), kk1})
 
     def curve(q: int) -> BatchCostCurve:
         if flat:
             return BatchCostCurve.flat()
         pts = [(B, t_base)] + [(B * j * q, _branch_seconds(tgt, coef, B, j, q, L,
-                                                           shared_prefix, attention_layout))
+                                                           shared_prefix, attention_layout,
+                                                           dt))
                                for j in widths if B * j * q != B]
         return BatchCostCurve.from_points(pts)
 
@@ -290,10 +308,10 @@ def what_if(target: Shape | str, draft: Shape | str, *, alpha1: float, alpha2: f
     preds["best"] = best
 
     curve_rows = {f"T({j})/T(1)": _branch_seconds(tgt, coef, B, j, 1, L, shared_prefix,
-                                                  attention_layout) / t_base
+                                                  attention_layout, dt) / t_base
                   for j in (2, 4, 8, 16, 32) if j <= max(M, 8)}
     verify_rows = {f"V({q})/T(1)": _branch_seconds(tgt, coef, B, 1, q, L, False,
-                                                   attention_layout) / t_base
+                                                   attention_layout, dt) / t_base
                    for q in (2, 4, 8, 16)}
     cost_model = f"{coef_source}"
     notes = [
@@ -314,6 +332,7 @@ def what_if(target: Shape | str, draft: Shape | str, *, alpha1: float, alpha2: f
                 "judge": None if jdg is None else jdg.name, "device": dev.name,
                 "context": L, "concurrency": B, "placement": placement, "overlap": o,
                 "shared_prefix": shared_prefix, "attention_layout": attention_layout,
+                "dtype": dt,
                 "alpha1": a1, "alpha2": a2, "budget": M,
                 "k1": kk1, "k2": kk2, "judge_tokens": jt, "step_tokens": st,
                 "coefficients": coef.to_dict()},

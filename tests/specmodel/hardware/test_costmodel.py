@@ -204,7 +204,7 @@ def test_fitted_model_predicts_held_out_h100_rows() -> None:
 
 EXT = CostCoefficients(1e-5, 6e-5, 2.7e12, 3.0e12, 7e14, multiquery_cta_bandwidth=8.5e10,
                        multiquery_position_s=5e-9, attention_kernel_s=1.2e-5,
-                       activation_bandwidth=1.7e11)
+                       activation_bandwidth=1.7e11, gemv_bandwidth=3.1e12)
 EXT_WORKLOADS = (Workload(1, 1, 0), Workload(8, 1, 4096), Workload(1, 4, 16_384),
                  Workload(8, 2, 1024), Workload(32, 3, 2048), Workload(1, 2, 256),
                  Workload(8, 1, 4096, shared_prefix=True),
@@ -238,7 +238,8 @@ def test_extended_gemm_roofline_is_between_max_and_sum(shape, b, q, L) -> None:
     f = features(shape, w)
     rest = predict_seconds(shape, w, replace(EXT, weight_bandwidth=math.inf,
                                              matmul_throughput=math.inf))
-    memory = f.weight_bytes / EXT.weight_bandwidth
+    memory = (f.weight_bytes - f.gemv_weight_bytes) / EXT.weight_bandwidth
+    assert f.gemv_weight_bytes == (f.weight_bytes if b * q == 1 else 0)
     arithmetic = f.matmul_flops / EXT.matmul_throughput
     att = f.attention_flops / EXT.matmul_throughput
     roof = predict_seconds(shape, w, replace(EXT, combine="max"))

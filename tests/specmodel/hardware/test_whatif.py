@@ -8,7 +8,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from specmodel.closedform.hybrid import h
-from specmodel.hardware.costmodel import load_coefficients
+from specmodel.hardware.costmodel import (
+    HARDWARE_PRESETS,
+    PRESET_DEVICES,
+    load_coefficients,
+    preset_for_device,
+)
 from specmodel.hardware.whatif import what_if
 
 T, D = "deepseek-r1-distill-qwen-32b", "deepseek-r1-distill-qwen-1.5b"
@@ -67,9 +72,25 @@ def test_result_serialises_and_names_its_models() -> None:
     assert d["costs"]["judge_s"] > 0
 
 
-def test_preset_loads() -> None:
-    c, dev, data = load_coefficients("h100-sxm-graph")
-    assert dev.name == "h100-sxm" and c.extended and "held_out_error" in data
+@pytest.mark.parametrize("name", HARDWARE_PRESETS)
+def test_presets_load_and_name_their_device(name) -> None:
+    c, dev, data = load_coefficients(name)
+    assert c.extended and "held_out_error" in data and data["dtype"] in ("bfloat16",
+                                                                         "float32")
+    assert dev.name == PRESET_DEVICES[name] and preset_for_device(dev.name) == name
+    assert c.multiquery_units >= 1
+
+
+def test_what_if_prices_a_device_with_its_own_preset() -> None:
+    """On this CPU the what-if uses the CPU's own fitted preset in float32; on a device
+    without one it transfers the H100's."""
+    cpu = what_if("qwen2.5-1.5b", "qwen2.5-0.5b", alpha1=0.6, alpha2=0.3, device="cpu-this",
+                  context=1024)
+    assert "cost model cpu-this-eager (measured on cpu-this)" in cpu.predictions["SD"].model
+    assert "transferred" not in cpu.costs["model"] and cpu.inputs["dtype"] == "float32"
+    a100 = what_if(T, D, alpha1=0.6, alpha2=0.3, device="a100-80gb-sxm")
+    assert "h100-sxm-graph" in a100.costs["model"] and "transferred" in a100.costs["model"]
+    assert a100.inputs["dtype"] == "bfloat16"
 
 
 @pytest.mark.parametrize(("kw", "name"), [
@@ -78,7 +99,8 @@ def test_preset_loads() -> None:
     ({"overlap": 1.5}, "overlap"), ({"budget": 0}, "budget"), ({"k1": 0}, "k1"),
     ({"device": "tpu"}, "device"), ({"target": "nope"}, "target"),
     ({"shared_prefix": 1}, "shared_prefix"), ({"c1": -0.1}, "c1"),
-    ({"attention_layout": "paged"}, "attention_layout"),
+    ({"attention_layout": "paged"}, "attention_layout"), ({"dtype": "int4"}, "dtype"),
+    ({"preset": "tpu-graph"}, "preset"),
 ])
 def test_bad_inputs_name_the_parameter(kw, name) -> None:
     args = {"target": T, "draft": D, "alpha1": 0.6, "alpha2": 0.3, **kw}
