@@ -317,7 +317,7 @@ def what_if(target: Shape | str, draft: Shape | str, *, alpha1: float, alpha2: f
     notes = [
         "c1 is the ratio of per-token decode forwards at (concurrency, context); a real "
         "engine adds scheduling, sampling and step-boundary overheads that the cost "
-        "model (one CUDA graph per forward) does not see.",
+        "model (forwards of a reference decoder) does not see.",
         f"Step length assumed: {st} tokens (the judge's forward is amortised over it).",
     ]
     if placement == "one-device":
