@@ -35,16 +35,15 @@ import numpy as np
 
 from benchmarks.bench_hardware_costmodel import (
     KINDS,
-    fit_error,
+    best_extended,
+    err_summary,
+    error_summary,
     load_graph_profile,
     print_coefficients,
+    write_preset,
 )
 from benchmarks.harness import RESULTS, percent, print_table, write_json
-from specmodel.hardware.costmodel import (
-    CostCoefficients,
-    fit,
-    relative_errors,
-)
+from specmodel.hardware.costmodel import CostCoefficients, fit
 from specmodel.hardware.devices import get_device
 
 CPU_DIR = RESULTS / "cpu"
@@ -131,12 +130,6 @@ def synthetic_rows() -> list[Row]:
     return rows
 
 
-def _summary(errors: np.ndarray) -> dict[str, Any]:
-    a = np.abs(errors)
-    return {"n": int(a.size), "median_abs": float(np.median(a)), "max_abs": float(a.max()),
-            "mean_signed": float(np.mean(errors))}
-
-
 def pass_spread(data: dict[str, dict[int, dict[str, list[Row]]]]) -> dict[str, Any]:
     """The same point measured in two passes: |t2/t1 − 1| by architecture and kind."""
     out: dict[str, Any] = {}
@@ -149,7 +142,7 @@ def pass_spread(data: dict[str, dict[int, dict[str, list[Row]]]]) -> dict[str, A
             r = [t / t1[(w.batch, w.q, w.context)] - 1 for _, w, t in second[kind]
                  if (w.batch, w.q, w.context) in t1]
             if r:
-                out[f"{arch} {kind}"] = _summary(np.array(r))
+                out[f"{arch} {kind}"] = error_summary(np.array(r))
     return out
 
 
@@ -193,9 +186,7 @@ def main() -> None:
     for name, c in models.items():
         summary[name] = {}
         for s, rows in sets.items():
-            e = relative_errors(rows, c, DTYPE)
-            summary[name][s] = _summary(e)
-            r = summary[name][s]
+            r = summary[name][s] = err_summary(c, rows, DTYPE)
             table.append([name, s, r["n"], percent(r["median_abs"]), percent(r["max_abs"]),
                           percent(r["mean_signed"], signed=True)])
     print_table(f"CPU eager profiles, float32, {THREADS} thread (fit: {', '.join(FIT_ARCHS)};"
@@ -208,29 +199,21 @@ def main() -> None:
                     ["arch, kind", "points", "median", "max", "mean (signed)"],
                     [[k, v["n"], percent(v["median_abs"]), percent(v["max_abs"]),
                       percent(v["mean_signed"], signed=True)] for k, v in spread.items()])
-    # the preset: the extended variant with the lower error on the fit rows
-    chosen_name = min((n for n in models if n.startswith("extended")),
-                      key=lambda n: fit_error(models[n], fit_rows, DTYPE))
-    chosen = models[chosen_name]
+    chosen_name = best_extended(models, fit_rows, DTYPE)
     files = sorted(str(p.relative_to(RESULTS.parent.parent)) for p in CPU_DIR.glob("*.json"))
     first = json.loads(Path(RESULTS.parent.parent / files[0]).read_text(encoding="utf-8"))
-    preset = {
-        "schema_version": 2, "name": "cpu-this-eager", "device": DEVICE, "dtype": DTYPE,
-        "variant": chosen_name, "coefficients": chosen.to_dict(),
-        "efficiencies": chosen.efficiencies(device, DTYPE),
-        "data": {"files": files,
-                 "measured": f"{first['device']['name']} ({first['device']['multiprocessors']}"
-                             f" cores, shared VM), torch {first['versions'].get('torch')}, "
-                             f"{first['date'][:10]}; float32 random weights; reference "
-                             f"decoder op by op, {THREADS} thread; median of 5 forwards",
-                 "fit_rows": f"{', '.join(FIT_ARCHS)}: every kind, every pass",
-                 "held_out": f"{', '.join(HELD_ARCHS)} (every kind)"},
-        "held_out_error": {s: summary[chosen_name][s] for s in sets if s != "fit (all kinds)"},
-        "caveat": "This machine is shared and noisy (see the noise floor); eager PyTorch "
-                  "on one thread, not a serving engine.",
-    }
-    PRESET_PATH.write_text(json.dumps(preset, indent=2) + "\n", encoding="utf-8")
-    print(f"\nwrote {PRESET_PATH}")
+    write_preset(
+        PRESET_PATH, "cpu-this-eager", device, DTYPE, chosen_name, models[chosen_name],
+        data={"files": files,
+              "measured": f"{first['device']['name']} ({first['device']['multiprocessors']}"
+                          f" cores, shared VM), torch {first['versions'].get('torch')}, "
+                          f"{first['date'][:10]}; float32 random weights; reference "
+                          f"decoder op by op, {THREADS} thread; median of 5 forwards",
+              "fit_rows": f"{', '.join(FIT_ARCHS)}: every kind, every pass",
+              "held_out": f"{', '.join(HELD_ARCHS)} (every kind)"},
+        held_out_error={s: summary[chosen_name][s] for s in sets if s != "fit (all kinds)"},
+        caveat="This machine is shared and noisy (see the noise floor); eager PyTorch "
+               "on one thread, not a serving engine.")
     write_json("cpu_costmodel", {
         "device": DEVICE, "dtype": DTYPE, "threads": THREADS, "fit_archs": FIT_ARCHS,
         "held_archs": HELD_ARCHS, "models": {n: c.to_dict() for n, c in models.items()},

@@ -244,10 +244,17 @@ def graph_sets(profiles: dict[str, dict[str, list[Row]]]
     return fit_decode, fit_all, held
 
 
-def _err_summary(c: CostCoefficients, rows: list[Row]) -> dict[str, Any]:
-    e = relative_errors(rows, c)
-    return {"n": len(rows), "median_abs": float(np.median(np.abs(e))),
+def error_summary(errors: np.ndarray) -> dict[str, Any]:
+    """Count, median and max |relative error| and the signed mean of ``errors``."""
+    e = np.asarray(errors, dtype=float)
+    return {"n": int(e.size), "median_abs": float(np.median(np.abs(e))),
             "max_abs": float(np.max(np.abs(e))), "mean_signed": float(np.mean(e))}
+
+
+def err_summary(c: CostCoefficients, rows: list[Row], dtype: str = "bfloat16"
+                ) -> dict[str, Any]:
+    """:func:`error_summary` of ``c``'s relative errors on ``rows``."""
+    return error_summary(relative_errors(rows, c, dtype))
 
 
 def print_coefficients(models: dict[str, CostCoefficients], device: Device,
@@ -274,6 +281,29 @@ def fit_error(c: CostCoefficients, rows: list[Row], dtype: str = "bfloat16") -> 
     return float(np.sqrt(np.mean(relative_errors(rows, c, dtype) ** 2)))
 
 
+def best_extended(models: dict[str, CostCoefficients], rows: list[Row],
+                  dtype: str = "bfloat16") -> str:
+    """The name of the extended model with the lower error on its fit ``rows``: the
+    variant a preset is written from."""
+    return min((n for n, c in models.items() if c.extended),
+               key=lambda n: fit_error(models[n], rows, dtype))
+
+
+def write_preset(path: Path, name: str, device: Device, dtype: str, variant: str,
+                 coefficients: CostCoefficients, data: dict[str, Any],
+                 held_out_error: dict[str, Any], caveat: str) -> dict[str, Any]:
+    """Write a fitted-coefficient preset (schema 2, read by
+    :func:`specmodel.hardware.costmodel.load_coefficients`); returns what it wrote."""
+    preset = {"schema_version": 2, "name": name, "device": device.name, "dtype": dtype,
+              "variant": variant, "coefficients": coefficients.to_dict(),
+              "efficiencies": coefficients.efficiencies(device, dtype), "data": data,
+              "held_out_error": held_out_error, "caveat": caveat}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(preset, indent=2) + "\n", encoding="utf-8")
+    print(f"\nwrote {path}")
+    return preset
+
+
 def main_graph(shared_headline: CostCoefficients) -> dict[str, Any]:
     """Fit and judge on this project's own H100 profiles; cross-setup transfer; write
     the what-if preset.  Returns the JSON section."""
@@ -292,7 +322,7 @@ def main_graph(shared_headline: CostCoefficients) -> dict[str, Any]:
     summary: dict[str, Any] = {}
     table = []
     for name, c in models.items():
-        summary[name] = {s: _err_summary(c, rs) for s, rs in sets.items()}
+        summary[name] = {s: err_summary(c, rs) for s, rs in sets.items()}
         for s, r in summary[name].items():
             table.append([name, s, r["n"], percent(r["median_abs"]), percent(r["max_abs"]),
                           percent(r["mean_signed"], signed=True)])
@@ -305,9 +335,9 @@ def main_graph(shared_headline: CostCoefficients) -> dict[str, Any]:
     own_decode = fit_decode + held["decode b<=32"]
     shared_rows = load_shared_floor()
     transfer_rows = [
-        ["shared-file fit -> own decode rows (b<=32)", _err_summary(shared_headline,
+        ["shared-file fit -> own decode rows (b<=32)", err_summary(shared_headline,
                                                                      own_decode)],
-        ["own decode fit -> shared-file floor rows", _err_summary(models["5-term, decode fit"],
+        ["own decode fit -> shared-file floor rows", err_summary(models["5-term, decode fit"],
                                                                   shared_rows)],
     ]
     print_table("Cross-setup transfer (the shared file's attention read the cache at ~9 % "
@@ -316,19 +346,12 @@ def main_graph(shared_headline: CostCoefficients) -> dict[str, Any]:
                 [[d, r["n"], percent(r["median_abs"]), percent(r["max_abs"]),
                   percent(r["mean_signed"], signed=True)] for d, r in transfer_rows])
 
-    # the preset: the extended variant with the lower error on the fit rows
-    chosen_name = min((n for n in models if n.startswith("extended")),
-                      key=lambda n: fit_error(models[n], fit_all))
+    chosen_name = best_extended(models, fit_all)
     chosen = models[chosen_name]
     held_all = [r for rs in held.values() for r in rs]
-    preset = {
-        "schema_version": 2,
-        "name": "h100-sxm-graph",
-        "device": DEVICE,
-        "dtype": "bfloat16",
-        "coefficients": chosen.to_dict(),
-        "efficiencies": chosen.efficiencies(device),
-        "data": {
+    preset = write_preset(
+        PRESET_PATH, "h100-sxm-graph", device, "bfloat16", chosen_name, chosen,
+        data={
             "files": [str((GRAPH_DIR / f"{a}.graph.json").relative_to(RESULTS.parent.parent))
                       for a in GRAPH_ARCHS],
             "measured": "NVIDIA H100 80GB HBM3, driver 580.159.04, torch 2.11.0+cu130, "
@@ -338,18 +361,13 @@ def main_graph(shared_headline: CostCoefficients) -> dict[str, Any]:
                         "shared-prefix decode, prefill",
             "held_out": "qwen2.5-1.5b, qwen2.5-14b, qwen2.5-32b (every kind)",
         },
-        "variant": chosen_name,
-        "held_out_error": {**{s: summary[chosen_name][s] for s in held},
-                           "all": _err_summary(chosen, held_all)},
-        "caveat": "The attention kernels are this reference decoder's (PyTorch SDPA); a "
-                  "serving engine's (FlashAttention / FlashInfer in vLLM) differ — the "
-                  "shared file's decoder read the KV cache at ~9 % of peak, this one at "
-                  "~92 % for decode; its multi-query kernel is bound by one SM per "
-                  "(sequence, query head).",
-    }
-    PRESET_PATH.parent.mkdir(parents=True, exist_ok=True)
-    PRESET_PATH.write_text(json.dumps(preset, indent=2) + "\n", encoding="utf-8")
-    print(f"\nwrote {PRESET_PATH}")
+        held_out_error={**{s: summary[chosen_name][s] for s in held},
+                        "all": err_summary(chosen, held_all)},
+        caveat="The attention kernels are this reference decoder's (PyTorch SDPA); a "
+               "serving engine's (FlashAttention / FlashInfer in vLLM) differ — the "
+               "shared file's decoder read the KV cache at ~9 % of peak, this one at "
+               "~92 % for decode; its multi-query kernel is bound by one SM per "
+               "(sequence, query head).")
     return {"models": {n: c.to_dict() for n, c in models.items()}, "summary": summary,
             "transfer": {d: r for d, r in transfer_rows}, "preset": preset}
 
@@ -372,7 +390,7 @@ def main_transfer() -> dict[str, Any]:
             if not rows:
                 continue
             arch = path.name.removesuffix(".graph.json")
-            moved_s, kept_s = _err_summary(moved, rows), _err_summary(coef, rows)
+            moved_s, kept_s = err_summary(moved, rows), err_summary(coef, rows)
             out[f"{arch} {kind}"] = {"transferred": moved_s, "h100_coefficients": kept_s}
             table.append([arch, kind, moved_s["n"], percent(moved_s["median_abs"]),
                           percent(moved_s["max_abs"]),
@@ -380,8 +398,8 @@ def main_transfer() -> dict[str, Any]:
                           percent(kept_s["median_abs"])])
     every = [r for p in sorted(TRANSFER_DIR.glob("*.graph.json"))
              for r in load_graph_profile(p)["decode"] if r[1].batch <= B_TARGET]
-    out["all decode b<=32"] = {"transferred": _err_summary(moved, every),
-                               "h100_coefficients": _err_summary(coef, every)}
+    out["all decode b<=32"] = {"transferred": err_summary(moved, every),
+                               "h100_coefficients": err_summary(coef, every)}
     print_table(f"Held-out device: {TRANSFER_DEVICE} profiles ({TRANSFER_DIR.name}) "
                 "predicted by the h100-sxm-graph preset transferred by datasheet numbers "
                 "(b <= 32)",

@@ -330,8 +330,7 @@ def test_graph_preset_is_the_benchmark_fit_and_meets_the_targets_held_out() -> N
 
     _, fit_all, held = graph_sets(load_graph_profiles())
     preset, device, data = load_coefficients("h100-sxm-graph")
-    combine = "max" if "roofline" in data["variant"] else "additive"
-    got = fit(fit_all, device=H100, extended=True, combine=combine)
+    got = fit(fit_all, device=H100, extended=True, combine=preset.combine)
     assert device == H100 and data["schema_version"] == 2
     np.testing.assert_allclose(got.vector(), preset.vector(), rtol=1e-3, atol=1e-15)
     for name, rows in held.items():
@@ -352,10 +351,10 @@ def test_cpu_preset_is_the_benchmark_fit_of_the_committed_cpu_profiles() -> None
     preset, device, data = load_coefficients("cpu-this-eager")
     assert device.name == "cpu-this" and data["dtype"] == DTYPE == "float32"
     assert preset.multiquery_units == THREADS
-    combine = "max" if "roofline" in data["variant"] else "additive"
-    got = fit(rows, DTYPE, combine, device=device, extended=True, multiquery_units=THREADS)
+    got = fit(rows, DTYPE, preset.combine, device=device, extended=True,
+              multiquery_units=THREADS)
     np.testing.assert_allclose(got.vector(), preset.vector(), rtol=1e-3, atol=1e-15)
-    other = fit(rows, DTYPE, "max" if combine == "additive" else "additive",
+    other = fit(rows, DTYPE, "max" if preset.combine == "additive" else "additive",
                 device=device, extended=True, multiquery_units=THREADS)
     assert fit_error(got, rows, DTYPE) <= fit_error(other, rows, DTYPE)
     assert {"held out, decode", "held out, all kinds"} <= set(data["held_out_error"])
