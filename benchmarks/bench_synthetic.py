@@ -133,10 +133,33 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default=None,
                     help="summary JSON (default: benchmarks/results/synthetic_<device>.json)")
+    ap.add_argument("--predict-on", default=None, metavar="DEVICE",
+                    help="run nothing: register the decoder model's predictions of this "
+                         "sweep on a device preset (e.g. h100-sxm), its forwards priced by "
+                         "the analytical cost model; writes OUT's name with "
+                         ".registered.json")
+    ap.add_argument("--placement", default=None, choices=["one-device", "two-devices"],
+                    help="with --predict-on: draft and target share the device (their "
+                         "forwards contend; default on a GPU) or each has its own (default "
+                         "on a CPU, where each model runs on its own core)")
+    ap.add_argument("--registered", type=Path, default=None,
+                    help="a registration (--predict-on) to hold the measured speedups "
+                         "against as well")
     a = ap.parse_args(argv)
-    dtype = a.dtype or ("bfloat16" if a.device == "cuda" else "float32")
+    if a.placement is None:
+        a.placement = ("two-devices" if (a.predict_on or "").startswith("cpu")
+                       else "one-device")
+    dtype = a.dtype or ("bfloat16" if a.device == "cuda" or (
+        a.predict_on and not a.predict_on.startswith("cpu")) else "float32")
     out = Path(a.out or ROOT / "benchmarks" / "results" / f"synthetic_{a.device}.json")
     try:
+        if a.predict_on:
+            path = out.with_name(f"{out.stem}.registered.json")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(register(a, dtype), indent=1) + "\n",
+                            encoding="utf-8")
+            print(f"wrote {path}")
+            return 0
         summary = run(a, dtype, out)
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
@@ -147,10 +170,142 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _settings(a: argparse.Namespace, acc: Any, prompt_tokens: list[int],
+              configs: list[Any], target: str, draft: str, target_t1: float
+              ) -> tuple[Any, Any]:
+    """(the run's synthetic-acceptance settings, its step verifier priced by the
+    target's decode forward ``target_t1``)."""
+    from profiler.engines.synthetic import (
+        DEFAULT_CONTEXT_BUCKET,
+        StepLengths,
+        TokenAcceptance,
+        architectures,
+    )
+    from profiler.verifiers import SyntheticVerifier
+    from specmodel.formats.run_record import SyntheticAcceptance
+
+    ver = SyntheticVerifier(acc, source=a.acceptance, seed=a.seed)
+    ver.price(StepLengths.from_step(acc.step).mean * target_t1)
+    syn = SyntheticAcceptance(
+        acceptance=a.acceptance, calibration=acc.name,
+        step_acceptance=ver.acceptance.source, verifier_cost=ver.cost,
+        verifier_pair_seconds=ver.pair_seconds, seed=a.seed,
+        prompt_tokens=round(sum(prompt_tokens) / len(prompt_tokens)),
+        architectures=architectures(target, draft, configs),
+        step_lengths=StepLengths.from_step(acc.step).source,
+        token_acceptance=TokenAcceptance.from_token(acc.token).source,
+        context_bucket=DEFAULT_CONTEXT_BUCKET, prefill=a.prefill,
+        execution=("predicted" if a.predict_on else
+                   "cuda graphs" if a.device == "cuda" else "eager"))
+    return syn, ver
+
+
+def register(a: argparse.Namespace, dtype: str) -> dict[str, Any]:
+    """The decoder model's predictions of the sweep on the device preset ``a.predict_on``,
+    made before it runs: every forward the run can take priced by the analytical cost
+    model (:func:`profiler.engines.synthetic.predicted_profiles`), nothing run."""
+    import subprocess
+
+    from profiler.engines.synthetic import (
+        DEFAULT_CONTEXT_BUCKET,
+        load_acceptance,
+        predicted_profiles,
+        with_costs,
+    )
+    from profiler.problems import format_prompt
+    from specmodel.hardware.costmodel import Workload, predict_seconds, resolve_coefficients
+    from specmodel.hardware.shape import load_shape
+    from specmodel.prediction import decoder_prediction
+
+    acc = load_acceptance(a.acceptance)
+    tmp = Path(tempfile.mkdtemp(prefix="bench-synthetic-"))
+    target, draft = _arch(a.target, tmp), _arch(a.draft, tmp)
+    configs = [c.replace(verifier={"model": a.acceptance})
+               for c in _configs(a.k1, a.k2, a.max_steps, a.max_step_tokens)]
+    lengths = [len(format_prompt(p).split()) for p in _problems(a.problems, a.prompt_words)]
+    prompt = max(lengths)
+    hardware = predicted_profiles(target, draft, configs, prompt, device=a.predict_on,
+                                  dtype=dtype, context_bucket=DEFAULT_CONTEXT_BUCKET,
+                                  prefill=a.prefill, placement=a.placement)
+    # the calibration's scalar costs (c1, c2, T(b)) as prepare_run times them, predicted
+    coef, _, _, source = resolve_coefficients(a.predict_on)
+    tshape, dshape = load_shape(target), load_shape(draft)
+    longest = prompt + max(c.max_steps * c.max_step_tokens for c in configs)
+    g = DEFAULT_CONTEXT_BUCKET
+    mid = -(-((prompt + longest) // 2) // g) * g  # prepare_run's context, bucketed
+    widest = max(max(sum(c.width ** i for i in range(c.k1)), c.k1 * c.k2) for c in configs)
+
+    def t(shape: Any, b: int, q: int = 1) -> float:
+        return predict_seconds(shape, Workload(b, q, mid), coef, dtype)
+
+    T = {b: t(tshape, b) for b in range(1, widest + 1)}
+    V = t(tshape, 1, a.k2)
+    costs = {"context": mid, "T": T, "draft_T1": t(dshape, 1), "c1": t(dshape, 1) / T[1],
+             "c2": max(0.0, (V - T[1]) / ((a.k2 - 1) * T[1])) if a.k2 > 1 else None, "V": V}
+    syn, ver = _settings(a, acc, lengths, configs, target, draft, T[1])
+    models = {"target": a.target, "draft": a.draft, "verifier": ver.name}
+    cal = with_costs(acc, costs, f"{a.target} / {a.draft} predicted on {a.predict_on} "
+                     f"{dtype}", models, hardware)
+    rows = []
+    for cfg in configs:
+        got = decoder_prediction(cal, cfg, synthetic=syn, sample_problems=a.problems)
+        rows.append({"config": cfg.label, "mode": cfg.mode, "k1": cfg.k1, "k2": cfg.k2,
+                     "width": cfg.width,
+                     "predicted_decoder": None if got is None else got.speedup,
+                     "decoder_interval": None if got is None else list(got.interval),
+                     "decoder_sample_interval": (None if got is None
+                                                 or got.sample_interval is None
+                                                 else list(got.sample_interval))})
+    print(f"registered: {a.target} / {a.draft} on {a.predict_on} ({a.placement}) {dtype}, "
+          f"{source}; T(1) {T[1] * 1e3:.2f} ms, c1 {costs['c1']:.3f}")
+    for r in rows:
+        iv = r["decoder_interval"]
+        print(f"  {r['config']:<18} {r['predicted_decoder'] or 0:.3f}"
+              + ("" if iv is None else f"  [{iv[0]:.3f}, {iv[1]:.3f}]"))
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
+                                text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        commit = None
+    return {"registered": timestamp(), "commit": commit, "device": a.predict_on,
+            "placement": a.placement, "dtype": dtype, "cost_model": source,
+            "target": a.target, "draft": a.draft, "acceptance": a.acceptance,
+            "problems": a.problems, "seed": a.seed, "max_steps": a.max_steps,
+            "max_step_tokens": a.max_step_tokens, "k1": a.k1, "k2": a.k2,
+            "prompt_tokens": syn.prompt_tokens, "prefill": a.prefill,
+            "costs": {"context": mid, "T_ms": {str(b): v * 1e3 for b, v in T.items()},
+                      "draft_T1_ms": costs["draft_T1"] * 1e3, "c1": costs["c1"],
+                      "c2": costs["c2"]},
+            "speedup_over": "the target alone, same problems", "rows": rows}
+
+
+REGISTERED_KEYS = ("target", "draft", "acceptance", "problems", "seed", "max_steps",
+                   "max_step_tokens", "k1", "k2", "prefill")
+"""What a registration (--predict-on) must share with the run held against it."""
+
+
+def registration(a: argparse.Namespace, path: Path) -> dict[str, Any]:
+    """A registration written by ``--predict-on``, checked to be of this sweep's settings:
+    its fields and ``predictions`` (configuration -> the decoder model's speedup)."""
+    try:
+        reg = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise ValueError(f"--registered {path}: cannot read it ({e})") from e
+    differ = {k: (reg.get(k), getattr(a, k)) for k in REGISTERED_KEYS
+              if reg.get(k) != getattr(a, k)}
+    if differ:
+        raise ValueError(f"--registered {path}: registered for other settings "
+                         f"(registered, now): {differ}")
+    print(f"registered predictions: {path.name}, written {reg['registered']} at commit "
+          f"{(reg.get('commit') or '?')[:7]} on {reg['device']} ({reg['placement']})",
+          flush=True)
+    return {**reg, "predictions": {r["config"]: r["predicted_decoder"] for r in reg["rows"]
+                                   if r["predicted_decoder"] is not None}}
+
+
 def run(a: argparse.Namespace, dtype: str, out: Path) -> dict[str, Any]:
     from profiler.engines import make_engine
     from profiler.engines.synthetic import (
-        architectures,
         load_acceptance,
         merge_profiles,
         prepare_run,
@@ -160,11 +315,11 @@ def run(a: argparse.Namespace, dtype: str, out: Path) -> dict[str, Any]:
     from profiler.environment import machine_description, package_versions
     from profiler.problems import format_prompt
     from profiler.runs import run_configurations
-    from profiler.verifiers import SyntheticVerifier
     from specmodel.formats.jsonio import write_json_atomic
-    from specmodel.formats.run_record import RunSettings, SyntheticAcceptance
+    from specmodel.formats.run_record import RunSettings
     from specmodel.prediction import compare
 
+    reg = registration(a, a.registered) if a.registered is not None else None
     acc = load_acceptance(a.acceptance)
     tmp = Path(tempfile.mkdtemp(prefix="bench-synthetic-"))
     target, draft = _arch(a.target, tmp), _arch(a.draft, tmp)
@@ -177,14 +332,13 @@ def run(a: argparse.Namespace, dtype: str, out: Path) -> dict[str, Any]:
         "acceptance": acc, "role": "target", "seed": a.seed, "prefill": a.prefill})
     drf = make_engine("synthetic", draft, **where, options={
         "acceptance": acc, "role": "draft", "seed": a.seed, "prefill": a.prefill})
-    ver = SyntheticVerifier(acc, source=a.acceptance, seed=a.seed)
     build_s = time.perf_counter() - t0
     lengths = [tgt.count_tokens(format_prompt(p)) for p in problems]
     prompt = max(lengths)
     print(f"built {a.target} and {a.draft} on {a.device} {dtype} in {build_s:.1f} s; "
           f"preparing forwards (prompt {prompt} tokens) ...", flush=True)
     costs = prepare_run(tgt, drf, configs, prompt)
-    ver.price(tgt.lengths.mean * costs["T"][1])
+    syn, ver = _settings(a, acc, lengths, configs, target, draft, costs["T"][1])
     models = {"target": a.target, "draft": a.draft, "verifier": ver.name}
     t1 = time.perf_counter()
 
@@ -199,12 +353,6 @@ def run(a: argparse.Namespace, dtype: str, out: Path) -> dict[str, Any]:
                      hardware)
     print(f"prepared in {costs['prepare_seconds']:.1f} s: T(1) {costs['T'][1] * 1e3:.2f} ms, "
           f"c1 {costs['c1']:.3f}, c2 {costs['c2'] or 0.0:.3f}", flush=True)
-    syn = SyntheticAcceptance(acceptance=a.acceptance, calibration=acc.name,
-                              step_acceptance=ver.acceptance.source, verifier_cost=ver.cost,
-                              verifier_pair_seconds=ver.pair_seconds, seed=a.seed,
-                              prompt_tokens=round(sum(lengths) / len(lengths)),
-                              architectures=architectures(tgt, drf, configs),
-                              **tgt.describe())
     settings = RunSettings(problems=a.problems, seed=a.seed, threads=a.threads,
                            engine="synthetic", max_steps=a.max_steps,
                            max_step_tokens=a.max_step_tokens, device=a.device, dtype=dtype,
@@ -270,6 +418,11 @@ def run(a: argparse.Namespace, dtype: str, out: Path) -> dict[str, Any]:
             "step_acceptance_run": statistics.fmean(alpha1) if alpha1 else None,
             "token_acceptance_pos0_run": statistics.fmean(alpha2) if alpha2 else None,
         })
+    if reg is not None:
+        for row in rows:
+            got = reg["predictions"].get(row["config"])
+            row["registered"] = got
+            row["registered_error"] = None if got is None else got / row["measured_mean"] - 1
     _print(rows, a, dtype, costs)
     machine = machine_description()
     return {
@@ -295,7 +448,10 @@ def run(a: argparse.Namespace, dtype: str, out: Path) -> dict[str, Any]:
         "mean_abs_error": {name: (statistics.fmean(errs) if errs else None) for name, errs in (
             (n, [abs(r[k]) for r in rows if (r["k1"] > 1 or r["k2"] > 1) and r[k] is not None])
             for n, k in (("f·g", "error"), ("priced", "priced_error"),
-                         ("decoder", "decoder_error")))},
+                         ("decoder", "decoder_error"), ("registered", "registered_error"))
+            if reg is not None or k != "registered_error")},
+        "registration": None if reg is None else {k: v for k, v in reg.items()
+                                                  if k != "predictions"},
         "calibration": {"name": cal.name, "alpha1": cal.step.alpha1, "c1": cal.step.c1,
                         "alpha2": cal.token.alpha2, "c2": cal.token.c2},
         "records": [str(p) for p, _ in records],
@@ -310,11 +466,12 @@ def _print(rows: list[dict[str, Any]], a: argparse.Namespace, dtype: str,
             return "-"
         return f"{v:+.1%}" if pct else f"{v:.3f}"
 
-    head = ("config", "f·g", "priced", "decoder", "measured (rounds)", "mean", "f·g err",
-            "priced err", "decoder err", "α1 run", "ms/token")
+    head = ("config", "f·g", "priced", "decoder", "registered", "measured (rounds)", "mean",
+            "f·g err", "priced err", "decoder err", "registered err", "α1 run", "ms/token")
     body = [(r["config"], f(r["predicted"]), f(r["priced"]), f(r["decoder"]),
-             " ".join(f"{m:.3f}" for m in r["measured"]), f(r["measured_mean"]),
-             f(r["error"], True), f(r["priced_error"], True), f(r["decoder_error"], True),
+             f(r.get("registered")), " ".join(f"{m:.3f}" for m in r["measured"]),
+             f(r["measured_mean"]), f(r["error"], True), f(r["priced_error"], True),
+             f(r["decoder_error"], True), f(r.get("registered_error"), True),
              f(r["step_acceptance_run"]),
              " ".join(f"{m:.2f}" for m in r["ms_per_token"])) for r in rows]
     widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(head)]
@@ -326,8 +483,8 @@ def _print(rows: list[dict[str, Any]], a: argparse.Namespace, dtype: str,
         print("  ".join(v.ljust(w) for v, w in zip(b, widths, strict=True)))
     spec = [r for r in rows if r["k1"] > 1 or r["k2"] > 1]
     for key, name in (("error", "f·g"), ("priced_error", "priced"),
-                      ("decoder_error", "decoder")):
-        errs = [abs(r[key]) for r in spec if r[key] is not None]
+                      ("decoder_error", "decoder"), ("registered_error", "registered")):
+        errs = [abs(r[key]) for r in spec if r.get(key) is not None]
         if errs:
             print(f"mean |error| {name}: {statistics.fmean(errs):.1%} over {len(errs)} "
                   "configurations (baseline excluded)")

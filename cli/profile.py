@@ -584,9 +584,17 @@ def hardware(
         help="An embedded architecture (e.g. qwen2.5-32b), a config.json or a model folder: "
              "built with random weights, nothing downloaded.")] = None,
     device: Annotated[str, typer.Option(help="cpu or cuda.")] = "cpu",
-    dtype: Annotated[str, typer.Option(help="float32, bfloat16 or float16.")] = "float32",
+    dtype: Annotated[str | None, typer.Option(
+        help="float32, bfloat16 or float16 (default float32; with --predict-on, the "
+             "cost preset's).")] = None,
     path: Annotated[str, typer.Option(
         help="auto (graph on cuda, eager on cpu), graph, eager or transformers.")] = "auto",
+    predict_on: Annotated[str | None, typer.Option(
+        "--predict-on", metavar="DEVICE",
+        help="Run nothing: predict the same points on a device preset (h100-sxm, h200, "
+             "a100-80gb-sxm, l40s, cpu-this) with the analytical cost model (path "
+             "'predicted'); --device, --path, --attention, --repeats, --warmup and "
+             "--threads do not apply.")] = None,
     attention: Annotated[str, typer.Option(
         help="SDPA backend: auto, flash, efficient, cudnn or math.")] = "auto",
     contexts: Annotated[str, typer.Option(help="Context lengths L (comma-separated).")
@@ -621,20 +629,37 @@ def hardware(
 
     if (architecture is None) == (not from_file):
         raise ValueError("give ARCH to measure, or --from with profile files, not both")
+    if from_file and predict_on:
+        raise ValueError("--predict-on predicts ARCH's profile: give ARCH, not --from")
     base = (load_calibration(output) if output.is_file() and calibration is None
             and preset is None else resolve_calibration(calibration, preset))
-    if from_file:
-        profiles = [load_hardware_profile(f) for f in from_file]
-    else:
+    if not from_file:
         assert architecture is not None
         shape, config = read_config(architecture)
-        check_options(device, dtype, path, attention)
         points = default_points(
             _widths(contexts, "--contexts"), _widths(batches, "--batches"),
             verify_tokens=_widths(verify_tokens, "--verify-tokens"),
             verify_batches=_widths(verify_batches, "--verify-batches"),
             prefill_tokens=_widths(prefill, "--prefill"),
             shared_batches=_widths(shared_batches, "--shared-batches"))
+    if from_file:
+        profiles = [load_hardware_profile(f) for f in from_file]
+    elif predict_on:
+        from specmodel.hardware.devices import list_devices
+        from specmodel.hardware.predicted import predict_profile
+
+        if predict_on not in list_devices():
+            raise ValueError(f"--predict-on must be one of {', '.join(list_devices())}, "
+                             f"got {predict_on!r}")
+        if dtype is not None and dtype not in ("float32", "bfloat16", "float16"):
+            raise ValueError(f"--dtype must be one of float32, bfloat16, float16, got "
+                             f"{dtype!r}")
+        profiles = [predict_profile(shape, [(p.kind, p.batch, p.new_tokens, p.context,
+                                             p.shared_prefix) for p in points],
+                                    device=predict_on, dtype=dtype)]
+    else:
+        dtype = dtype or "float32"
+        check_options(device, dtype, path, attention)
         with ProgressBar(description=f"hardware {shape.name}") as bar, \
                 saving(_unchanged(output, "the profile")):
             raw = measure(shape, config, points, device=device, dtype=dtype, path=path,

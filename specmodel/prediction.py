@@ -30,7 +30,7 @@ from pydantic import BaseModel
 
 from specmodel.config import SpecConfig
 from specmodel.formats.calibration import Calibration
-from specmodel.formats.run_record import CostProbe, RunRecord
+from specmodel.formats.run_record import CostProbe, RunRecord, SyntheticAcceptance
 
 __all__ = ["MODELS", "ConfigComparison", "CostDrift", "RoundsRow", "RoundsSummary",
            "ValidationRow", "baseline_speed", "calibration_at_run_time",
@@ -261,9 +261,13 @@ def decoder_prediction(cal: Calibration, config: SpecConfig, *, seed: int = 0,
                        problems: int = 200, draws: int = 16, draw_problems: int = 50,
                        record: RunRecord | None = None,
                        prompt_tokens: float | None = None,
-                       sample_problems: int | None = None) -> Any:
+                       sample_problems: int | None = None,
+                       synthetic: SyntheticAcceptance | None = None) -> Any:
     """The decoder model's :class:`~specmodel.decodermodel.DecoderPrediction` for one
     configuration from a calibration, or None where the models cannot be built.
+    ``synthetic``: the settings of a synthetic-acceptance run not (yet) recorded — what
+    ``record.settings.synthetic`` says of a recorded one (a prediction registered before
+    the run).
 
     For a synthetic-acceptance run (``record.settings.synthetic``) whose calibration
     carries hardware profiles of the run's architectures (written by the run's separate
@@ -281,7 +285,7 @@ def decoder_prediction(cal: Calibration, config: SpecConfig, *, seed: int = 0,
     )
 
     try:
-        syn = record.settings.synthetic if record is not None else None
+        syn = record.settings.synthetic if record is not None else synthetic
         arch = (syn.architectures or {}) if syn is not None else {}
         names = {p.architecture.name for p in cal.hardware or []}
         if syn is not None and arch.get("target") in names:

@@ -1,8 +1,16 @@
 #!/usr/bin/env bash
 # GPU: (1) the packed multi-query layout against the gqa profiles; (2) synthetic-acceptance
-# sweeps of the real decoder, DeepSeek-R1-Distill 1.5B drafting for the 32B.
+# sweeps of the real decoder, DeepSeek-R1-Distill 1.5B drafting for the 32B, held against
+# the decoder model's predictions registered without a GPU (bench_synthetic --predict-on
+# h100-sxm: benchmarks/results/gpu/synthetic_gpu.registered.json).
 # The GPU machines have torch, transformers and NumPy but not pydantic/typer: the wheels
 # in .gpu-wheels (cp312, carried with the call) are installed into a scratch folder.
+# Make the wheels once on the development machine (ignored by git: name .gpu-wheels in
+# the run call's carry):
+#   pip download --only-binary=:all: --python-version 3.12 --platform manylinux2014_x86_64 \
+#     --no-deps -d .gpu-wheels pydantic pydantic-core annotated-types typing-extensions \
+#     typing-inspection
+# (pydantic pins its pydantic-core: check the pair matches).
 # OUT=dir benchmarks/gpu/synthetic_and_layout.sh
 set -u
 : "${OUT:?set OUT}"
@@ -21,6 +29,7 @@ for arch in qwen2.5-0.5b qwen2.5-7b qwen2.5-32b; do
 done
 timeout ${SYNTH_TIMEOUT:-380} python -m benchmarks.bench_synthetic --device cuda --dtype bfloat16 \
   --target qwen2.5-32b --draft deepseek-r1-distill-qwen-1.5b \
+  --registered benchmarks/results/gpu/synthetic_gpu.registered.json \
   --out "$OUT/synthetic_gpu.json" > "$OUT/synthetic.log" 2>&1
 echo "synthetic rc=$?"; tail -40 "$OUT/synthetic.log"
 ls "$OUT"

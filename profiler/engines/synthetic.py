@@ -72,6 +72,7 @@ if TYPE_CHECKING:
     from specmodel.formats.calibration import Calibration, StepLevel, TokenLevel
 
 __all__ = [
+    "DEFAULT_CONTEXT_BUCKET",
     "DEFAULT_STEP_TOKENS",
     "ROLES",
     "StepAcceptance",
@@ -84,13 +85,17 @@ __all__ = [
     "measure_costs",
     "merge_profiles",
     "architectures",
+    "predicted_profiles",
     "prepare_run",
     "profile_costs",
+    "profile_points",
     "step_law_histogram",
     "uniform",
     "with_costs",
 ]
 
+DEFAULT_CONTEXT_BUCKET = 256
+"""Contexts of forwards are rounded up to a multiple of this (tokens)."""
 DEFAULT_STEP_TOKENS = 24.0
 """Mean step length (tokens) when a calibration has neither histogram nor mean."""
 ROLES = ("target", "draft")
@@ -367,7 +372,7 @@ class SyntheticEngine:
         device: str = "cpu",
         dtype: str = "float32",
         seed: int = 0,
-        context_bucket: int = 256,
+        context_bucket: int = DEFAULT_CONTEXT_BUCKET,
         prefill: bool = True,
         max_graphs: int = 64,
         memory_fraction: float = 0.4,
@@ -489,8 +494,7 @@ class SyntheticEngine:
         self._drafter = self._drafters[arch]
 
     def _bucket(self, L: int) -> int:
-        g = self.context_bucket
-        return max(0, -(-L // g) * g)
+        return _bucket(L, self.context_bucket)
 
     def _plan(self, prefix: str, cap: int, temp: float, seed: int | None, i: int) -> _Plan:
         sampled = temp > 0
@@ -671,7 +675,12 @@ def prepare_run(target: SyntheticEngine, draft: SyntheticEngine | None,
     return costs
 
 
-def _grid(target: SyntheticEngine, configs: Sequence[Any], prompt_tokens: int
+def _bucket(L: int, g: int) -> int:
+    """L rounded up to a multiple of the context bucket ``g``."""
+    return max(0, -(-L // g) * g)
+
+
+def _grid(configs: Sequence[Any], prompt_tokens: int, context_bucket: int
           ) -> dict[str, Any]:
     """What forwards ``configs`` can run from prompts of ``prompt_tokens``: widths,
     contexts (bucketed; 0 for a prefill from scratch), q of verification and prefill."""
@@ -679,8 +688,8 @@ def _grid(target: SyntheticEngine, configs: Sequence[Any], prompt_tokens: int
     cap = max(c.max_step_tokens for c in configs)
     steps = max(c.max_steps for c in configs)
     longest = prompt_tokens + (steps + k1) * cap
-    g = target.context_bucket
-    contexts = sorted({target._bucket(L) for L in range(max(1, prompt_tokens), longest + g, g)})
+    g = context_bucket
+    contexts = sorted({_bucket(L, g) for L in range(max(1, prompt_tokens), longest + g, g)})
     tree = max(sum(c.width ** i for i in range(c.k1)) if c.mode == "sync" else c.k1
                for c in configs)
     draft_b = max([c.width ** (c.k1 - 1) for c in configs if c.k1 > 1] or [1])
@@ -697,6 +706,40 @@ def _grid(target: SyntheticEngine, configs: Sequence[Any], prompt_tokens: int
     return {"contexts": contexts, "target_b": tree, "draft_b": draft_b,
             "prefill_target": prefill_t, "prefill_draft": prefill_d, "k2": k2s,
             "drafters": drafters}
+
+
+def profile_points(target: str, draft: str | None, configs: Sequence[Any],
+                   prompt_tokens: int, *, context_bucket: int = DEFAULT_CONTEXT_BUCKET,
+                   prefill: bool = True) -> list[tuple[str, list[tuple[str, int, int, int]],
+                                   list[tuple[str, int, int, int]]]]:
+    """The forwards a synthetic run of ``configs`` from prompts of ``prompt_tokens`` can
+    run, per architecture: ``[(architecture, decode points, verify points)]``, each
+    point ``(kind, b, q, L)``.  The target: T(b, L) and F(b, q, L) for verification
+    (q = k2) at every bucketed context, prefills (q a power of two) at the first,
+    middle and last context and from scratch (interpolated in L between); the step
+    draft (when a configuration drafts steps): T(b, L) and its prefills; each token
+    drafter: T(b, L).  What :func:`profile_costs` measures and
+    :func:`predicted_profiles` predicts."""
+    g = _grid(configs, prompt_tokens, context_bucket)
+    ctx = g["contexts"]
+    bt = range(1, g["target_b"] + 1)
+    few = sorted({0, ctx[0], ctx[len(ctx) // 2], ctx[-1]})
+    pre_t = g["prefill_target"] if prefill else []
+    dec = [("decode", b, 1, L) for L in ctx for b in bt]
+    ver = [("verify", b, q, L) for L in ctx for b in bt for q in g["k2"]]
+    ver += [("verify", b, q, L) for L in few for b in bt for q in pre_t
+            if L == 0 or q not in g["k2"]]
+    out = [(target, dec, ver)]
+    if draft is not None and any(c.k1 > 1 for c in configs):
+        bd = range(1, g["draft_b"] + 1)
+        dec = [("decode", b, 1, L) for L in ctx for b in bd]
+        ver = [("verify", b, q, L) for L in few for b in bd
+               for q in g["prefill_draft"]] if prefill else []
+        out.append((draft, dec, ver))
+    for arch in g["drafters"]:
+        if arch not in (o[0] for o in out):
+            out.append((arch, [("decode", b, 1, L) for L in ctx for b in bt], []))
+    return out
 
 
 def measure_contention(target: str, draft: str, *, context: int, device: str = "cpu",
@@ -774,8 +817,6 @@ def profile_costs(target: SyntheticEngine, draft: SyntheticEngine | None,
     from profiler.hardware import Point, measure, read_config
     from specmodel.formats.hardware import HardwareProfile
 
-    g = _grid(target, configs, prompt_tokens)
-    ctx = g["contexts"]
     dev = {"device": target.device, "dtype": target.dtype,
            "path": "graph" if target.device == "cuda" else "eager",
            "repeats": repeats, "warmup": warmup, "threads": 1, "seed": target.seed + 7}
@@ -783,26 +824,11 @@ def profile_costs(target: SyntheticEngine, draft: SyntheticEngine | None,
         import torch
 
         dev["threads"] = torch.get_num_threads()
-    jobs: list[tuple[str, list[list[Point]]]] = []
-    bt = range(1, g["target_b"] + 1)
-    pts = [Point("decode", b, 1, L) for L in ctx for b in bt]
-    # verification at every context; prefills (rarer, dearer) at the first, middle and
-    # last context and from scratch, interpolated in L between
-    few = sorted({0, ctx[0], ctx[len(ctx) // 2], ctx[-1]})
-    pre_t = g["prefill_target"] if target.prefill else []
-    pts_v = [Point("verify", b, q, L) for L in ctx for b in bt for q in g["k2"]]
-    pts_v += [Point("verify", b, q, L) for L in few for b in bt for q in pre_t
-              if L == 0 or q not in g["k2"]]
-    jobs.append((target.model, [pts, pts_v]))
-    if draft is not None and any(c.k1 > 1 for c in configs):
-        bd = range(1, g["draft_b"] + 1)
-        pts = [Point("decode", b, 1, L) for L in ctx for b in bd]
-        pts_v = [Point("verify", b, q, L) for L in few for b in bd
-                 for q in g["prefill_draft"]] if draft.prefill else []
-        jobs.append((draft.model, [pts, pts_v]))
-    for arch in g["drafters"]:
-        if arch not in (j[0] for j in jobs):
-            jobs.append((arch, [[Point("decode", b, 1, L) for L in ctx for b in bt], []]))
+    jobs = [(arch, [[Point(*p) for p in pts_d], [Point(*p) for p in pts_v]])
+            for arch, pts_d, pts_v in profile_points(
+                target.model, None if draft is None else draft.model, configs,
+                prompt_tokens, context_bucket=target.context_bucket,
+                prefill=target.prefill)]
     out = []
     for arch, (pts_d, pts_v) in jobs:
         shape, config = read_config(arch)
@@ -828,6 +854,7 @@ def profile_costs(target: SyntheticEngine, draft: SyntheticEngine | None,
             progress(f"profiled {shape.name}: {len(pts)} forwards in "
                      f"{data['measure_seconds']:.1f} s")
     if draft is not None and len(out) > 1:
+        ctx = _grid(configs, prompt_tokens, target.context_bucket)["contexts"]
         mid = ctx[len(ctx) // 2]
         tc, dc = measure_contention(target.model, draft.model, context=mid,
                                     device=target.device, dtype=target.dtype,
@@ -840,16 +867,47 @@ def profile_costs(target: SyntheticEngine, draft: SyntheticEngine | None,
     return [HardwareProfile.model_validate(d) for d in out]
 
 
-def architectures(target: SyntheticEngine, draft: SyntheticEngine | None,
+def predicted_profiles(target: str, draft: str | None, configs: Sequence[Any],
+                       prompt_tokens: int, *, device: str = "h100-sxm",
+                       dtype: str | None = None,
+                       context_bucket: int = DEFAULT_CONTEXT_BUCKET,
+                       prefill: bool = True, placement: str = "one-device",
+                       overlap: float = 0.10, preset: str | None = None) -> list[Any]:
+    """What :func:`profile_costs` would measure, predicted without hardware: the same
+    forwards (:func:`profile_points`) priced by the analytical cost model on the device
+    preset ``device`` (:func:`specmodel.hardware.predicted.predict_profile`), and the
+    target's and draft's ``concurrent`` slowdown from their ``placement``
+    (:func:`specmodel.hardware.costmodel.contention`: ``2 − overlap`` when they share
+    one device, 1 on two).  No torch."""
+    from specmodel.hardware.costmodel import contention
+    from specmodel.hardware.predicted import predict_profile
+
+    jobs = profile_points(target, draft, configs, prompt_tokens,
+                          context_bucket=context_bucket, prefill=prefill)
+    out = [predict_profile(arch, [*dec, *ver], device=device, dtype=dtype, preset=preset)
+           for arch, dec, ver in jobs]
+    if draft is not None and len(out) > 1:
+        slow = contention(placement, overlap)  # type: ignore[arg-type]
+        t, d = out[0], out[1]
+        out[0] = t.model_copy(update={"concurrent": {d.architecture.name: slow}})
+        out[1] = d.model_copy(update={"concurrent": {t.architecture.name: slow}})
+    return out
+
+
+def architectures(target: SyntheticEngine | str, draft: SyntheticEngine | str | None,
                   configs: Sequence[Any]) -> dict[str, str]:
     """Role → the architecture name its hardware profile carries: ``target``, ``draft``
-    and each token drafter by its model (what the run record's synthetic settings keep)."""
+    (engines, or the architectures they are built from) and each token drafter by its
+    model (what the run record's synthetic settings keep)."""
     from specmodel.hardware.shape import load_shape
 
-    out = {"target": target.shape.name}
+    def name(x: SyntheticEngine | str) -> str:
+        return load_shape(x).name if isinstance(x, str) else x.shape.name
+
+    out = {"target": name(target)}
     if draft is not None:
-        out["draft"] = draft.shape.name
-    for m in _grid(target, configs, 1)["drafters"]:
+        out["draft"] = name(draft)
+    for m in _grid(configs, 1, DEFAULT_CONTEXT_BUCKET)["drafters"]:
         out[m] = load_shape(m).name
     return out
 

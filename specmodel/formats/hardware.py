@@ -2,7 +2,9 @@
 
 Written by ``specmodel profile hardware`` (measured by :func:`profiler.hardware.measure`,
 or read from a file that ``python -m profiler.hardware`` wrote on a machine without
-specmodel's other dependencies) and stored in a calibration's ``hardware`` list.
+specmodel's other dependencies, or predicted without hardware by the analytical cost
+model, :func:`specmodel.hardware.predicted.predict_profile`, path ``predicted``) and
+stored in a calibration's ``hardware`` list.
 Each point is one timed forward: ``batch`` sequences, ``new_tokens`` each, over a
 cached context of ``context`` tokens (shared by the batch or not) — T(b, L) decode,
 V(q, L) verification, P(n) prefill — or a point the device could not hold, with why.
@@ -11,12 +13,15 @@ V(q, L) verification, P(n) prefill — or a point the device could not hold, wit
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from specmodel.formats.jsonio import read_json_file
 from specmodel.hardware.shape import Shape
+
+if TYPE_CHECKING:
+    from specmodel.hardware.costmodel import Workload
 
 __all__ = ["ArchitectureRecord", "CostPointRecord", "DeviceRecord", "HardwareProfile",
            "load_hardware_profile"]
@@ -116,6 +121,16 @@ class CostPointRecord(_Strict):
         """The median time in seconds (None when skipped)."""
         return None if self.ms is None else self.ms[0] / 1e3
 
+    def workload(self, layout: Literal["gqa", "packed"] = "gqa") -> Workload:
+        """The forward as the analytical cost model counts it
+        (:class:`specmodel.hardware.costmodel.Workload`; a prefill's logits at the last
+        token only)."""
+        from specmodel.hardware.costmodel import Workload
+
+        return Workload(batch=self.batch, q=self.new_tokens, context=self.context,
+                        shared_prefix=self.shared_prefix,
+                        logits="last" if self.kind == "prefill" else "all", layout=layout)
+
 
 class HardwareProfile(_Strict):
     """Cost surfaces of one architecture on one device, one execution path."""
@@ -126,9 +141,11 @@ class HardwareProfile(_Strict):
     """The device, its driver and runtime."""
     dtype: Literal["float32", "bfloat16", "float16"]
     """Weights' and activations' dtype."""
-    path: Literal["graph", "eager", "transformers"]
+    path: Literal["graph", "eager", "transformers", "predicted"]
     """How forwards ran: graph (reference decoder as a CUDA graph), eager (the reference
-    decoder op by op) or transformers (eager transformers)."""
+    decoder op by op) or transformers (eager transformers); ``predicted``: none ran, the
+    times are the analytical cost model's (``path_description`` names its coefficients
+    and the device)."""
     path_description: str
     """What that path measures, in words."""
     attention: Literal["auto", "flash", "efficient", "cudnn", "math"] = "auto"
@@ -202,10 +219,11 @@ class HardwareProfile(_Strict):
     def summary(self) -> str:
         """One line: architecture, device, path, points."""
         skipped = sum(p.skipped is not None for p in self.points)
+        done = "predicted" if self.path == "predicted" else "timed"
         return (f"{self.architecture.name} on {self.device.name} ({self.dtype}, {self.path}"
                 f"{'' if self.attention == 'auto' else ', ' + self.attention}"
                 f"{'' if self.layout == 'gqa' else ', ' + self.layout}): "
-                f"{len(self.points) - skipped} points timed"
+                f"{len(self.points) - skipped} points {done}"
                 f"{f', {skipped} skipped' if skipped else ''}")
 
 

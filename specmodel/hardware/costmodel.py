@@ -66,6 +66,7 @@ __all__ = [
     "Features",
     "Workload",
     "concurrent_seconds",
+    "contention",
     "load_coefficients",
     "preset_for_device",
     "seconds_of",
@@ -73,6 +74,7 @@ __all__ = [
     "fit",
     "predict_seconds",
     "relative_errors",
+    "resolve_coefficients",
     "transfer",
 ]
 
@@ -661,6 +663,21 @@ def concurrent_seconds(t_draft: float, t_target: float,
     return a + b - o * min(a, b)
 
 
+def contention(placement: Literal["one-device", "two-devices"] = "one-device",
+               overlap: float = 0.10) -> float:
+    """How many times slower each of two models' forwards run while both run at once.
+
+    ``two-devices``: 1 (each on its own device).  ``one-device``: ``2 − overlap`` — two
+    bandwidth-bound streams sharing a device that overlaps them only by ``overlap``
+    finish together in ``(2 − overlap)`` times one alone (:func:`concurrent_seconds`
+    for equal forwards), so each runs that many times slower while the other runs.  The
+    decoder model's ``contention`` (and a hardware profile's ``concurrent``) in these
+    terms."""
+    placement = _check_choice("placement", placement, PLACEMENTS)  # type: ignore[assignment]
+    o = _check_real("overlap", overlap, high=1.0)
+    return 1.0 if placement == "two-devices" else 2.0 - o
+
+
 def seconds_of(f: Features, coefficients: CostCoefficients) -> float:
     """Predicted seconds of a forward already counted (:func:`features`, possibly
     edited: e.g. B requests each with w branches sharing their own prefix)."""
@@ -701,3 +718,41 @@ def load_coefficients(name: str = "h100-sxm-graph") -> tuple[CostCoefficients, D
     data = json.loads(path.read_text(encoding="utf-8"))
     raw = {k: (math.inf if v == "inf" else v) for k, v in data["coefficients"].items()}
     return CostCoefficients(**raw), get_device(data["device"]), data
+
+
+def resolve_coefficients(device: Device | str, *, preset: str | None = None,
+                         coefficients: CostCoefficients | None = None,
+                         coefficients_device: Device | str | None = None
+                         ) -> tuple[CostCoefficients, Device, str, str]:
+    """The coefficients that price forwards on ``device``: (coefficients, the device,
+    the dtype their preset was measured in, where they came from in words).
+
+    ``coefficients`` if given (measured on ``coefficients_device``, by default
+    ``device``; dtype bfloat16), else the ``preset``'s, else the preset measured on
+    ``device`` (:func:`preset_for_device`), else ``h100-sxm-graph``; carried by
+    :func:`transfer` when measured on another device."""
+    from specmodel.hardware.devices import get_device
+
+    dev = get_device(device) if isinstance(device, str) else _check_device("device", device)
+    if preset is not None:
+        _check_choice("preset", preset, HARDWARE_PRESETS)
+    dtype = "bfloat16"
+    if coefficients is None:
+        name = preset if preset is not None else (preset_for_device(dev.name)
+                                                  or "h100-sxm-graph")
+        coef, measured_on, data = load_coefficients(name)
+        dtype = data.get("dtype", "bfloat16")
+        source = f"cost model {name} (measured on {measured_on.name})"
+    else:
+        if not isinstance(coefficients, CostCoefficients):
+            raise ValueError("coefficients must be CostCoefficients, got "
+                             f"{type(coefficients).__name__}")
+        coef = coefficients
+        measured_on = (get_device(coefficients_device) if isinstance(coefficients_device, str)
+                       else _check_device("coefficients_device", coefficients_device)
+                       if coefficients_device is not None else dev)
+        source = f"given coefficients (measured on {measured_on.name})"
+    if measured_on.name != dev.name:
+        coef = transfer(coef, measured_on, dev, dtype)
+        source += f", transferred to {dev.name} (efficiencies kept)"
+    return coef, dev, dtype, source

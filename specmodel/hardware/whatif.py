@@ -32,18 +32,15 @@ from typing import Any, Literal
 from specmodel.closedform.hybrid import h as h_closed
 from specmodel.closedform.step_level import async_knee
 from specmodel.hardware.costmodel import (
-    HARDWARE_PRESETS,
     LAYOUTS,
     PLACEMENTS,
     CostCoefficients,
     Workload,
     features,
-    load_coefficients,
-    preset_for_device,
+    resolve_coefficients,
     seconds_of,
-    transfer,
 )
-from specmodel.hardware.devices import Device, get_device
+from specmodel.hardware.devices import Device
 from specmodel.hardware.shape import Shape, dtype_bytes, load_shape
 from specmodel.optimize.pricing import BatchCostCurve, cost_aware_speedup
 from specmodel.parameters import Parameters
@@ -216,30 +213,11 @@ def what_if(target: Shape | str, draft: Shape | str, *, alpha1: float, alpha2: f
     kk2 = _int("k2", k2, 1, MAX_BUDGET)
     jt = _int("judge_tokens", judge_tokens, 1, 1 << 16)
     st = _int("step_tokens", step_tokens, 1, 1 << 16)
-    dev = get_device(device) if isinstance(device, str) else device
-    if not isinstance(dev, Device):
+    if not isinstance(device, Device | str):
         raise ValueError(f"device must be a Device or a device name, got {device!r}")
-    preset_dtype = "bfloat16"
-    if preset is not None and preset not in HARDWARE_PRESETS:
-        raise ValueError(f"preset must be one of {', '.join(HARDWARE_PRESETS)}, "
-                         f"got {preset!r}")
-    if coefficients is None:
-        name = preset if preset is not None else (preset_for_device(dev.name)
-                                                  or "h100-sxm-graph")
-        coef, measured_on, data = load_coefficients(name)
-        preset_dtype = data.get("dtype", "bfloat16")
-        coef_source = f"cost model {name} (measured on {measured_on.name})"
-    else:
-        if not isinstance(coefficients, CostCoefficients):
-            raise ValueError("coefficients must be CostCoefficients, got "
-                             f"{type(coefficients).__name__}")
-        coef = coefficients
-        measured_on = (get_device(coefficients_device) if isinstance(coefficients_device, str)
-                       else coefficients_device or dev)
-        coef_source = f"given coefficients (measured on {measured_on.name})"
-    if measured_on.name != dev.name:
-        coef = transfer(coef, measured_on, dev, preset_dtype)
-        coef_source += f", transferred to {dev.name} (efficiencies kept)"
+    coef, dev, preset_dtype, coef_source = resolve_coefficients(
+        device, preset=preset, coefficients=coefficients,
+        coefficients_device=coefficients_device)
     if token_drafter == "same":
         tok: Shape | None = drf
     elif token_drafter == "ngram":

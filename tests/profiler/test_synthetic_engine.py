@@ -298,7 +298,9 @@ def test_profile_costs_feed_the_decoder_model(arch: str, arch2: str) -> None:
     from profiler.engines.synthetic import (
         architectures,
         merge_profiles,
+        predicted_profiles,
         profile_costs,
+        profile_points,
         with_costs,
     )
     from specmodel.config import SpecConfig
@@ -311,6 +313,14 @@ def test_profile_costs_feed_the_decoder_model(arch: str, arch2: str) -> None:
     profs = profile_costs(tgt, drf, cfgs, 5, repeats=1, contention_seconds=0.05)
     names = architectures(tgt, drf, cfgs)
     assert [p.architecture.name for p in profs] == [names["target"], names["draft"]]
+    assert architectures(arch, arch2, cfgs) == names  # from the architectures alone
+    # what profile_points says and predicted_profiles predicts, no more, no less
+    grid = profile_points(arch, arch2, cfgs, 5)
+    pred = predicted_profiles(arch, arch2, cfgs, 5, device="cpu-this")
+    for prof, guess, (_, dec, ver) in zip(profs, pred, grid, strict=True):
+        keys = {(p.kind, p.batch, p.new_tokens, p.context) for p in prof.points}
+        assert keys == set(dec) | set(ver)
+        assert keys == {(p.kind, p.batch, p.new_tokens, p.context) for p in guess.points}
     t = profs[0]
     assert {b for b, _ in t.decode_surface()} == {1, 2}
     assert {q for _, q, _ in t.forward_points()} >= {2, 4, 8}  # k2 and prefills

@@ -1,0 +1,149 @@
+"""The decoder model priced without hardware, held against measured synthetic runs.
+
+``bench_synthetic`` measured sync / async / hybrid speedups of the real decoder on this
+CPU and held them against the decoder model priced from *measured* hardware profiles
+of the run's architectures.  Here the same records are predicted again with every
+measured profile replaced by the analytical cost model's prediction of the same points
+(:func:`specmodel.hardware.predicted.predict_like`, preset ``cpu-this-eager``, which was
+fitted on other architectures: SmolLM2-135M and Qwen2.5-1.5B profiles, never on the
+synthetic runs' 8- and 2-layer shapes).  Nothing is re-run: the records are the
+committed ones.  Three pricings of each record, side by side:
+
+* ``measured``: the record's own calibration (merged profiling passes of the run);
+* ``predicted``: every profile predicted, the two models' contention assumed 1 (what a
+  what-if without hardware knows);
+* ``predicted + contention``: the same with the measured contention copied in (the one
+  number the cost model does not predict), to show which of the two errors is which.
+
+Usage::
+
+    python -m benchmarks.bench_whatif_synthetic            # seeds 2-7 (quiet machine)
+    python -m benchmarks.bench_whatif_synthetic --seeds 0,1,2,3,4,5,6,7
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # run as a script from anywhere
+    sys.path.insert(0, str(ROOT))
+
+from benchmarks.harness import RESULTS, percent, print_table, write_json  # noqa: E402
+
+VARIANTS = ("measured", "predicted", "predicted + contention")
+
+
+def records(seed: int) -> list[Path]:
+    """The round records of one committed ``bench_synthetic`` seed."""
+    stem = "synthetic_cpu" if seed == 0 else f"synthetic_cpu_seed{seed}"
+    out = sorted(RESULTS.glob(f"{stem}_round*.run.json"))
+    if not out:
+        raise SystemExit(f"no records {stem}_round*.run.json in {RESULTS}")
+    return out
+
+
+def repriced(cal: Any, variant: str, preset: str | None) -> Any:
+    """``cal`` with its hardware profiles as ``variant`` prices them."""
+    from specmodel.hardware.predicted import predict_like
+
+    if variant == "measured":
+        return cal
+    hardware = [predict_like(p, preset=preset,
+                             keep_concurrent=variant == "predicted + contention")
+                for p in cal.hardware or []]
+    return cal.model_copy(update={"hardware": hardware})
+
+
+def sweep(seed: int, preset: str | None) -> dict[str, Any]:
+    """Every variant's decoder-model predictions of one seed's rounds."""
+    from specmodel.formats.run_record import load_run_record
+    from specmodel.prediction import compare_rounds
+
+    recs = [load_run_record(p) for p in records(seed)]
+    cal = recs[0].calibration
+    assert cal is not None
+    out: dict[str, Any] = {"seed": seed, "records": [str(p.relative_to(ROOT))
+                                                    for p in records(seed)], "rows": {}}
+    for variant in VARIANTS:
+        summary = compare_rounds(recs, repriced(cal, variant, preset))
+        for r in summary.rows:
+            if r.k1 == 1 and r.k2 == 1:
+                continue  # the baseline
+            row = out["rows"].setdefault(r.config, {"measured_rounds": r.measured,
+                                                    "measured_mean": r.measured_mean})
+            row[variant] = {"decoder": r.predicted_decoder, "error": r.decoder_error}
+    prof = {p.architecture.name: p for p in cal.hardware or []}
+    t1 = {}
+    for name, p in prof.items():
+        pred = repriced(cal, "predicted", preset).hardware
+        pp = next(x for x in pred if x.architecture.name == name)
+        meas, guess = p.decode_surface(), pp.decode_surface()
+        t1[name] = {"measured_ms": {f"{b},{L}": v * 1e3 for (b, L), v in meas.items()},
+                    "predicted_ms": {f"{b},{L}": guess[(b, L)] * 1e3 for (b, L) in meas
+                                     if (b, L) in guess}}
+    out["decode_surfaces"] = t1
+    out["concurrent"] = {name: p.concurrent for name, p in prof.items()}
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seeds", default="2,3,4,5,6,7",
+                    help="bench_synthetic seeds whose committed records to reprice")
+    ap.add_argument("--preset", default=None,
+                    help="cost-model preset (default: the one measured on the device, "
+                         "cpu-this-eager)")
+    ap.add_argument("--out", default="whatif_synthetic",
+                    help="result name under benchmarks/results (NAME.json)")
+    a = ap.parse_args(argv)
+    seeds = [int(s) for s in a.seeds.split(",") if s.strip()]
+    sweeps = [sweep(s, a.preset) for s in seeds]
+    table, errs = [], {v: [] for v in VARIANTS}
+    for sw in sweeps:
+        for cfg, row in sw["rows"].items():
+            cells = [sw["seed"], cfg, ", ".join(f"{m:.3f}" for m in row["measured_rounds"])]
+            for v in VARIANTS:
+                d = row[v]
+                cells += [None if d["decoder"] is None else f"{d['decoder']:.3f}",
+                          percent(d["error"], signed=True)]
+                if d["error"] is not None:
+                    errs[v].append(abs(d["error"]))
+            table.append(cells)
+    cols = ["seed", "configuration", "measured (rounds)"]
+    for v in VARIANTS:
+        cols += [v, "err"]
+    print_table("Decoder model priced by measured vs predicted profiles", cols, table)
+    summary = {v: {"mean_abs_error": statistics.fmean(e) if e else None,
+                   "max_abs_error": max(e) if e else None, "n": len(e)}
+               for v, e in errs.items()}
+    print_table("Mean |error| over the speculative configurations", ["pricing", "n", "mean",
+                                                                     "max"],
+                [[v, s["n"], percent(s["mean_abs_error"]), percent(s["max_abs_error"])]
+                 for v, s in summary.items()])
+    # the decode surfaces the predictions stand on: predicted / measured per architecture
+    surf = []
+    for sw in sweeps:
+        for name, d in sw["decode_surfaces"].items():
+            ratios = [d["predicted_ms"][k] / d["measured_ms"][k] - 1
+                      for k in d["predicted_ms"]]
+            surf.append([sw["seed"], name, len(ratios),
+                         percent(statistics.median(abs(r) for r in ratios)),
+                         percent(max(ratios, key=abs), signed=True),
+                         percent(statistics.fmean(ratios), signed=True)])
+    print_table("Predicted against measured decode T(b, L) of the runs' profiles",
+                ["seed", "architecture", "points", "median |err|", "max err", "mean err"],
+                surf)
+    write_json(a.out, {"benchmark": "decoder model priced without hardware "
+                                    "(bench_whatif_synthetic.py)",
+                       "seeds": seeds, "preset": a.preset or "cpu-this-eager",
+                       "summary": summary, "sweeps": sweeps})
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

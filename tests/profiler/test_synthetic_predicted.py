@@ -1,0 +1,68 @@
+"""A synthetic run priced without hardware: the forwards it can run
+(profiler.engines.synthetic.profile_points), predicted by the cost model
+(predicted_profiles), fed to the decoder model as a measured profile is — for a run
+recorded (its record's settings) or not yet run (a registration).  No torch."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from profiler.engines.synthetic import (
+    DEFAULT_CONTEXT_BUCKET,
+    architectures,
+    predicted_profiles,
+    profile_points,
+)
+from specmodel.config import SpecConfig
+from specmodel.formats.run_record import load_run_record
+from specmodel.prediction import decoder_prediction
+
+RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
+COMMON = {"max_steps": 4, "max_step_tokens": 16}
+
+
+def test_the_grid_covers_every_width_context_and_q() -> None:
+    cfgs = [SpecConfig(mode="sync", k1=3, k2=3, **COMMON), SpecConfig(k2=2, **COMMON)]
+    grid = profile_points("qwen2.5-7b", "qwen2.5-0.5b", cfgs, 40)
+    (t, tdec, tver), (d, ddec, dver) = grid
+    assert (t, d) == ("qwen2.5-7b", "qwen2.5-0.5b")
+    ctx = sorted({L for _, _, _, L in tdec})
+    assert all(L % DEFAULT_CONTEXT_BUCKET == 0 for L in ctx)
+    assert ctx[0] >= 40 and ctx[-1] >= 40 + (4 + 3) * 16  # prompt .. steps + k1 in flight
+    assert {b for _, b, _, _ in tdec} == {1, 2, 3}  # sync W = 1: k1 nodes
+    assert {q for k, _, q, L in tver if L in ctx} >= {2, 3}  # every k2 at every context
+    assert any(L == 0 for _, _, _, L in tver)  # prefills from scratch
+    assert {b for _, b, _, _ in ddec} == {1}
+    assert all(k == "verify" and q >= 2 for k, _, q, _ in dver)
+    # without a step draft (k1 = 1 everywhere) the draft is not profiled
+    assert len(profile_points("qwen2.5-7b", "qwen2.5-0.5b", cfgs[1:], 40)) == 1
+
+
+@pytest.mark.parametrize(("placement", "slow"), [("one-device", 1.9), ("two-devices", 1.0)])
+def test_predicted_profiles_carry_the_placements_contention(placement, slow) -> None:
+    cfgs = [SpecConfig(mode="async", k1=2, k2=2, **COMMON)]
+    t, d = predicted_profiles("qwen2.5-32b", "deepseek-r1-distill-qwen-1.5b", cfgs, 30,
+                              device="h100-sxm", placement=placement, overlap=0.10)
+    names = architectures("qwen2.5-32b", "deepseek-r1-distill-qwen-1.5b", cfgs)
+    assert (t.architecture.name, d.architecture.name) == (names["target"], names["draft"])
+    assert t.concurrent == {d.architecture.name: pytest.approx(slow)}
+    assert d.concurrent == {t.architecture.name: pytest.approx(slow)}
+    assert t.path == d.path == "predicted" and t.dtype == "bfloat16"
+
+
+def test_a_registration_prices_as_the_record_would() -> None:
+    rec = load_run_record(sorted(RESULTS.glob("synthetic_cpu_seed2_round1.run.json"))[0])
+    cal = rec.calibration
+    assert cal is not None and rec.settings.synthetic is not None
+    cfg = next(c.config for c in rec.configs if c.config.k1 > 1)
+    a = decoder_prediction(cal, cfg, record=rec, draws=4, problems=40)
+    b = decoder_prediction(cal, cfg, synthetic=rec.settings.synthetic, draws=4, problems=40)
+    assert a is not None and b is not None and a.speedup == b.speedup
+    # the same run priced by profiles the cost model predicted for its own grid
+    from specmodel.hardware.predicted import predict_like
+
+    pred = cal.model_copy(update={"hardware": [predict_like(p) for p in cal.hardware or []]})
+    c = decoder_prediction(pred, cfg, record=rec, draws=4, problems=40)
+    assert c is not None and 0.0 < c.speedup < 10.0 and c.speedup != a.speedup
