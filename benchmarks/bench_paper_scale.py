@@ -7,6 +7,15 @@ acceptance from the GSM8K and AIME presets, priced by the H100 cost-model preset
 (``h100-sxm-graph``) at L in {1024, 4096, 16384}; AIME also on an H200 (the preset
 transferred).  Beside: the paper's Table 1 (8x H100, target TP=2, vLLM 0.8.3) and the
 LR repository's AIME reproduction on 4x H200.
+
+Beside the closed forms priced by the cost model, the decoder model — the project's own
+decoder's schedule, every call priced by hardware profiles the cost model predicts
+(:func:`specmodel.hardware.whatif.decoder_costs`; an engine with prefix caching whose
+batch returns with its longest member; draft and target on two devices; the judge one
+256-token prefill per judged pair) — for the same SD, LR and LR+SD configurations and
+its own best under M = 16, with steps of a constant 24 tokens and with steps drawn from
+a geometric law of the same mean capped at 48 (what the synthetic engine draws), 12
+steps per answer.
 Usage: ``python -m benchmarks.bench_paper_scale``.
 """
 
@@ -17,7 +26,7 @@ from importlib import resources
 from typing import Any
 
 from benchmarks.harness import print_table, write_json
-from specmodel.hardware.whatif import what_if
+from specmodel.hardware.whatif import decoder_costs, what_if
 
 TARGET, DRAFT, JUDGE = ("deepseek-r1-distill-qwen-32b", "deepseek-r1-distill-qwen-1.5b",
                         "qwen2.5-7b")
@@ -31,6 +40,41 @@ REPORTED = {
                        "source": "LR repository's AIME reproduction on 4x H200"},
 }
 PRESETS = {"gsm8k": "lr-paper-gsm8k-deepseek", "aime": "lr-paper-aime-deepseek"}
+FIXED = {"SD": ("sync", 1, 9, 1), "LR": ("async", 6, 1, 1), "LR+SD": ("async", 6, 9, 1)}
+"""The paper's configurations as the decoder runs them (mode, k1, k2, W)."""
+STEP_TOKENS = 24
+"""Mean step length of the decoder-model rows (the synthetic engine's default)."""
+
+
+def decoder_model(task: str, device: str, L: int, law: str) -> dict[str, Any]:
+    """The decoder model's SD, LR, LR+SD and best (M = 16) at one point, steps ``law``
+    (constant or geometric) of mean :data:`STEP_TOKENS`."""
+    from profiler.engines.synthetic import step_law_histogram
+    from specmodel.decodermodel import AcceptanceModel, Workload, predict
+    from specmodel.decodermodel.search import optimize_decoder
+    from specmodel.formats.calibration import load_preset
+
+    cal = load_preset(PRESETS[task])
+    step = cal.step.model_copy(update={"step_tokens_mean": float(STEP_TOKENS)})
+    if law == "geometric":
+        hist = step_law_histogram(step)
+        assert hist is not None
+        step = step.model_copy(update={"step_tokens_histogram": {str(k): v for k, v in
+                                                                 hist.items()}})
+    cal = cal.model_copy(update={"step": step})
+    dc = decoder_costs(cal, TARGET, DRAFT, device=device, context=L, token_drafter="ngram",
+                       judge=JUDGE, placement="two-devices", budget=16,
+                       configs=list(FIXED.values()))
+    acc = AcceptanceModel.from_calibration(dc.calibration)
+    out: dict[str, Any] = {}
+    for name, (mode, k1, k2, w) in FIXED.items():
+        cfg = dc.base.replace(mode=mode, k1=k1, k2=k2, width=w)
+        p = predict(cfg, acc, dc.costs, Workload.of(cfg, L), problems=100, draws=4, seed=0)
+        out[name] = {"speedup": p.speedup, "interval": list(p.interval or ())}
+    best = optimize_decoder(dc.calibration, 16, base=dc.base, prompt_tokens=L,
+                            costs=dc.costs).best
+    out["best"] = best.to_dict()
+    return out
 
 
 def preset_alphas(name: str) -> tuple[float, float]:
@@ -67,8 +111,25 @@ def main() -> None:
                 ["task", "device", "L", "shared", "c1", "T(8)/T(1)", "V(8)/T(1)",
                  "SD", "SD rep.", "LR", "LR rep.", "LR+SD", "LR+SD rep.",
                  "best (M=16)", "LR+SD flat"], rows)
+    dec_rows, dec_out = [], []
+    for (task, device), rep in REPORTED.items():
+        for L in CONTEXTS:
+            for law in ("constant", "geometric"):
+                d = decoder_model(task, device, L, law)
+                b = d["best"]
+                dec_rows.append([task, device, L, law,
+                                 *(round(d[k]["speedup"], 3) for k in FIXED),
+                                 f"{b['label']} {b['speedup']:.3f}",
+                                 *(rep[k] for k in FIXED)])
+                dec_out.append({"task": task, "device": device, "context": L,
+                                "step_lengths": law, "step_tokens_mean": STEP_TOKENS,
+                                "reported": rep, **d})
+    print_table("Paper scale, the decoder model (the decoder's own schedule priced by "
+                "predicted profiles; two devices; steps of mean 24 tokens)",
+                ["task", "device", "L", "steps", "SD", "LR", "LR+SD", "best (M=16)",
+                 "SD rep.", "LR rep.", "LR+SD rep."], dec_rows)
     write_json("paper_scale", {"target": TARGET, "draft": DRAFT, "judge": JUDGE,
-                               "runs": out})
+                               "runs": out, "decoder_model": dec_out})
 
 
 if __name__ == "__main__":

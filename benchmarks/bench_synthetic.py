@@ -175,14 +175,10 @@ def _settings(a: argparse.Namespace, acc: Any, prompt_tokens: list[int],
               ) -> tuple[Any, Any]:
     """(the run's synthetic-acceptance settings, its step verifier priced by the
     target's decode forward ``target_t1``)."""
-    from profiler.engines.synthetic import (
-        DEFAULT_CONTEXT_BUCKET,
-        StepLengths,
-        TokenAcceptance,
-        architectures,
-    )
+    from profiler.engines.synthetic import StepLengths, TokenAcceptance, architectures
     from profiler.verifiers import SyntheticVerifier
     from specmodel.formats.run_record import SyntheticAcceptance
+    from specmodel.hardware.predicted import DEFAULT_CONTEXT_BUCKET
 
     ver = SyntheticVerifier(acc, source=a.acceptance, seed=a.seed)
     ver.price(StepLengths.from_step(acc.step).mean * target_t1)
@@ -206,16 +202,12 @@ def register(a: argparse.Namespace, dtype: str) -> dict[str, Any]:
     model (:func:`profiler.engines.synthetic.predicted_profiles`), nothing run."""
     import subprocess
 
-    from profiler.engines.synthetic import (
-        DEFAULT_CONTEXT_BUCKET,
-        load_acceptance,
-        predicted_profiles,
-        with_costs,
-    )
+    from profiler.engines.synthetic import load_acceptance, with_costs
     from profiler.problems import format_prompt
     from specmodel.hardware.costmodel import Workload, predict_seconds, resolve_coefficients
+    from specmodel.hardware.predicted import DEFAULT_CONTEXT_BUCKET, predicted_profiles
     from specmodel.hardware.shape import load_shape
-    from specmodel.prediction import decoder_prediction
+    from specmodel.prediction import decoder_prediction, decoder_time_split
 
     acc = load_acceptance(a.acceptance)
     tmp = Path(tempfile.mkdtemp(prefix="bench-synthetic-"))
@@ -255,13 +247,16 @@ def register(a: argparse.Namespace, dtype: str) -> dict[str, Any]:
                      "decoder_interval": None if got is None else list(got.interval),
                      "decoder_sample_interval": (None if got is None
                                                  or got.sample_interval is None
-                                                 else list(got.sample_interval))})
+                                                 else list(got.sample_interval)),
+                     "decoder_ms_per_token": None if got is None else {
+                         k: v * 1e3 for k, v in decoder_time_split(got).items()}})
     print(f"registered: {a.target} / {a.draft} on {a.predict_on} ({a.placement}) {dtype}, "
           f"{source}; T(1) {T[1] * 1e3:.2f} ms, c1 {costs['c1']:.3f}")
     for r in rows:
-        iv = r["decoder_interval"]
+        iv, ms = r["decoder_interval"], r["decoder_ms_per_token"] or {}
         print(f"  {r['config']:<18} {r['predicted_decoder'] or 0:.3f}"
-              + ("" if iv is None else f"  [{iv[0]:.3f}, {iv[1]:.3f}]"))
+              + ("" if iv is None else f"  [{iv[0]:.3f}, {iv[1]:.3f}]") + "  ms/token "
+              + ", ".join(f"{k} {v:.2f}" for k, v in ms.items()))
     try:
         commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
                                 text=True, check=True).stdout.strip()

@@ -96,10 +96,12 @@ def optimize(
         "--attention-layout", help="What-if: the verification attention kernel's blocks: "
         "gqa (one per query head, as profiled) or packed (one per KV head, as "
         "decode-optimized engine kernels).")] = "gqa",
-    decoder: Annotated[bool, typer.Option(
+    decoder: Annotated[bool | None, typer.Option(
         "--decoder/--no-decoder",
-        help="With a calibration that has engine costs, lead with the decoder model "
-        "(a few seconds of simulation).")] = True,
+        help="The decoder model (a Monte-Carlo of the project's decoder, every engine "
+        "call priced; a few seconds): by default it leads when the calibration has engine "
+        "costs; with --target-arch, --decoder adds it priced by predicted profiles.")
+    ] = None,
     json_out: JsonOut = False,
 ) -> None:
     """Split a parallelism budget between steps in flight (k1) and tokens per step (k2).
@@ -123,10 +125,29 @@ def optimize(
                          shared_prefix=shared_prefix,
                          attention_layout=attention_layout,  # type: ignore[arg-type]
                          token_drafter=token_drafter, budget=budget)
+        dec = None
+        if decoder:
+            if inputs.calibration is None:
+                raise ValueError("--decoder needs a calibration (--calibration or --preset) "
+                                 "for the step lengths and acceptance, not typed numbers")
+            if concurrency != 1:
+                raise ValueError("--decoder predicts one request at a time: use "
+                                 "--concurrency 1")
+            from specmodel.hardware.whatif import what_if_decoder
+
+            dec = what_if_decoder(inputs.calibration, target_arch, draft_arch,
+                                  device=device, context=context,
+                                  placement=placement,  # type: ignore[arg-type]
+                                  token_drafter=token_drafter, budget=budget, seed=seed)
         if json_out:
-            render.emit_json({**result.to_dict(), "calibration": inputs.source.to_dict()})
-        else:
-            _print_what_if(inputs, result)
+            render.emit_json({**result.to_dict(), "calibration": inputs.source.to_dict(),
+                              **({} if dec is None else {"decoder_model": dec.to_dict()})})
+            return
+        _print_what_if(inputs, result)
+        if dec is not None:
+            _print_decoder(inputs, dec, costs="hardware profiles the cost model predicts "
+                           "(no hardware run) on an engine with prefix caching whose batch "
+                           "returns with its longest member", source=False)
         return
     curve = inputs.priced_curve(concurrency)
     base = inputs.calibration.base_config(mode) if inputs.calibration is not None else None
@@ -144,7 +165,8 @@ def optimize(
                               compare=(res.k1, res.k2))
     dec = None
     cal = inputs.calibration
-    if decoder and cal is not None and cal.engine_costs is not None and concurrency == 1:
+    if decoder is not False and cal is not None and cal.engine_costs is not None \
+            and concurrency == 1:
         # the decoder model predicts one request at a time
         from specmodel.decodermodel.search import optimize_decoder
 
@@ -173,15 +195,19 @@ def optimize(
             render.dim("Decoder model (each engine call priced) not used: " + gaps[0] + ".")
 
 
-def _print_decoder(inputs: ModelInputs, dec: Any) -> None:
+def _print_decoder(inputs: ModelInputs, dec: Any,
+                   costs: str = "the calibration's engine costs", source: bool = True
+                   ) -> None:
     """optimize's answer from the decoder model: the best and leanest configurations with
-    their intervals, the refined candidates, and where the costs came from."""
+    their intervals, the refined candidates, and where the costs came from (``costs``, in
+    words; ``source``: print the calibration's source line first)."""
     from specmodel.optimize.pricing import SPEEDUP_DEFINITION
 
     con = render.console()
-    inputs.print_source()
+    if source:
+        inputs.print_source()
     render.dim(f"Decoder model: a Monte-Carlo of the decoder's own schedule, every engine "
-               f"call priced by the calibration's engine costs; {SPEEDUP_DEFINITION}.")
+               f"call priced by {costs}; {SPEEDUP_DEFINITION}.")
     rows = []
     for c in dec.refined:
         lo, hi = c.interval or (c.speedup, c.speedup)

@@ -224,10 +224,7 @@ def compare(record: RunRecord, calibration: Calibration | None = None, *,
                 decoder_step_acceptance=(
                     None if dec is None or not dec.counters.get("drafted_steps") else
                     dec.counters["accepted_steps"] / dec.counters["drafted_steps"]),
-                decoder_split={} if dec is None or dec.tokens_per_second is None else
-                time_split(dec.counters.get("output_tokens", 0.0), dec.counters.get(
-                    "output_tokens", 0.0) / dec.tokens_per_second,
-                    {k: dec.counters.get(f"{k}_seconds", 0.0) for k in _PARTS}),
+                decoder_split={} if dec is None else decoder_time_split(dec),
             )
         )
     return rows
@@ -235,6 +232,16 @@ def compare(record: RunRecord, calibration: Calibration | None = None, *,
 
 _PARTS = ("target", "draft", "verify")
 """The decoder's timed call kinds (its counters ``<part>_seconds``)."""
+
+
+def decoder_time_split(dec: Any) -> dict[str, float]:
+    """Seconds per output token of a decoder-model prediction, in total and by call kind
+    (:func:`time_split` of its counters); {} when it predicts no absolute time."""
+    if dec.tokens_per_second is None:
+        return {}
+    tokens = dec.counters.get("output_tokens", 0.0)
+    return time_split(tokens, tokens / dec.tokens_per_second,
+                      {k: dec.counters.get(f"{k}_seconds", 0.0) for k in _PARTS})
 
 
 def _rows_per_batch(problems: list[Any]) -> float | None:

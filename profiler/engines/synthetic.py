@@ -67,12 +67,17 @@ from profiler.engines.base import (
     counter_delta,
 )
 from specmodel.config import DECODER_TOKEN_METHODS, TokenSpeculation
+from specmodel.hardware.predicted import (
+    DEFAULT_CONTEXT_BUCKET,
+    forward_grid,
+    profile_points,
+)
+from specmodel.hardware.predicted import bucket as _bucket
 
 if TYPE_CHECKING:
     from specmodel.formats.calibration import Calibration, StepLevel, TokenLevel
 
 __all__ = [
-    "DEFAULT_CONTEXT_BUCKET",
     "DEFAULT_STEP_TOKENS",
     "ROLES",
     "StepAcceptance",
@@ -85,17 +90,13 @@ __all__ = [
     "measure_costs",
     "merge_profiles",
     "architectures",
-    "predicted_profiles",
     "prepare_run",
     "profile_costs",
-    "profile_points",
     "step_law_histogram",
     "uniform",
     "with_costs",
 ]
 
-DEFAULT_CONTEXT_BUCKET = 256
-"""Contexts of forwards are rounded up to a multiple of this (tokens)."""
 DEFAULT_STEP_TOKENS = 24.0
 """Mean step length (tokens) when a calibration has neither histogram nor mean."""
 ROLES = ("target", "draft")
@@ -675,73 +676,6 @@ def prepare_run(target: SyntheticEngine, draft: SyntheticEngine | None,
     return costs
 
 
-def _bucket(L: int, g: int) -> int:
-    """L rounded up to a multiple of the context bucket ``g``."""
-    return max(0, -(-L // g) * g)
-
-
-def _grid(configs: Sequence[Any], prompt_tokens: int, context_bucket: int
-          ) -> dict[str, Any]:
-    """What forwards ``configs`` can run from prompts of ``prompt_tokens``: widths,
-    contexts (bucketed; 0 for a prefill from scratch), q of verification and prefill."""
-    k1 = max(c.k1 for c in configs)
-    cap = max(c.max_step_tokens for c in configs)
-    steps = max(c.max_steps for c in configs)
-    longest = prompt_tokens + (steps + k1) * cap
-    g = context_bucket
-    contexts = sorted({_bucket(L, g) for L in range(max(1, prompt_tokens), longest + g, g)})
-    tree = max(sum(c.width ** i for i in range(c.k1)) if c.mode == "sync" else c.k1
-               for c in configs)
-    draft_b = max([c.width ** (c.k1 - 1) for c in configs if c.k1 > 1] or [1])
-
-    def pow2(n: int) -> int:
-        return 1 << (max(1, n) - 1).bit_length()
-
-    prefill_t = [1 << i for i in range(1, pow2(max(prompt_tokens, (k1 - 1) * cap, cap))
-                                       .bit_length())]
-    prefill_d = [1 << i for i in range(1, pow2(max(prompt_tokens, 2 * cap)).bit_length())]
-    k2s = sorted({c.k2 for c in configs if c.k2 > 1})
-    drafters = sorted({c.token.model for c in configs
-                       if c.k2 > 1 and c.token.method == "draft_model" and c.token.model})
-    return {"contexts": contexts, "target_b": tree, "draft_b": draft_b,
-            "prefill_target": prefill_t, "prefill_draft": prefill_d, "k2": k2s,
-            "drafters": drafters}
-
-
-def profile_points(target: str, draft: str | None, configs: Sequence[Any],
-                   prompt_tokens: int, *, context_bucket: int = DEFAULT_CONTEXT_BUCKET,
-                   prefill: bool = True) -> list[tuple[str, list[tuple[str, int, int, int]],
-                                   list[tuple[str, int, int, int]]]]:
-    """The forwards a synthetic run of ``configs`` from prompts of ``prompt_tokens`` can
-    run, per architecture: ``[(architecture, decode points, verify points)]``, each
-    point ``(kind, b, q, L)``.  The target: T(b, L) and F(b, q, L) for verification
-    (q = k2) at every bucketed context, prefills (q a power of two) at the first,
-    middle and last context and from scratch (interpolated in L between); the step
-    draft (when a configuration drafts steps): T(b, L) and its prefills; each token
-    drafter: T(b, L).  What :func:`profile_costs` measures and
-    :func:`predicted_profiles` predicts."""
-    g = _grid(configs, prompt_tokens, context_bucket)
-    ctx = g["contexts"]
-    bt = range(1, g["target_b"] + 1)
-    few = sorted({0, ctx[0], ctx[len(ctx) // 2], ctx[-1]})
-    pre_t = g["prefill_target"] if prefill else []
-    dec = [("decode", b, 1, L) for L in ctx for b in bt]
-    ver = [("verify", b, q, L) for L in ctx for b in bt for q in g["k2"]]
-    ver += [("verify", b, q, L) for L in few for b in bt for q in pre_t
-            if L == 0 or q not in g["k2"]]
-    out = [(target, dec, ver)]
-    if draft is not None and any(c.k1 > 1 for c in configs):
-        bd = range(1, g["draft_b"] + 1)
-        dec = [("decode", b, 1, L) for L in ctx for b in bd]
-        ver = [("verify", b, q, L) for L in few for b in bd
-               for q in g["prefill_draft"]] if prefill else []
-        out.append((draft, dec, ver))
-    for arch in g["drafters"]:
-        if arch not in (o[0] for o in out):
-            out.append((arch, [("decode", b, 1, L) for L in ctx for b in bt], []))
-    return out
-
-
 def measure_contention(target: str, draft: str, *, context: int, device: str = "cpu",
                        dtype: str = "float32", threads: int = 1, seconds: float = 1.0,
                        forwards: int = 150, rounds: int = 3, seed: int = 0
@@ -854,7 +788,7 @@ def profile_costs(target: SyntheticEngine, draft: SyntheticEngine | None,
             progress(f"profiled {shape.name}: {len(pts)} forwards in "
                      f"{data['measure_seconds']:.1f} s")
     if draft is not None and len(out) > 1:
-        ctx = _grid(configs, prompt_tokens, target.context_bucket)["contexts"]
+        ctx = forward_grid(configs, prompt_tokens, target.context_bucket)["contexts"]
         mid = ctx[len(ctx) // 2]
         tc, dc = measure_contention(target.model, draft.model, context=mid,
                                     device=target.device, dtype=target.dtype,
@@ -865,33 +799,6 @@ def profile_costs(target: SyntheticEngine, draft: SyntheticEngine | None,
             progress(f"contention (both decoding at once, L = {mid}): target {tc:.3f}×, "
                      f"draft {dc:.3f}×")
     return [HardwareProfile.model_validate(d) for d in out]
-
-
-def predicted_profiles(target: str, draft: str | None, configs: Sequence[Any],
-                       prompt_tokens: int, *, device: str = "h100-sxm",
-                       dtype: str | None = None,
-                       context_bucket: int = DEFAULT_CONTEXT_BUCKET,
-                       prefill: bool = True, placement: str = "one-device",
-                       overlap: float = 0.10, preset: str | None = None) -> list[Any]:
-    """What :func:`profile_costs` would measure, predicted without hardware: the same
-    forwards (:func:`profile_points`) priced by the analytical cost model on the device
-    preset ``device`` (:func:`specmodel.hardware.predicted.predict_profile`), and the
-    target's and draft's ``concurrent`` slowdown from their ``placement``
-    (:func:`specmodel.hardware.costmodel.contention`: ``2 − overlap`` when they share
-    one device, 1 on two).  No torch."""
-    from specmodel.hardware.costmodel import contention
-    from specmodel.hardware.predicted import predict_profile
-
-    jobs = profile_points(target, draft, configs, prompt_tokens,
-                          context_bucket=context_bucket, prefill=prefill)
-    out = [predict_profile(arch, [*dec, *ver], device=device, dtype=dtype, preset=preset)
-           for arch, dec, ver in jobs]
-    if draft is not None and len(out) > 1:
-        slow = contention(placement, overlap)  # type: ignore[arg-type]
-        t, d = out[0], out[1]
-        out[0] = t.model_copy(update={"concurrent": {d.architecture.name: slow}})
-        out[1] = d.model_copy(update={"concurrent": {t.architecture.name: slow}})
-    return out
 
 
 def architectures(target: SyntheticEngine | str, draft: SyntheticEngine | str | None,
@@ -907,7 +814,7 @@ def architectures(target: SyntheticEngine | str, draft: SyntheticEngine | str | 
     out = {"target": name(target)}
     if draft is not None:
         out["draft"] = name(draft)
-    for m in _grid(configs, 1, DEFAULT_CONTEXT_BUCKET)["drafters"]:
+    for m in forward_grid(configs, 1, DEFAULT_CONTEXT_BUCKET)["drafters"]:
         out[m] = load_shape(m).name
     return out
 

@@ -475,8 +475,8 @@ class CostModel:
                 if unit != "s":
                     raise ValueError("the draft has a measured surface in seconds but the "
                                      "target's costs are relative: give the target's too")
-                src["draft_decode"] = (f"measured: hardware profile of {draft_architecture}"
-                                       f" ({prof.summary()})")
+                src["draft_decode"] = (f"{_how(prof)}: hardware profile of "
+                                       f"{draft_architecture} ({prof.summary()})")
         if draft is None:
             draft = target.scaled(step.c1)
             src["draft_decode"] = (f"measured: c1 = {step.c1:.4g} (calibration step.c1) × "
@@ -514,15 +514,15 @@ class CostModel:
             if prof is not None and prof.forward_points():
                 fwd[key] = Forwards.from_points(prof.forward_points(_stat(prof)),
                                                 f"{arch} F(b, q, L)")
-                src[key] = (f"measured: hardware profile of {arch}, forwards of q > 1 tokens "
-                            f"({len(prof.forward_points())} points)")
+                src[key] = (f"{_how(prof)}: hardware profile of {arch}, forwards of q > 1 "
+                            f"tokens ({len(prof.forward_points())} points)")
         if token_drafter_architecture is not None:
             prof = _profile(cal, token_drafter_architecture)
             if prof is not None and prof.decode_surface():
                 fwd["token_drafter_decode"] = Surface.from_points(
                     prof.decode_surface(statistic=_stat(prof)), "token drafter T(b, L)")
                 src["token_drafter_decode"] = (
-                    f"measured: hardware profile of {token_drafter_architecture}")
+                    f"{_how(prof)}: hardware profile of {token_drafter_architecture}")
             else:
                 src["token_drafter_decode"] = (
                     f"missing: no hardware profile of {token_drafter_architecture}; "
@@ -535,7 +535,7 @@ class CostModel:
                 contention = max(1.0, float(tc))
                 fwd["draft_contention"] = max(1.0, float(dc))
                 src["draft_contention"] = (
-                    f"measured: {dc:.3g}× (hardware profile of {draft_architecture}, "
+                    f"{_how(dp)}: {dc:.3g}× (hardware profile of {draft_architecture}, "
                     f"concurrent with {target_architecture}; below 1 kept at 1)")
         pre = given("prefill_per_token", prefill_per_token, 0.0, "prefill")
         src["draft_prefill_per_token"] = (
@@ -555,7 +555,8 @@ class CostModel:
                         if k in ("draft_call_overhead", "draft_contention",
                                  "speculative_contention", "pass_multipliers")})
         if "draft_contention" in fwd and ec is None:
-            src["contention"] = (f"measured: {cont:.3g}× (hardware profile of "
+            how = _how(_profile(cal, target_architecture))
+            src["contention"] = (f"{how}: {cont:.3g}× (hardware profile of "
                                  f"{target_architecture}, concurrent with "
                                  f"{draft_architecture}; below 1 kept at 1)")
         eng = engine or EngineBehaviour()
@@ -726,6 +727,12 @@ def _stat(prof: Any) -> Literal["median", "mean"]:
     return "mean" if prof.has_means() else "median"
 
 
+def _how(prof: Any) -> str:
+    """How a hardware profile's times came about: ``predicted`` (the analytical cost
+    model, :mod:`specmodel.hardware.predicted`) or ``measured``."""
+    return "predicted" if prof is not None and prof.path == "predicted" else "measured"
+
+
 def _profile(cal: Any, architecture: str | None) -> Any:
     if architecture is None:
         return None
@@ -741,7 +748,7 @@ def _surface_of(cal: Any, architecture: str | None, role: str, src: dict[str, st
     if prof is not None and prof.decode_surface():
         stat = _stat(prof)
         s = Surface.from_points(prof.decode_surface(statistic=stat), f"{role} T(b, L)")
-        src[key] = f"measured: hardware profile ({prof.summary()}; {stat} times)"
+        src[key] = f"{_how(prof)}: hardware profile ({prof.summary()}; {stat} times)"
         return s, "s"
     if architecture is not None:
         src[key + "_profile"] = (f"missing: no hardware profile of {architecture} in the "

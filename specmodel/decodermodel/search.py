@@ -118,8 +118,11 @@ def optimize_decoder(cal: Any, budget: int, *, base: SpecConfig | None = None,
                      modes: tuple[str, ...] = ("sync", "async"),
                      widths: tuple[int, ...] = (1, 2), prompt_tokens: int | None = None,
                      screen_problems: int = 30, refine: int = 5, problems: int = 150,
-                     draws: int = 8, tolerance: float = 0.01, seed: int = 0) -> DecoderOptimum:
-    """The decoder model's best configuration under ``budget`` (module docstring)."""
+                     draws: int = 8, tolerance: float = 0.01, seed: int = 0,
+                     costs: Any = None) -> DecoderOptimum:
+    """The decoder model's best configuration under ``budget`` (module docstring).
+    ``costs``: a :class:`~specmodel.decodermodel.costs.CostModel` to price the calls by
+    (default: :meth:`CostModel.from_calibration` of ``cal``)."""
     from specmodel.decodermodel.acceptance import AcceptanceModel
     from specmodel.decodermodel.costs import CostModel
     from specmodel.decodermodel.simulate import Workload, predict
@@ -130,7 +133,7 @@ def optimize_decoder(cal: Any, budget: int, *, base: SpecConfig | None = None,
         raise ValueError(f"tolerance must be in [0, 1), got {tolerance}")
     base = base or cal.base_config("sync")
     acc = AcceptanceModel.from_calibration(cal)
-    costs = CostModel.from_calibration(cal)
+    costs = CostModel.from_calibration(cal) if costs is None else costs
     work = Workload.of(base, prompt_tokens)
     screened = []
     for mode, k1, k2, w in candidates(budget, modes, widths):

@@ -13,18 +13,24 @@ What a predicted profile does not have: ``concurrent`` (the slowdown of two mode
 decoding at once on one device) is not predicted; the decoder model then assumes 1
 (each model on its own device, or cores that do not contend) unless told otherwise.
 Points whose weights and KV cache exceed the device's memory are written as skipped.
+
+Which forwards a decoder run can take is :func:`forward_grid` / :func:`profile_points`
+(widths, contexts, q of verification and prefill, per architecture): what
+``profiler.engines.synthetic.profile_costs`` measures before a synthetic run and
+:func:`predicted_profiles` predicts instead.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import Literal
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Literal
 
 from specmodel.formats.hardware import CostPointRecord, HardwareProfile
 from specmodel.formats.jsonio import timestamp
 from specmodel.hardware.costmodel import (
     LAYOUTS,
     CostCoefficients,
+    contention,
     features,
     resolve_coefficients,
     seconds_of,
@@ -32,11 +38,15 @@ from specmodel.hardware.costmodel import (
 from specmodel.hardware.devices import Device
 from specmodel.hardware.shape import Shape, dtype_bytes, load_shape
 
-__all__ = ["PointSpec", "predict_like", "predict_profile"]
+__all__ = ["DEFAULT_CONTEXT_BUCKET", "PointSpec", "bucket", "forward_grid", "predict_like",
+           "predict_profile", "predicted_profiles", "profile_points"]
 
 PointSpec = tuple[str, int, int, int, bool]
 """(kind, batch, new tokens, context, shared prefix) of one forward to price."""
 KINDS = ("decode", "verify", "prefill")
+DEFAULT_CONTEXT_BUCKET = 256
+"""Contexts of forwards are rounded up to a multiple of this (tokens): the synthetic
+engine's default."""
 
 
 def _point(i: int, spec: object) -> PointSpec:
@@ -131,4 +141,112 @@ def predict_like(profile: HardwareProfile, *, device: Device | str | None = None
                           coefficients_device=coefficients_device, layout=profile.layout)
     if keep_concurrent and profile.concurrent:
         out = out.model_copy(update={"concurrent": dict(profile.concurrent)})
+    return out
+
+
+def bucket(L: int, g: int) -> int:
+    """L rounded up to a multiple of the context bucket ``g``."""
+    return max(0, -(-L // g) * g)
+
+
+def forward_grid(configs: Sequence[Any], prompt_tokens: int,
+                 context_bucket: int = DEFAULT_CONTEXT_BUCKET,
+                 contexts: Sequence[int] | None = None) -> dict[str, Any]:
+    """What forwards ``configs`` (:class:`~specmodel.config.SpecConfig`) can run from
+    prompts of ``prompt_tokens``: the target's and the step draft's widest batch, the
+    contexts (every bucket from the prompt to the longest answer, or ``contexts``), q
+    of verification (the k2 > 1) and of prefills (powers of two), the token drafters'
+    architectures."""
+    k1 = max(c.k1 for c in configs)
+    cap = max(c.max_step_tokens for c in configs)
+    steps = max(c.max_steps for c in configs)
+    longest = prompt_tokens + (steps + k1) * cap
+    g = context_bucket
+    ctx = sorted(set(contexts)) if contexts else sorted(
+        {bucket(L, g) for L in range(max(1, prompt_tokens), longest + g, g)})
+    tree = max(sum(c.width ** i for i in range(c.k1)) if c.mode == "sync" else c.k1
+               for c in configs)
+    draft_b = max([c.width ** (c.k1 - 1) for c in configs if c.k1 > 1] or [1])
+
+    def pow2(n: int) -> int:
+        return 1 << (max(1, n) - 1).bit_length()
+
+    prefill_t = [1 << i for i in range(1, pow2(max(prompt_tokens, (k1 - 1) * cap, cap))
+                                       .bit_length())]
+    prefill_d = [1 << i for i in range(1, pow2(max(prompt_tokens, 2 * cap)).bit_length())]
+    k2s = sorted({c.k2 for c in configs if c.k2 > 1})
+    drafters = sorted({c.token.model for c in configs
+                       if c.k2 > 1 and c.token.method == "draft_model" and c.token.model})
+    return {"contexts": ctx, "target_b": tree, "draft_b": draft_b,
+            "prefill_target": prefill_t, "prefill_draft": prefill_d, "k2": k2s,
+            "drafters": drafters}
+
+
+def profile_points(target: str, draft: str | None, configs: Sequence[Any],
+                   prompt_tokens: int, *, context_bucket: int = DEFAULT_CONTEXT_BUCKET,
+                   prefill: bool = True, contexts: Sequence[int] | None = None
+                   ) -> list[tuple[str, list[tuple[str, int, int, int]],
+                                   list[tuple[str, int, int, int]]]]:
+    """The forwards a synthetic run of ``configs`` from prompts of ``prompt_tokens`` can
+    run, per architecture: ``[(architecture, decode points, verify points)]``, each
+    point ``(kind, b, q, L)``.  The target: T(b, L) and F(b, q, L) for verification
+    (q = k2) at every bucketed context, prefills (q a power of two) at the first,
+    middle and last context and from scratch (interpolated in L between); the step
+    draft (when a configuration drafts steps): T(b, L) and its prefills; each token
+    drafter: T(b, L).  What ``profiler.engines.synthetic.profile_costs`` measures and
+    :func:`predicted_profiles` predicts."""
+    g = forward_grid(configs, prompt_tokens, context_bucket, contexts)
+    ctx = g["contexts"]
+    bt = range(1, g["target_b"] + 1)
+    few = sorted({0, ctx[0], ctx[len(ctx) // 2], ctx[-1]})
+    pre_t = g["prefill_target"] if prefill else []
+    dec = [("decode", b, 1, L) for L in ctx for b in bt]
+    ver = [("verify", b, q, L) for L in ctx for b in bt for q in g["k2"]]
+    ver += [("verify", b, q, L) for L in few for b in bt for q in pre_t
+            if L == 0 or q not in g["k2"]]
+    out = [(target, dec, ver)]
+    if draft is not None and any(c.k1 > 1 for c in configs):
+        bd = range(1, g["draft_b"] + 1)
+        dec = [("decode", b, 1, L) for L in ctx for b in bd]
+        ver = [("verify", b, q, L) for L in few for b in bd
+               for q in g["prefill_draft"]] if prefill else []
+        out.append((draft, dec, ver))
+    for arch in g["drafters"]:
+        dec = [("decode", b, 1, L) for L in ctx for b in bt]
+        have = next((o for o in out if o[0] == arch), None)
+        if have is None:
+            out.append((arch, dec, []))
+        else:  # the step draft drafts tokens too: its decode at the target's widths
+            known = set(have[1])
+            have[1].extend(p for p in dec if p not in known)
+    return out
+
+
+def predicted_profiles(target: str, draft: str | None, configs: Sequence[Any],
+                       prompt_tokens: int, *, device: str = "h100-sxm",
+                       dtype: str | None = None,
+                       context_bucket: int = DEFAULT_CONTEXT_BUCKET,
+                       prefill: bool = True,
+                       placement: Literal["one-device", "two-devices"] = "one-device",
+                       overlap: float = 0.10, preset: str | None = None,
+                       contexts: Sequence[int] | None = None,
+                       shapes: Mapping[str, Shape] | None = None) -> list[HardwareProfile]:
+    """What ``profiler.engines.synthetic.profile_costs`` would measure, predicted without
+    hardware: the same forwards (:func:`profile_points`) priced by the analytical cost
+    model on the device preset ``device`` (:func:`predict_profile`), and the target's
+    and draft's ``concurrent`` slowdown from their ``placement``
+    (:func:`~specmodel.hardware.costmodel.contention`: ``2 − overlap`` when they share
+    one device, 1 on two).  Architectures are embedded names or config paths, or keys of
+    ``shapes`` (name -> :class:`Shape`)."""
+    jobs = profile_points(target, draft, configs, prompt_tokens,
+                          context_bucket=context_bucket, prefill=prefill, contexts=contexts)
+    known = dict(shapes or {})
+    out = [predict_profile(known.get(arch, arch), [*dec, *ver], device=device, dtype=dtype,
+                           preset=preset)
+           for arch, dec, ver in jobs]
+    if draft is not None and len(out) > 1:
+        slow = contention(placement, overlap)
+        t, d = out[0], out[1]
+        out[0] = t.model_copy(update={"concurrent": {d.architecture.name: slow}})
+        out[1] = d.model_copy(update={"concurrent": {t.architecture.name: slow}})
     return out

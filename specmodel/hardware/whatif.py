@@ -26,7 +26,8 @@ Every number of the result names its model (``"closed form f·g (flat T(b))"``,
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
 from specmodel.closedform.hybrid import h as h_closed
@@ -45,7 +46,8 @@ from specmodel.hardware.shape import Shape, dtype_bytes, load_shape
 from specmodel.optimize.pricing import BatchCostCurve, cost_aware_speedup
 from specmodel.parameters import Parameters
 
-__all__ = ["MODELS", "Prediction", "WhatIf", "costs", "what_if"]
+__all__ = ["MODELS", "DecoderCosts", "Prediction", "WhatIf", "costs", "decoder_costs",
+           "what_if", "what_if_decoder"]
 
 MODELS = {
     "closed": "closed form f·g (flat T(b), the papers' assumption)",
@@ -318,3 +320,119 @@ def what_if(target: Shape | str, draft: Shape | str, *, alpha1: float, alpha2: f
                "c2_forced": c2 is not None, "batch_cost": curve_rows,
                "verify_cost": verify_rows, "model": cost_model},
         predictions=preds, notes=notes)
+
+
+@dataclass(frozen=True)
+class DecoderCosts:
+    """What the decoder model needs to price a what-if: the calibration holding the
+    predicted profiles, the run configuration before k1 and k2 are chosen, the cost model
+    and the request's starting context."""
+
+    calibration: Any
+    """The calibration given, its hardware profiles replaced by the predicted ones."""
+    base: Any
+    """The :class:`~specmodel.config.SpecConfig` the candidates vary (its token drafter
+    the what-if's)."""
+    costs: Any
+    """The :class:`~specmodel.decodermodel.costs.CostModel`."""
+    prompt_tokens: int
+    """The request's context when decoding starts (the what-if's L)."""
+
+
+def decoder_costs(calibration: Any, target: Shape | str, draft: Shape | str, *,
+                  device: Device | str = "h100-sxm", context: int = 4096,
+                  placement: Literal["one-device", "two-devices"] = "two-devices",
+                  overlap: float = 0.10,
+                  token_drafter: Shape | str | Literal["same", "ngram"] = "same",
+                  judge: Shape | str | None = None, judge_tokens: int = 256,
+                  preset: str | None = None, dtype: str | None = None, budget: int = 16,
+                  configs: Sequence[tuple[str, int, int, int]] = (),
+                  contexts: int = 5) -> DecoderCosts:
+    """The decoder model's costs for ``draft`` speculating for ``target`` on ``device``,
+    one request whose context starts at ``context`` tokens — hardware profiles the
+    analytical cost model predicts (:func:`~specmodel.hardware.predicted.
+    predicted_profiles`) for every forward the candidates of ``budget`` and the further
+    ``configs`` ((mode, k1, k2, W) each) can run, no hardware run; the acceptance and
+    step lengths stay ``calibration``'s.
+
+    The engine is one with prefix caching at step boundaries, prefills of uncached
+    tokens in one forward and batched token speculation, a batch returning when its
+    longest member ends (:meth:`~specmodel.decodermodel.EngineBehaviour.synthetic`, as
+    vLLM runs the decoder's calls); on ``one-device`` the two models' forwards contend
+    (:func:`~specmodel.hardware.costmodel.contention`).  The profiles are predicted at
+    ``contexts`` context lengths from ``context`` to the longest answer the calibration's
+    step limits allow, interpolated between.  A ``judge`` costs one prefill of
+    ``judge_tokens`` per judged pair; without one the calibration's verifier cost holds.
+    """
+    from specmodel.config import TokenDrafter
+    from specmodel.decodermodel.costs import CostModel, EngineBehaviour
+    from specmodel.decodermodel.search import candidates
+    from specmodel.formats.calibration import Calibration
+    from specmodel.hardware.predicted import DEFAULT_CONTEXT_BUCKET, predicted_profiles
+
+    if not isinstance(calibration, Calibration):
+        raise ValueError(f"calibration must be a Calibration, got "
+                         f"{type(calibration).__name__}")
+    tgt = _shape("target", target)
+    drf = _shape("draft", draft)
+    L = _int("context", context, 0, 1 << 20)
+    M = _int("budget", budget, 1, MAX_BUDGET)
+    n_ctx = _int("contexts", contexts, 1, 64)
+    jt = _int("judge_tokens", judge_tokens, 1, 1 << 16)
+    if placement not in PLACEMENTS:
+        raise ValueError(f"placement must be one of {', '.join(PLACEMENTS)}, "
+                         f"got {placement!r}")
+    o = _real("overlap", overlap, 0.0, 1.0)
+    if token_drafter == "ngram":
+        tok_shape = None
+    else:
+        tok_shape = drf if token_drafter == "same" else _shape("token_drafter", token_drafter)
+    jdg = None if judge is None else _shape("judge", judge)
+    base = calibration.base_config("sync").replace(
+        token=({"method": "ngram"} if tok_shape is None else
+               TokenDrafter(method="draft_model", model=tok_shape.name).model_dump()))
+    grid = [base.replace(mode=m, k1=k1, k2=k2, width=w)
+            for m, k1, k2, w in [*candidates(M), *configs]]
+    top = L + (base.max_steps + max(c.k1 for c in grid)) * base.max_step_tokens
+    ctx = sorted({L + round(i * (top - L) / max(1, n_ctx - 1)) for i in range(n_ctx)})
+    names = {tgt.name: tgt, drf.name: drf, **({} if tok_shape is None
+                                              else {tok_shape.name: tok_shape})}
+    profiles = predicted_profiles(tgt.name, drf.name, grid, L, device=device,
+                                  dtype=dtype, prefill=True, placement=placement,
+                                  overlap=o, preset=preset, contexts=ctx, shapes=names)
+    keys = {p.key() for p in profiles}
+    cal = calibration.model_copy(update={"hardware": [
+        p for p in calibration.hardware or [] if p.key() not in keys] + profiles})
+    costs = CostModel.from_calibration(
+        cal, target_architecture=tgt.name, draft_architecture=drf.name,
+        token_drafter_architecture=None if tok_shape is None else tok_shape.name,
+        engine=EngineBehaviour.synthetic(DEFAULT_CONTEXT_BUCKET, prefill=True))
+    if jdg is not None:
+        coef, _, preset_dtype, source = resolve_coefficients(device, preset=preset)
+        t_j = seconds_of(features(jdg, Workload(1, jt, 0, logits="last"),
+                                  dtype or preset_dtype), coef)
+        costs = replace(costs, verifier_per_pair=t_j, sources={
+            **costs.sources, "verifier_per_pair": f"predicted: one {jt}-token prefill of "
+            f"the judge {jdg.name} per judged pair ({t_j * 1e3:.2f} ms; {source})"})
+    return DecoderCosts(cal, base, costs, L)
+
+
+def what_if_decoder(calibration: Any, target: Shape | str, draft: Shape | str, *,
+                    seed: int = 0, search: dict[str, Any] | None = None,
+                    **options: Any) -> Any:
+    """The budget-M answer of the decoder model (the project's decoder's own schedule,
+    every engine call priced) with the costs of :func:`decoder_costs` (``options``: its
+    keyword arguments) — a :class:`~specmodel.decodermodel.search.DecoderOptimum` whose
+    ``sources`` say where each cost came from.  ``search``: further options of
+    :func:`~specmodel.decodermodel.search.optimize_decoder` (e.g. ``screen_problems``).
+    """
+    from specmodel.decodermodel.search import optimize_decoder
+
+    dc = decoder_costs(calibration, target, draft, **options)
+    out = optimize_decoder(dc.calibration, options.get("budget", 16), base=dc.base,
+                           prompt_tokens=dc.prompt_tokens, seed=seed, costs=dc.costs,
+                           **(search or {}))
+    gaps = [g for g in out.gaps if not g.startswith("engine call costs")]
+    gaps.insert(0, "engine call costs: the forwards predicted by the cost model (no per-call "
+                   "overhead; prefills priced as forwards; contention from the placement)")
+    return replace(out, gaps=gaps)

@@ -460,6 +460,26 @@ def test_optimize_what_if_from_architectures(capsys) -> None:
     assert code == 0 and json.loads(out)["inputs"]["attention_layout"] == "packed"
 
 
+def test_optimize_what_if_with_the_decoder_model(capsys) -> None:
+    code, out, _ = run(["optimize", "--budget", "4", "--preset", "lr-paper-gsm8k-deepseek",
+                        "--target-arch", "qwen2.5-32b", "--draft-arch", "qwen2.5-1.5b",
+                        "--context", "1024", "--token-drafter", "ngram", "--decoder",
+                        "--json"], capsys)
+    assert code == 0
+    data = json.loads(out)
+    dec = data["decoder_model"]
+    assert dec["model"] == "decoder model" and dec["budget"] == 4
+    assert dec["sources"]["target_decode"].startswith("predicted:")
+    assert "best" in data["predictions"]  # the what-if's table is still there
+    code, _, err = run(["optimize", "--alpha1", "0.6", "--c1", "0.1", "--alpha2", "0.3",
+                        "--c2", "0", "--target-arch", "qwen2.5-32b", "--draft-arch",
+                        "qwen2.5-1.5b", "--decoder"], capsys)
+    assert code == 2 and "--decoder needs a calibration" in err
+    code, _, err = run(["optimize", "--target-arch", "qwen2.5-32b", "--draft-arch",
+                        "qwen2.5-1.5b", "--decoder", "--concurrency", "2"], capsys)
+    assert code == 2 and "--concurrency 1" in err
+
+
 @pytest.mark.parametrize(("args", "named"), [
     (["--target-arch", "qwen2.5-32b"], "--target-arch and --draft-arch go together"),
     (["--target-arch", "nope", "--draft-arch", "qwen2.5-1.5b"], "--target-arch must be"),

@@ -298,13 +298,12 @@ def test_profile_costs_feed_the_decoder_model(arch: str, arch2: str) -> None:
     from profiler.engines.synthetic import (
         architectures,
         merge_profiles,
-        predicted_profiles,
         profile_costs,
-        profile_points,
         with_costs,
     )
     from specmodel.config import SpecConfig
     from specmodel.decodermodel import CostModel, EngineBehaviour
+    from specmodel.hardware.predicted import predicted_profiles, profile_points
 
     acc = load_preset("lr-paper-gsm8k-deepseek")
     tgt = SyntheticEngine(arch, acceptance=acc, role="target")

@@ -1,6 +1,6 @@
 """A synthetic run priced without hardware: the forwards it can run
-(profiler.engines.synthetic.profile_points), predicted by the cost model
-(predicted_profiles), fed to the decoder model as a measured profile is — for a run
+(specmodel.hardware.predicted.profile_points, what profile_costs measures), predicted by
+the cost model (predicted_profiles), fed to the decoder model as a measured profile is — for a run
 recorded (its record's settings) or not yet run (a registration).  No torch."""
 
 from __future__ import annotations
@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from profiler.engines.synthetic import (
+from profiler.engines.synthetic import architectures
+from specmodel.config import SpecConfig
+from specmodel.formats.run_record import load_run_record
+from specmodel.hardware.predicted import (
     DEFAULT_CONTEXT_BUCKET,
-    architectures,
     predicted_profiles,
     profile_points,
 )
-from specmodel.config import SpecConfig
-from specmodel.formats.run_record import load_run_record
 from specmodel.prediction import decoder_prediction
 
 RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results"

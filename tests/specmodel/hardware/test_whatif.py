@@ -118,3 +118,88 @@ def test_packed_attention_never_prices_verification_higher() -> None:
         assert packed.costs["verify_cost"][key] <= v * (1 + 1e-12)
     assert packed.costs["verify_cost"]["V(8)/T(1)"] < gqa.costs["verify_cost"]["V(8)/T(1)"]
     assert packed.inputs["attention_layout"] == "packed"
+
+
+# -- the decoder model priced by predicted profiles ------------------------------------
+FAST = {"screen_problems": 6, "problems": 12, "draws": 0, "refine": 2}
+
+
+def test_decoder_what_if_prices_the_decoder_by_predicted_profiles() -> None:
+    from specmodel.formats.calibration import load_preset
+    from specmodel.hardware.whatif import what_if_decoder
+
+    cal = load_preset("lr-paper-gsm8k-deepseek")
+    r = what_if_decoder(cal, T, D, context=1024, token_drafter="ngram", budget=6,
+                        search=FAST)
+    assert r.best.budget_used <= 6 and r.best.speedup == max(c.speedup for c in r.refined)
+    assert r.sources["target_decode"].startswith("predicted: hardware profile")
+    assert r.sources["draft_decode"].startswith("predicted: hardware profile")
+    assert r.gaps[0].startswith("engine call costs: the forwards predicted")
+    assert not any(g.startswith("engine call costs (") for g in r.gaps)
+    assert r.baseline_tokens_per_second is not None and r.baseline_tokens_per_second > 0
+    # the calibration given is left as it was
+    assert cal.hardware == load_preset("lr-paper-gsm8k-deepseek").hardware
+
+
+def test_decoder_what_if_sharing_a_device_never_speeds_async_up() -> None:
+    from specmodel.formats.calibration import load_preset
+    from specmodel.hardware.whatif import what_if_decoder
+
+    cal = load_preset("lr-paper-gsm8k-deepseek")
+    kw = {"context": 1024, "token_drafter": "ngram", "budget": 4, "search": FAST}
+    two = {c.label: c.speedup for c in what_if_decoder(
+        cal, T, D, placement="two-devices", **kw).screened}
+    one = {c.label: c.speedup for c in what_if_decoder(
+        cal, T, D, placement="one-device", **kw).screened}
+    assert set(one) == set(two)
+    for label, s in one.items():  # the same draws; only the contention differs
+        if label.startswith("async"):
+            assert s <= two[label] + 1e-12, label
+        else:
+            assert s == pytest.approx(two[label], rel=1e-12), label
+
+
+def test_decoder_what_if_draft_drafts_tokens_at_the_targets_widths() -> None:
+    from specmodel.formats.calibration import load_preset
+    from specmodel.hardware.whatif import what_if_decoder
+
+    cal = load_preset("lr-paper-gsm8k-deepseek")
+    r = what_if_decoder(cal, T, D, context=512, token_drafter="same", budget=4, search=FAST)
+    assert r.sources["token_drafter_decode"].startswith("predicted: hardware profile of")
+
+
+@pytest.mark.parametrize(("kwargs", "named"), [
+    ({"calibration": None}, "calibration must be a Calibration"),
+    ({"placement": "x"}, "placement must be one of"),
+    ({"budget": 0}, "budget must be"),
+    ({"context": -1}, "context must be"),
+    ({"contexts": 0}, "contexts must be"),
+])
+def test_decoder_what_if_bad_input(kwargs, named) -> None:
+    from specmodel.formats.calibration import load_preset
+    from specmodel.hardware.whatif import what_if_decoder
+
+    args = {"calibration": load_preset("lr-paper-gsm8k-deepseek"), **kwargs}
+    cal = args.pop("calibration")
+    with pytest.raises(ValueError) as e:
+        what_if_decoder(cal, T, D, **args)
+    assert named in str(e.value)
+
+
+def test_decoder_costs_price_a_judge_per_pair_and_cover_further_configs() -> None:
+    from specmodel.formats.calibration import load_preset
+    from specmodel.hardware.costmodel import Workload, predict_seconds
+    from specmodel.hardware.shape import load_shape
+    from specmodel.hardware.whatif import decoder_costs
+
+    cal = load_preset("lr-paper-gsm8k-deepseek")
+    dc = decoder_costs(cal, T, D, context=1024, token_drafter="ngram", budget=2,
+                       judge="qwen2.5-7b", configs=[("async", 6, 9, 1)])
+    want = predict_seconds(load_shape("qwen2.5-7b"), Workload(1, 256, 0, logits="last"),
+                           load_coefficients("h100-sxm-graph")[0])
+    assert dc.costs.verifier_per_pair == pytest.approx(want, rel=1e-12)
+    assert dc.costs.sources["verifier_per_pair"].startswith("predicted: one 256-token")
+    assert dc.prompt_tokens == 1024
+    prof = next(p for p in dc.calibration.hardware if p.architecture.name == T)
+    assert {q for _, q, _ in prof.forward_points()} >= {9}  # k2 = 9 beyond the budget
+    assert max(b for b, _ in prof.decode_surface()) >= 6
