@@ -45,7 +45,15 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script from anywhere
     sys.path.insert(0, str(ROOT))
 
-from benchmarks.harness import RESULTS, percent, print_table, printer, write_json  # noqa: E402
+from benchmarks.harness import (  # noqa: E402
+    RESULTS,
+    git_commit,
+    percent,
+    print_table,
+    printer,
+    registered_row,
+    write_json,
+)
 
 TRIOS = {
     "0.5b": {"target": "qwen2.5-coder-0.5b", "draft": "smollm2-135m",
@@ -232,22 +240,13 @@ def decode_rounds(a: argparse.Namespace, cal: Any, configs: list[Any],
 def register(a: argparse.Namespace, cal: Any, configs: list[Any]) -> dict[str, Any]:
     """The decoder model's predictions for the sweep, made before it decodes (the
     protocol's registered predictions), with what they were made from."""
-    import subprocess
-
     from specmodel.formats.jsonio import timestamp
     from specmodel.prediction import decoder_prediction
 
     tokens = prompt_tokens(a)
-    rows = []
-    for cfg in configs:
-        got = decoder_prediction(cal, cfg, prompt_tokens=tokens, sample_problems=a.problems)
-        rows.append({"config": cfg.label, "mode": cfg.mode, "k1": cfg.k1, "k2": cfg.k2,
-                     "width": cfg.width,
-                     "predicted_decoder": None if got is None else got.speedup,
-                     "decoder_interval": None if got is None else list(got.interval),
-                     "decoder_sample_interval": (None if got is None
-                                                 or got.sample_interval is None
-                                                 else list(got.sample_interval))})
+    rows = [registered_row(cfg, decoder_prediction(cal, cfg, prompt_tokens=tokens,
+                                                   sample_problems=a.problems))
+            for cfg in configs]
     print_table(f"registered before the sweep: trio {a.trio}, {a.problems} problems (seed "
                 f"{a.seed}), prompt {tokens:.1f} tokens; calibration {a.calibration}",
                 ["config", "decoder model", "95 % interval", f"… of {a.problems} problems"],
@@ -255,12 +254,7 @@ def register(a: argparse.Namespace, cal: Any, configs: list[Any]) -> dict[str, A
                   *("-" if r[k] is None else f"{r[k][0]:.3f}-{r[k][1]:.3f}"
                     for k in ("decoder_interval", "decoder_sample_interval"))]
                  for r in rows])
-    try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
-                                text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        commit = None
-    return {"registered": timestamp(), "commit": commit,
+    return {"registered": timestamp(), "commit": git_commit(),
             "trio": a.trio, "calibration": a.calibration, "problems": a.problems,
             "seed": a.seed, "max_steps": a.max_steps, "max_step_tokens": a.max_step_tokens,
             "prompt_tokens": tokens, "speedup_over": "the target alone, same problems",

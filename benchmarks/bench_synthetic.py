@@ -155,9 +155,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if a.predict_on:
             path = out.with_name(f"{out.stem}.registered.json")
+            if path.exists():
+                raise ValueError(f"{path} exists: a registration is never overwritten "
+                                 "(choose another --out)")
+            reg = register(a, dtype)
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(json.dumps(register(a, dtype), indent=1) + "\n",
-                            encoding="utf-8")
+            path.write_text(json.dumps(reg, indent=1) + "\n", encoding="utf-8")
             print(f"wrote {path}")
             return 0
         summary = run(a, dtype, out)
@@ -200,8 +203,7 @@ def register(a: argparse.Namespace, dtype: str) -> dict[str, Any]:
     """The decoder model's predictions of the sweep on the device preset ``a.predict_on``,
     made before it runs: every forward the run can take priced by the analytical cost
     model (:func:`profiler.engines.synthetic.predicted_profiles`), nothing run."""
-    import subprocess
-
+    from benchmarks.harness import git_commit, registered_row
     from profiler.engines.synthetic import load_acceptance, with_costs
     from profiler.problems import format_prompt
     from specmodel.hardware.costmodel import Workload, predict_seconds, resolve_coefficients
@@ -241,15 +243,8 @@ def register(a: argparse.Namespace, dtype: str) -> dict[str, Any]:
     rows = []
     for cfg in configs:
         got = decoder_prediction(cal, cfg, synthetic=syn, sample_problems=a.problems)
-        rows.append({"config": cfg.label, "mode": cfg.mode, "k1": cfg.k1, "k2": cfg.k2,
-                     "width": cfg.width,
-                     "predicted_decoder": None if got is None else got.speedup,
-                     "decoder_interval": None if got is None else list(got.interval),
-                     "decoder_sample_interval": (None if got is None
-                                                 or got.sample_interval is None
-                                                 else list(got.sample_interval)),
-                     "decoder_ms_per_token": None if got is None else {
-                         k: v * 1e3 for k, v in decoder_time_split(got).items()}})
+        rows.append({**registered_row(cfg, got), "decoder_ms_per_token": None if got is None
+                     else {k: v * 1e3 for k, v in decoder_time_split(got).items()}})
     print(f"registered: {a.target} / {a.draft} on {a.predict_on} ({a.placement}) {dtype}, "
           f"{source}; T(1) {T[1] * 1e3:.2f} ms, c1 {costs['c1']:.3f}")
     for r in rows:
@@ -257,12 +252,7 @@ def register(a: argparse.Namespace, dtype: str) -> dict[str, Any]:
         print(f"  {r['config']:<18} {r['predicted_decoder'] or 0:.3f}"
               + ("" if iv is None else f"  [{iv[0]:.3f}, {iv[1]:.3f}]") + "  ms/token "
               + ", ".join(f"{k} {v:.2f}" for k, v in ms.items()))
-    try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
-                                text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        commit = None
-    return {"registered": timestamp(), "commit": commit, "device": a.predict_on,
+    return {"registered": timestamp(), "commit": git_commit(), "device": a.predict_on,
             "placement": a.placement, "dtype": dtype, "cost_model": source,
             "target": a.target, "draft": a.draft, "acceptance": a.acceptance,
             "problems": a.problems, "seed": a.seed, "max_steps": a.max_steps,

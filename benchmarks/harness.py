@@ -77,6 +77,29 @@ def write_json(name: str, payload: dict[str, Any], folder: Path = RESULTS) -> Pa
     return path
 
 
+def git_commit() -> str | None:
+    """The repository's HEAD commit (None outside a git checkout): what a registration
+    was made with."""
+    import subprocess
+
+    try:
+        return subprocess.run(["git", "rev-parse", "HEAD"], cwd=RESULTS.parent.parent,
+                              capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+
+
+def registered_row(config: Any, got: Any) -> dict[str, Any]:
+    """One configuration's registered row: the decoder model's speedup and intervals
+    (``got``, a :class:`~specmodel.decodermodel.DecoderPrediction` or None)."""
+    return {"config": config.label, "mode": config.mode, "k1": config.k1, "k2": config.k2,
+            "width": config.width,
+            "predicted_decoder": None if got is None else got.speedup,
+            "decoder_interval": None if got is None else list(got.interval),
+            "decoder_sample_interval": (None if got is None or got.sample_interval is None
+                                        else list(got.sample_interval))}
+
+
 def add_trio_arguments(ap: argparse.ArgumentParser, *, problems: int, seed: int,
                        max_step_tokens: int) -> None:
     """The options every real-model benchmark shares: the models, the verifier, the step

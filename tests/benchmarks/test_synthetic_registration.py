@@ -1,0 +1,43 @@
+"""``bench_synthetic --predict-on``: a sweep's decoder-model predictions registered
+without hardware (no torch), never overwritten, and refused by a run of other settings."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from benchmarks.bench_synthetic import REGISTERED_KEYS, main, registration
+
+ARGS = ["--predict-on", "cpu-this", "--problems", "2", "--max-steps", "3",
+        "--max-step-tokens", "16", "--k1", "2", "--k2", "2"]
+
+
+def test_register_then_refuse_to_overwrite_and_check_settings(tmp_path: Path, capsys
+                                                              ) -> None:
+    out = tmp_path / "sweep.json"
+    assert main([*ARGS, "--out", str(out)]) == 0
+    path = tmp_path / "sweep.registered.json"
+    reg = json.loads(path.read_text())
+    assert reg["device"] == "cpu-this" and reg["placement"] == "two-devices"
+    assert reg["dtype"] == "float32" and "cpu-this-eager" in reg["cost_model"]
+    assert {r["config"] for r in reg["rows"]} >= {"target", "sync k1=2 k2=1",
+                                                  "async k1=2 k2=2"}
+    target = next(r for r in reg["rows"] if r["config"] == "target")
+    assert target["predicted_decoder"] == pytest.approx(1.0, abs=0.01)  # simulated too
+    assert all(r["predicted_decoder"] > 0 and r["decoder_ms_per_token"]["total"] > 0
+               for r in reg["rows"])
+    before = path.read_bytes()
+    assert main([*ARGS, "--out", str(out)]) == 2
+    assert "never overwritten" in capsys.readouterr().err
+    assert path.read_bytes() == before
+
+    import argparse
+    settings = {k: reg[k] for k in REGISTERED_KEYS}
+    got = registration(argparse.Namespace(**settings), path)
+    assert got["predictions"]["target"] == pytest.approx(1.0, abs=0.01)
+    with pytest.raises(ValueError, match="registered for other settings"):
+        registration(argparse.Namespace(**{**settings, "problems": 3}), path)
+    with pytest.raises(ValueError, match="cannot read it"):
+        registration(argparse.Namespace(**settings), tmp_path / "missing.json")
