@@ -50,8 +50,14 @@ BUILTIN = {
                     "num_hidden_layers": 2, "num_attention_heads": 4,
                     "num_key_value_heads": 2, "vocab_size": 8192,
                     "tie_word_embeddings": True},
+    "bench-target-wide": {"model_type": "qwen2", "hidden_size": 1024,
+                          "intermediate_size": 2816, "num_hidden_layers": 6,
+                          "num_attention_heads": 16, "num_key_value_heads": 4,
+                          "vocab_size": 8192, "tie_word_embeddings": True},
 }
-"""The CPU defaults: an 8-layer target (about 21 M weights) and a 2-layer draft."""
+"""The CPU defaults: an 8-layer target (about 21 M weights) and a 2-layer draft; and a
+wider, shallower target (6 layers of width 1024, about 75 M weights) for a shape the
+cost model's CPU preset has not seen."""
 
 QUESTIONS = [
     "A baker makes 48 rolls in the morning and 36 in the afternoon. He sells 70 of them. "
