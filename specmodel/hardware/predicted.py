@@ -38,8 +38,9 @@ from specmodel.hardware.costmodel import (
 from specmodel.hardware.devices import Device
 from specmodel.hardware.shape import Shape, dtype_bytes, load_shape
 
-__all__ = ["DEFAULT_CONTEXT_BUCKET", "PointSpec", "bucket", "forward_grid", "predict_like",
-           "predict_profile", "predicted_profiles", "profile_points"]
+__all__ = ["DEFAULT_CONTEXT_BUCKET", "PointSpec", "bucket", "device_preset_of",
+           "forward_grid", "predict_like", "predict_profile", "predicted_profiles",
+           "profile_points"]
 
 PointSpec = tuple[str, int, int, int, bool]
 """(kind, batch, new tokens, context, shared prefix) of one forward to price."""
@@ -119,20 +120,34 @@ def predict_profile(architecture: Shape | str, points: Iterable[PointSpec], *,
         measure_seconds=0.0, points=rows)
 
 
+GPU_NAMES = (("H200", "h200"), ("H100", "h100-sxm"), ("A100", "a100-80gb-sxm"),
+             ("L40S", "l40s"))
+"""(a word of the GPU's name as torch reports it, the device preset)."""
+
+
+def device_preset_of(profile: HardwareProfile) -> str:
+    """The device preset a measured profile's device corresponds to: ``cpu-this`` for a
+    CPU, the preset whose GPU name the device's name contains (``NVIDIA H200`` ->
+    ``h200``), else ``h100-sxm``."""
+    if profile.device.type == "cpu":
+        return "cpu-this"
+    name = profile.device.name.upper()
+    return next((preset for word, preset in GPU_NAMES if word in name), "h100-sxm")
+
+
 def predict_like(profile: HardwareProfile, *, device: Device | str | None = None,
                  dtype: str | None = None, preset: str | None = None,
                  coefficients: CostCoefficients | None = None,
                  coefficients_device: Device | str | None = None,
                  keep_concurrent: bool = False) -> HardwareProfile:
     """The prediction of ``profile``'s points (timed and skipped alike) for its
-    architecture, dtype and layout on ``device`` (by default the preset device whose
-    type matches the profile's: ``cpu-this`` for a CPU profile, ``h100-sxm`` else).
+    architecture, dtype and layout on ``device`` (by default the preset of the device it
+    was measured on, :func:`device_preset_of`).
     ``keep_concurrent`` copies the profile's measured ``concurrent`` slowdowns (the one
     thing the cost model does not predict) into the prediction."""
     if not isinstance(profile, HardwareProfile):
         raise ValueError(f"profile must be a HardwareProfile, got {type(profile).__name__}")
-    dev = device if device is not None else (
-        "cpu-this" if profile.device.type == "cpu" else "h100-sxm")
+    dev = device if device is not None else device_preset_of(profile)
     points: Sequence[PointSpec] = [(p.kind, p.batch, p.new_tokens, p.context,
                                     p.shared_prefix) for p in profile.points]
     out = predict_profile(profile.architecture.shape(), points, device=dev,

@@ -24,7 +24,7 @@ from specmodel.hardware.costmodel import (
     transfer,
 )
 from specmodel.hardware.devices import get_device
-from specmodel.hardware.predicted import predict_like, predict_profile
+from specmodel.hardware.predicted import device_preset_of, predict_like, predict_profile
 from specmodel.hardware.shape import list_architectures, load_shape
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -87,6 +87,8 @@ def test_a_measured_profile_is_predicted_on_its_own_grid() -> None:
     assert errs and errs[len(errs) // 2] < 0.10
     cpu = load_hardware_profile(sorted(CPU.glob("*.eager.pass1.json"))[0])
     assert predict_like(cpu).device.name == "cpu-this"
+    h200 = load_hardware_profile(GPU.parent / "h200-2026-11-23" / "qwen2.5-7b.graph.json")
+    assert device_preset_of(h200) == "h200" and predict_like(h200).device.name == "h200"
 
 
 def test_keep_concurrent_copies_the_measured_slowdown() -> None:
