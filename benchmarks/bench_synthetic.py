@@ -263,7 +263,8 @@ def register(a: argparse.Namespace, dtype: str) -> dict[str, Any]:
             "target": a.target, "draft": a.draft, "acceptance": a.acceptance,
             "problems": a.problems, "seed": a.seed, "max_steps": a.max_steps,
             "max_step_tokens": a.max_step_tokens, "k1": a.k1, "k2": a.k2,
-            "prompt_tokens": syn.prompt_tokens, "prefill": a.prefill,
+            "prompt_tokens": syn.prompt_tokens, "prompt_words": a.prompt_words,
+            "prefill": a.prefill,
             "costs": {"context": mid, "T_ms": {str(b): v * 1e3 for b, v in T.items()},
                       "draft_T1_ms": costs["draft_T1"] * 1e3, "c1": costs["c1"],
                       "c2": costs["c2"]},
@@ -271,7 +272,7 @@ def register(a: argparse.Namespace, dtype: str) -> dict[str, Any]:
 
 
 REGISTERED_KEYS = ("target", "draft", "acceptance", "problems", "seed", "max_steps",
-                   "max_step_tokens", "k1", "k2", "prefill")
+                   "max_step_tokens", "k1", "k2", "prefill", "prompt_words")
 """What a registration (--predict-on) must share with the run held against it."""
 
 
@@ -282,6 +283,7 @@ def registration(a: argparse.Namespace, path: Path) -> dict[str, Any]:
         reg = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:
         raise ValueError(f"--registered {path}: cannot read it ({e})") from e
+    reg.setdefault("prompt_words", 0)  # registrations before it was recorded: none
     differ = {k: (reg.get(k), getattr(a, k)) for k in REGISTERED_KEYS
               if reg.get(k) != getattr(a, k)}
     if differ:

@@ -11,25 +11,41 @@
 #     --no-deps -d .gpu-wheels pydantic pydantic-core annotated-types typing-extensions \
 #     typing-inspection
 # (pydantic pins its pydantic-core: check the pair matches).
-# OUT=dir benchmarks/gpu/synthetic_and_layout.sh
+# One part per device call (each fits the 600 s a call may run):
+#   OUT=dir PARTS=packed benchmarks/gpu/synthetic_and_layout.sh      # ~3-5 min
+#   OUT=dir PARTS=synthetic benchmarks/gpu/synthetic_and_layout.sh   # the short sweep
+#   OUT=dir PARTS=long benchmarks/gpu/synthetic_and_layout.sh        # prompts of 3000 words
+# Each sweep is held against its registration (made without a GPU, committed before).
 set -u
 : "${OUT:?set OUT}"
+PARTS=${PARTS:-"packed synthetic"}
 pip install -q --no-index --no-deps --target /tmp/pydeps .gpu-wheels/*.whl
 export PYTHONPATH=/tmp/pydeps:$PWD
 { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; python -V
   python -c "import torch, transformers, numpy; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'transformers', transformers.__version__, 'numpy', numpy.__version__)"; } > "$OUT/env.txt" 2>&1
 cat "$OUT/env.txt"
-mkdir -p "$OUT/packed"
-for arch in qwen2.5-0.5b qwen2.5-7b qwen2.5-32b; do
-  timeout 100 python -m profiler.hardware $arch --device cuda --path graph --layout packed \
-    --contexts 1024,4096,16384 --batches 1 --verify-tokens 2,4,8 --verify-batches 1,8 \
-    --prefill '' --shared-batches 8,32 --out "$OUT/packed/$arch.graph-packed.json" \
-    > "$OUT/packed/$arch.log" 2>&1
-  echo "$arch packed rc=$?"; grep -E "^\[" "$OUT/packed/$arch.log" | cut -c1-100
+sweep() {  # NAME [bench_synthetic options]: one registered sweep, 1.5B drafting for 32B
+  local name=$1; shift
+  timeout ${SYNTH_TIMEOUT:-540} python -m benchmarks.bench_synthetic --device cuda \
+    --dtype bfloat16 --target qwen2.5-32b --draft deepseek-r1-distill-qwen-1.5b \
+    --registered "benchmarks/results/gpu/$name.registered.json" \
+    --out "$OUT/$name.json" "$@" > "$OUT/$name.log" 2>&1
+  echo "$name rc=$?"; tail -40 "$OUT/$name.log"
+}
+for part in $PARTS; do
+  case $part in
+    packed)
+      mkdir -p "$OUT/packed"
+      for arch in qwen2.5-0.5b qwen2.5-7b qwen2.5-32b; do
+        timeout 100 python -m profiler.hardware $arch --device cuda --path graph \
+          --layout packed --contexts 1024,4096,16384 --batches 1 --verify-tokens 2,4,8 \
+          --verify-batches 1,8 --prefill '' --shared-batches 8,32 \
+          --out "$OUT/packed/$arch.graph-packed.json" > "$OUT/packed/$arch.log" 2>&1
+        echo "$arch packed rc=$?"; grep -E "^\[" "$OUT/packed/$arch.log" | cut -c1-100
+      done ;;
+    synthetic) sweep synthetic_gpu ;;
+    long) sweep synthetic_gpu_long --prompt-words 3000 ;;
+    *) echo "unknown part $part (packed, synthetic, long)"; exit 2 ;;
+  esac
 done
-timeout ${SYNTH_TIMEOUT:-380} python -m benchmarks.bench_synthetic --device cuda --dtype bfloat16 \
-  --target qwen2.5-32b --draft deepseek-r1-distill-qwen-1.5b \
-  --registered benchmarks/results/gpu/synthetic_gpu.registered.json \
-  --out "$OUT/synthetic_gpu.json" > "$OUT/synthetic.log" 2>&1
-echo "synthetic rc=$?"; tail -40 "$OUT/synthetic.log"
 ls "$OUT"
