@@ -199,20 +199,15 @@ def load_graph_profile(path: Path | str) -> dict[str, list[Row]]:
     ``decode-shared`` (q = 1, b sequences sharing the L-token prefix), ``verify``
     (q >= 2) and ``prefill`` (L = 0, logits of the last token only).  Skipped points
     are left out; the shape is the file's ``architecture``."""
-    data = json.loads(Path(path).read_text(encoding="utf-8"))
-    shape = Shape(**data["architecture"])
-    layout = data.get("layout", "gqa")  # profiles before the option were all gqa
+    from specmodel.formats.hardware import load_hardware_profile
+
+    prof = load_hardware_profile(path)
+    shape = prof.architecture.shape()
     out: dict[str, list[Row]] = {k: [] for k in KINDS}
-    for p in data["points"]:
-        if "ms" not in p:
-            continue
-        kind = p["kind"]
-        if kind == "decode" and p["shared_prefix"]:
-            kind = "decode-shared"
-        w = Workload(batch=p["batch"], q=p["new_tokens"], context=p["context"],
-                     shared_prefix=bool(p["shared_prefix"]),
-                     logits="last" if kind == "prefill" else "all", layout=layout)
-        out[kind].append((shape, w, p["ms"][0] / 1e3))
+    for p in prof.timed():
+        kind = "decode-shared" if p.kind == "decode" and p.shared_prefix else p.kind
+        assert p.seconds is not None
+        out[kind].append((shape, p.workload(prof.layout), p.seconds))
     return out
 
 
