@@ -205,3 +205,50 @@ def test_cli_predict_needs_an_architecture(tmp_path: Path, capsys) -> None:
     code, _, err = _run(["profile", "hardware", "--from", str(gpu), "--predict-on",
                          "h100-sxm", "-o", str(tmp_path / "c.json")], capsys)
     assert code == 2 and "--predict-on predicts ARCH's profile" in err
+
+
+@st.composite
+def spec_configs(draw: st.DrawFn) -> list:
+    from specmodel.config import SpecConfig
+
+    out = []
+    for _ in range(draw(st.integers(1, 4))):
+        mode = draw(st.sampled_from(["sync", "async"]))
+        k1 = draw(st.integers(1, 5))
+        width = draw(st.integers(1, 2)) if mode == "sync" and k1 > 1 else 1
+        out.append(SpecConfig(mode=mode, k1=k1, k2=draw(st.integers(1, 5)), width=width,
+                              max_steps=draw(st.integers(1, 8)),
+                              max_step_tokens=draw(st.integers(1, 64))))
+    return out
+
+
+@settings(max_examples=40, deadline=None)
+@given(spec_configs(), st.integers(1, 3000), st.sampled_from([64, 256]))
+def test_the_grid_covers_every_forward_the_configurations_can_run(configs, prompt, g
+                                                                  ) -> None:
+    from specmodel.hardware.predicted import bucket, forward_grid, profile_points
+
+    grid = forward_grid(configs, prompt, g)
+    ctx = grid["contexts"]
+    longest = prompt + max((c.max_steps + c.k1) * c.max_step_tokens for c in configs)
+    assert ctx[0] == bucket(prompt, g) and ctx[-1] >= longest
+    assert all(L % g == 0 for L in ctx) and ctx == sorted(set(ctx))
+    for c in configs:  # the widest batch of each: a sync tree's nodes, async's k1
+        nodes = sum(c.width ** i for i in range(c.k1)) if c.mode == "sync" else c.k1
+        assert grid["target_b"] >= nodes
+    assert grid["k2"] == sorted({c.k2 for c in configs if c.k2 > 1})
+    (_, dec, ver), *rest = profile_points("qwen2.5-0.5b", "qwen2.5-0.5b-draft", configs,
+                                             prompt, context_bucket=g)
+    assert set(dec) == {("decode", b, 1, L) for L in ctx
+                        for b in range(1, grid["target_b"] + 1)}
+    assert {(b, q, L) for _, b, q, L in ver} >= {
+        (b, q, L) for L in ctx for b in range(1, grid["target_b"] + 1) for q in grid["k2"]}
+    assert bool(rest) == any(c.k1 > 1 for c in configs)
+
+
+def test_explicit_contexts_replace_the_buckets() -> None:
+    from specmodel.config import SpecConfig
+    from specmodel.hardware.predicted import forward_grid
+
+    grid = forward_grid([SpecConfig(k1=2)], 100, 256, contexts=[4000, 100, 4000])
+    assert grid["contexts"] == [100, 4000]
