@@ -19,6 +19,11 @@ Usage::
 
     python -m benchmarks.bench_whatif_synthetic            # seeds 2-7 (quiet machine)
     python -m benchmarks.bench_whatif_synthetic --seeds 0,1,2,3,4,5,6,7
+    python -m benchmarks.bench_whatif_synthetic --figure figures/whatif_synthetic
+
+``--figure STEM`` also writes the predictions against the measurements as a plotly
+figure (``STEM.html``, PNG where a browser renders it), with every registered sweep of
+``benchmarks/results/*.registered.json`` that has its run beside it.
 """
 
 from __future__ import annotations
@@ -100,6 +105,8 @@ def main(argv: list[str] | None = None) -> int:
                          "cpu-this-eager)")
     ap.add_argument("--out", default="whatif_synthetic",
                     help="result name under benchmarks/results (NAME.json)")
+    ap.add_argument("--figure", default=None, metavar="STEM",
+                    help="also write the figure STEM.html (and STEM.png)")
     a = ap.parse_args(argv)
     seeds = [int(s) for s in a.seeds.split(",") if s.strip()]
     sweeps = [sweep(s, a.preset) for s in seeds]
@@ -142,7 +149,77 @@ def main(argv: list[str] | None = None) -> int:
                                     "(bench_whatif_synthetic.py)",
                        "seeds": seeds, "preset": a.preset or "cpu-this-eager",
                        "summary": summary, "sweeps": sweeps})
+    if a.figure:
+        for path in figure(sweeps, a.figure):
+            print(f"wrote {path}")
     return 0
+
+
+def registered_runs() -> list[tuple[str, list[tuple[str, float, float]]]]:
+    """Every committed registered sweep whose run is committed too: (name, [(configuration,
+    measured mean speedup, registered speedup)])."""
+    import json
+
+    out = []
+    for reg_path in sorted(RESULTS.glob("*.registered.json")):
+        run_path = reg_path.with_name(reg_path.name.replace(".registered", ""))
+        if not run_path.is_file():
+            continue
+        run = json.loads(run_path.read_text(encoding="utf-8"))
+        if "rows" not in run or not any("registered" in r for r in run["rows"]):
+            continue
+        out.append((run_path.stem, [(r["config"], r["measured_mean"], r["registered"])
+                                    for r in run["rows"] if r.get("registered") is not None
+                                    and (r["k1"] > 1 or r["k2"] > 1)]))
+    return out
+
+
+def figure(sweeps: list[dict[str, Any]], stem: str) -> list[Path]:
+    """Predicted against measured speedup: the decoder model priced by the runs' own
+    profiles and by predicted ones (the repriced seeds), and the registered sweeps."""
+    import plotly.graph_objects as go
+
+    from specmodel.figures import write_figure
+
+    fig = go.Figure()
+    top, low = 0.0, float("inf")
+    for v, symbol in (("measured", "circle"), ("predicted", "diamond")):
+        xs, ys, text = [], [], []
+        for sw in sweeps:
+            for cfg, row in sw["rows"].items():
+                if row[v]["decoder"] is None:
+                    continue
+                xs.append(row["measured_mean"])
+                ys.append(row[v]["decoder"])
+                text.append(f"seed {sw['seed']}: {cfg}")
+        top, low = max([top, *xs, *ys]), min([low, *xs, *ys])
+        name = ("decoder model, the runs' measured profiles" if v == "measured" else
+                "decoder model, predicted profiles (no hardware run)")
+        fig.add_trace(go.Scatter(x=xs, y=ys, mode="markers", name=name, text=text,
+                                 marker={"symbol": symbol, "size": 9}))
+    for name, rows in registered_runs():
+        xs = [m for _, m, _ in rows]
+        ys = [r for _, _, r in rows]
+        top, low = max([top, *xs, *ys]), min([low, *xs, *ys])
+        fig.add_trace(go.Scatter(x=xs, y=ys, mode="markers", text=[c for c, _, _ in rows],
+                                 name=f"registered before the run: {name}",
+                                 marker={"symbol": "x", "size": 11}))
+    top, low = top * 1.05, low * 0.9
+    line = [low, top]
+    fig.add_trace(go.Scatter(x=line, y=line, mode="lines", name="predicted = measured",
+                             line={"color": "black", "width": 1}))
+    for f, label in ((1.1, "+10 %"), (0.9, "−10 %")):
+        fig.add_trace(go.Scatter(x=line, y=[low * f, top * f], mode="lines", name=label,
+                                 line={"color": "grey", "width": 1, "dash": "dot"}))
+    fig.update_layout(
+        title="Predicted against measured speedup, CPU synthetic-acceptance runs<br><sup>"
+              "bench_synthetic on the 2-core AMD EPYC VM; repriced seeds " +
+              ", ".join(str(sw["seed"]) for sw in sweeps) + "; registered sweeps</sup>",
+        xaxis_title="measured speedup (mean of the rounds)",
+        yaxis_title="predicted speedup", template="plotly_white",
+        legend={"orientation": "h", "y": -0.18},
+        xaxis={"range": line}, yaxis={"range": line})
+    return write_figure(fig, stem, plotlyjs="directory")
 
 
 if __name__ == "__main__":
