@@ -189,15 +189,16 @@ def _settings(a: argparse.Namespace, acc: Any, prompt_tokens: list[int],
     from specmodel.formats.run_record import SyntheticAcceptance
     from specmodel.hardware.predicted import DEFAULT_CONTEXT_BUCKET
 
+    lengths = StepLengths.from_step(acc.step)
     ver = SyntheticVerifier(acc, source=a.acceptance, seed=a.seed)
-    ver.price(StepLengths.from_step(acc.step).mean * target_t1)
+    ver.price(lengths.mean * target_t1)
     syn = SyntheticAcceptance(
         acceptance=a.acceptance, calibration=acc.name,
         step_acceptance=ver.acceptance.source, verifier_cost=ver.cost,
         verifier_pair_seconds=ver.pair_seconds, seed=a.seed,
         prompt_tokens=round(sum(prompt_tokens) / len(prompt_tokens)),
         architectures=architectures(target, draft, configs),
-        step_lengths=StepLengths.from_step(acc.step).source,
+        step_lengths=lengths.source,
         token_acceptance=TokenAcceptance.from_token(acc.token).source,
         context_bucket=DEFAULT_CONTEXT_BUCKET, prefill=a.prefill,
         execution=("predicted" if a.predict_on else
@@ -210,10 +211,19 @@ def register(a: argparse.Namespace, dtype: str) -> dict[str, Any]:
     made before it runs: every forward the run can take priced by the analytical cost
     model (:func:`profiler.engines.synthetic.predicted_profiles`), nothing run."""
     from benchmarks.harness import git_commit, registered_row
-    from profiler.engines.synthetic import load_acceptance, with_costs
+    from profiler.engines.synthetic import (
+        cost_point,
+        load_acceptance,
+        scalar_costs,
+        with_costs,
+    )
     from profiler.problems import format_prompt
     from specmodel.hardware.costmodel import Workload, predict_seconds, resolve_coefficients
-    from specmodel.hardware.predicted import DEFAULT_CONTEXT_BUCKET, predicted_profiles
+    from specmodel.hardware.predicted import (
+        DEFAULT_CONTEXT_BUCKET,
+        bucket,
+        predicted_profiles,
+    )
     from specmodel.hardware.shape import load_shape
     from specmodel.prediction import decoder_prediction, decoder_time_split
 
@@ -227,21 +237,18 @@ def register(a: argparse.Namespace, dtype: str) -> dict[str, Any]:
     hardware = predicted_profiles(target, draft, configs, prompt, device=a.predict_on,
                                   dtype=dtype, context_bucket=DEFAULT_CONTEXT_BUCKET,
                                   prefill=a.prefill, placement=a.placement)
-    # the calibration's scalar costs (c1, c2, T(b)) as prepare_run times them, predicted
+    # the calibration's scalar costs (c1, c2, T(b)) where prepare_run times them, predicted
     coef, _, _, source = resolve_coefficients(a.predict_on)
     tshape, dshape = load_shape(target), load_shape(draft)
-    longest = prompt + max(c.max_steps * c.max_step_tokens for c in configs)
-    g = DEFAULT_CONTEXT_BUCKET
-    mid = -(-((prompt + longest) // 2) // g) * g  # prepare_run's context, bucketed
-    widest = max(max(sum(c.width ** i for i in range(c.k1)), c.k1 * c.k2) for c in configs)
+    context, widest, k2 = cost_point(configs, prompt)
+    mid = bucket(context, DEFAULT_CONTEXT_BUCKET)
 
     def t(shape: Any, b: int, q: int = 1) -> float:
         return predict_seconds(shape, Workload(b, q, mid), coef, dtype)
 
     T = {b: t(tshape, b) for b in range(1, widest + 1)}
-    V = t(tshape, 1, a.k2)
-    costs = {"context": mid, "T": T, "draft_T1": t(dshape, 1), "c1": t(dshape, 1) / T[1],
-             "c2": max(0.0, (V - T[1]) / ((a.k2 - 1) * T[1])) if a.k2 > 1 else None, "V": V}
+    costs = scalar_costs(T, t(dshape, 1), context=mid, k2=k2,
+                         V=t(tshape, 1, k2) if k2 > 1 else None)  # n-gram drafter: free
     syn, ver = _settings(a, acc, lengths, configs, target, draft, T[1])
     models = {"target": a.target, "draft": a.draft, "verifier": ver.name}
     cal = with_costs(acc, costs, f"{a.target} / {a.draft} predicted on {a.predict_on} "

@@ -69,13 +69,15 @@ def sweep(seed: int, preset: str | None) -> dict[str, Any]:
     from specmodel.formats.run_record import load_run_record
     from specmodel.prediction import compare_rounds
 
-    recs = [load_run_record(p) for p in records(seed)]
+    paths = records(seed)
+    recs = [load_run_record(p) for p in paths]
     cal = recs[0].calibration
     assert cal is not None
-    out: dict[str, Any] = {"seed": seed, "records": [str(p.relative_to(ROOT))
-                                                    for p in records(seed)], "rows": {}}
+    out: dict[str, Any] = {"seed": seed, "records": [str(p.relative_to(ROOT)) for p in paths],
+                           "rows": {}}
+    priced = {variant: repriced(cal, variant, preset) for variant in VARIANTS}
     for variant in VARIANTS:
-        summary = compare_rounds(recs, repriced(cal, variant, preset))
+        summary = compare_rounds(recs, priced[variant])
         for r in summary.rows:
             if r.k1 == 1 and r.k2 == 1:
                 continue  # the baseline
@@ -83,11 +85,10 @@ def sweep(seed: int, preset: str | None) -> dict[str, Any]:
                                                     "measured_mean": r.measured_mean})
             row[variant] = {"decoder": r.predicted_decoder, "error": r.decoder_error}
     prof = {p.architecture.name: p for p in cal.hardware or []}
+    pred = {p.architecture.name: p for p in priced["predicted"].hardware or []}
     t1 = {}
     for name, p in prof.items():
-        pred = repriced(cal, "predicted", preset).hardware
-        pp = next(x for x in pred if x.architecture.name == name)
-        meas, guess = p.decode_surface(), pp.decode_surface()
+        meas, guess = p.decode_surface(), pred[name].decode_surface()
         t1[name] = {"measured_ms": {f"{b},{L}": v * 1e3 for (b, L), v in meas.items()},
                     "predicted_ms": {f"{b},{L}": guess[(b, L)] * 1e3 for (b, L) in meas
                                      if (b, L) in guess}}

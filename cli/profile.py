@@ -647,12 +647,13 @@ def hardware(
     elif predict_on:
         from specmodel.hardware.devices import list_devices
         from specmodel.hardware.predicted import predict_profile
+        from specmodel.hardware.shape import DTYPE_BYTES
 
         if predict_on not in list_devices():
             raise ValueError(f"--predict-on must be one of {', '.join(list_devices())}, "
                              f"got {predict_on!r}")
-        if dtype is not None and dtype not in ("float32", "bfloat16", "float16"):
-            raise ValueError(f"--dtype must be one of float32, bfloat16, float16, got "
+        if dtype is not None and dtype not in DTYPE_BYTES:
+            raise ValueError(f"--dtype must be one of {', '.join(DTYPE_BYTES)}, got "
                              f"{dtype!r}")
         profiles = [predict_profile(shape, [(p.kind, p.batch, p.new_tokens, p.context,
                                              p.shared_prefix) for p in points],

@@ -90,8 +90,10 @@ __all__ = [
     "measure_costs",
     "merge_profiles",
     "architectures",
+    "cost_point",
     "prepare_run",
     "profile_costs",
+    "scalar_costs",
     "step_law_histogram",
     "uniform",
     "with_costs",
@@ -630,26 +632,48 @@ def _zero_counters(gamma: int) -> dict[str, Any]:
 
 
 # --- what the synthetic engines cost, as a calibration ----------------------------------
+def cost_point(configs: Sequence[Any], prompt_tokens: int) -> tuple[int, int, int]:
+    """Where :func:`prepare_run` times a run's scalar costs: (the context halfway from the
+    prompt to the longest answer, the widest batch — a sync tree's nodes or k1·k2 — and
+    the largest k2) of ``configs`` from prompts of ``prompt_tokens``."""
+    longest = prompt_tokens + max(c.max_steps * c.max_step_tokens for c in configs)
+    widest = max(1, *(max(sum(c.width ** i for i in range(c.k1)), c.k1 * c.k2)
+                      for c in configs))
+    return (prompt_tokens + longest) // 2, widest, max(c.k2 for c in configs)
+
+
+def scalar_costs(T: dict[int, float], draft_T1: float | None, *, context: int, k2: int = 1,
+                 V: float | None = None, drafter_T1: float = 0.0) -> dict[str, Any]:
+    """The model's cost inputs from forward times at ``context``: T(b), c1 =
+    T_draft(1) / T(1) (None without a draft), and for k2 > 1 the effective
+    c2 = (V(k2) + γ·T_drafter(1) − T(1)) / (γ·T(1)) of the target's token speculation
+    (one pass costs 1 + γ·c2 target forwards, as g assumes)."""
+    out: dict[str, Any] = {"context": context, "T": T, "draft_T1": draft_T1,
+                           "c1": None if draft_T1 is None else draft_T1 / T[1], "c2": None}
+    if k2 > 1:
+        if V is None:
+            raise ValueError("V must be given for k2 > 1")
+        gamma = k2 - 1
+        out.update(V=V, drafter_T1=drafter_T1,
+                   c2=max(0.0, (V + gamma * drafter_T1 - T[1]) / (gamma * T[1])))
+    return out
+
+
 def measure_costs(target: SyntheticEngine, draft: SyntheticEngine | None, *, context: int,
                   widths: Sequence[int] = (1,), k2: int = 1, repeats: int = 5
                   ) -> dict[str, Any]:
-    """The model's cost inputs, timed on the engines' own forwards at ``context``:
-    T(b) of the target (decode, b sequences) for ``widths``, c1 = T_draft(1) / T(1), and
-    for k2 > 1 the effective c2 = (V(k2) + γ·T_drafter(1) − T(1)) / (γ·T(1)) of the
-    target's token speculation (one pass costs 1 + γ·c2 target forwards, as g assumes)."""
+    """The model's cost inputs (:func:`scalar_costs`), timed on the engines' own forwards
+    at ``context``: T(b) of the target (decode, b sequences) for ``widths``, the draft's
+    T(1), and for k2 > 1 the verification V(k2) and the token drafter's forward."""
     widths = sorted({1, *widths})
     T = {b: target.time_forward(b, 1, context, repeats) for b in widths}
-    out: dict[str, Any] = {"context": target._bucket(context), "T": T}
-    out["draft_T1"] = draft.time_forward(1, 1, context, repeats) if draft is not None else None
-    out["c1"] = out["draft_T1"] / T[1] if draft is not None else None
-    out["c2"] = None
-    if k2 > 1:
-        gamma = k2 - 1
-        V = target.time_forward(1, k2, context, repeats)
-        drafter = target.time_draft_forward(1, context, repeats)
-        out.update(V=V, drafter_T1=drafter,
-                   c2=max(0.0, (V + gamma * drafter - T[1]) / (gamma * T[1])))
-    return out
+    draft_T1 = draft.time_forward(1, 1, context, repeats) if draft is not None else None
+    if k2 <= 1:
+        return scalar_costs(T, draft_T1, context=target._bucket(context))
+    V = target.time_forward(1, k2, context, repeats)
+    drafter = target.time_draft_forward(1, context, repeats)
+    return scalar_costs(T, draft_T1, context=target._bucket(context), k2=k2, V=V,
+                        drafter_T1=drafter)
 
 
 def prepare_run(target: SyntheticEngine, draft: SyntheticEngine | None,
@@ -661,17 +685,15 @@ def prepare_run(target: SyntheticEngine, draft: SyntheticEngine | None,
     longest = prompt_tokens + max(c.max_steps * c.max_step_tokens for c in configs)
     contexts = [*range(prompt_tokens, longest + 1, target.context_bucket), longest]
     t0 = time.perf_counter()
-    widest = 1
     for cfg in configs:
         tree = sum(cfg.width ** i for i in range(cfg.k1))  # sync tree nodes (W = 1: k1)
-        widest = max(widest, tree, cfg.k1 * cfg.k2)
         target.with_speculation(cfg.token_speculation()).prepare(range(1, tree + 1), contexts)
         if draft is not None and cfg.k1 > 1:
             draft.prepare(range(1, cfg.width ** (cfg.k1 - 1) + 1), contexts)
     deepest = max(configs, key=lambda c: c.k2)
+    context, widest, _ = cost_point(configs, prompt_tokens)
     costs = measure_costs(target.with_speculation(deepest.token_speculation()), draft,
-                          context=(prompt_tokens + longest) // 2, widths=range(1, widest + 1),
-                          k2=deepest.k2)
+                          context=context, widths=range(1, widest + 1), k2=deepest.k2)
     costs["prepare_seconds"] = time.perf_counter() - t0
     return costs
 

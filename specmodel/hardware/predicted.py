@@ -39,8 +39,8 @@ from specmodel.hardware.devices import Device
 from specmodel.hardware.shape import Shape, dtype_bytes, load_shape
 
 __all__ = ["DEFAULT_CONTEXT_BUCKET", "PointSpec", "bucket", "device_preset_of",
-           "forward_grid", "predict_like", "predict_profile", "predicted_profiles",
-           "profile_points"]
+           "forward_grid", "longest_context", "predict_like", "predict_profile",
+           "predicted_profiles", "profile_points"]
 
 PointSpec = tuple[str, int, int, int, bool]
 """(kind, batch, new tokens, context, shared prefix) of one forward to price."""
@@ -164,6 +164,16 @@ def bucket(L: int, g: int) -> int:
     return max(0, -(-L // g) * g)
 
 
+def longest_context(configs: Sequence[Any], prompt_tokens: int) -> int:
+    """The longest context a decoder run of ``configs`` can reach from prompts of
+    ``prompt_tokens``: the prompt, the most steps of the longest length, and k1 steps in
+    flight beyond them."""
+    k1 = max(c.k1 for c in configs)
+    cap = max(c.max_step_tokens for c in configs)
+    steps = max(c.max_steps for c in configs)
+    return prompt_tokens + (steps + k1) * cap
+
+
 def forward_grid(configs: Sequence[Any], prompt_tokens: int,
                  context_bucket: int = DEFAULT_CONTEXT_BUCKET,
                  contexts: Sequence[int] | None = None) -> dict[str, Any]:
@@ -174,8 +184,7 @@ def forward_grid(configs: Sequence[Any], prompt_tokens: int,
     architectures."""
     k1 = max(c.k1 for c in configs)
     cap = max(c.max_step_tokens for c in configs)
-    steps = max(c.max_steps for c in configs)
-    longest = prompt_tokens + (steps + k1) * cap
+    longest = longest_context(configs, prompt_tokens)
     g = context_bucket
     ctx = sorted(set(contexts)) if contexts else sorted(
         {bucket(L, g) for L in range(max(1, prompt_tokens), longest + g, g)})

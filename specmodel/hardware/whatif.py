@@ -132,6 +132,20 @@ class WhatIf:
                 "notes": list(self.notes)}
 
 
+def _placement(value: object) -> str:
+    if value not in PLACEMENTS:
+        raise ValueError(f"placement must be one of {', '.join(PLACEMENTS)}, got {value!r}")
+    return str(value)
+
+
+def _token_drafter(value: Shape | str, draft: Shape) -> Shape | None:
+    """The token drafter's shape: ``same`` (the step draft), ``ngram`` (None: free) or an
+    architecture."""
+    if value == "ngram":
+        return None
+    return draft if value == "same" else _shape("token_drafter", value)
+
+
 def _branch_seconds(shape: Shape, c: CostCoefficients, B: int, w: int, q: int, L: int,
                     shared: bool, layout: str = "gqa", dtype: str = "bfloat16") -> float:
     """B requests, each expanding w branches of q new tokens over its own L-token
@@ -201,9 +215,7 @@ def what_if(target: Shape | str, draft: Shape | str, *, alpha1: float, alpha2: f
     a2 = _real("alpha2", alpha2, 0.0, 1.0, open_=True)
     L = _int("context", context, 0, 1 << 20)
     B = _int("concurrency", concurrency, 1, 4096)
-    if placement not in PLACEMENTS:
-        raise ValueError(f"placement must be one of {', '.join(PLACEMENTS)}, "
-                         f"got {placement!r}")
+    _placement(placement)
     o = _real("overlap", overlap, 0.0, 1.0)
     if not isinstance(shared_prefix, bool):
         raise ValueError(f"shared_prefix must be True or False, got {shared_prefix!r}")
@@ -220,12 +232,7 @@ def what_if(target: Shape | str, draft: Shape | str, *, alpha1: float, alpha2: f
     coef, dev, preset_dtype, coef_source = resolve_coefficients(
         device, preset=preset, coefficients=coefficients,
         coefficients_device=coefficients_device)
-    if token_drafter == "same":
-        tok: Shape | None = drf
-    elif token_drafter == "ngram":
-        tok = None
-    else:
-        tok = _shape("token_drafter", token_drafter)
+    tok = _token_drafter(token_drafter, drf)
     jdg = None if judge is None else _shape("judge", judge)
     dt = preset_dtype if dtype is None else dtype
     dtype_bytes(dt)  # validates it
@@ -368,7 +375,11 @@ def decoder_costs(calibration: Any, target: Shape | str, draft: Shape | str, *,
     from specmodel.decodermodel.costs import CostModel, EngineBehaviour
     from specmodel.decodermodel.search import candidates
     from specmodel.formats.calibration import Calibration
-    from specmodel.hardware.predicted import DEFAULT_CONTEXT_BUCKET, predicted_profiles
+    from specmodel.hardware.predicted import (
+        DEFAULT_CONTEXT_BUCKET,
+        longest_context,
+        predicted_profiles,
+    )
 
     if not isinstance(calibration, Calibration):
         raise ValueError(f"calibration must be a Calibration, got "
@@ -379,21 +390,16 @@ def decoder_costs(calibration: Any, target: Shape | str, draft: Shape | str, *,
     M = _int("budget", budget, 1, MAX_BUDGET)
     n_ctx = _int("contexts", contexts, 1, 64)
     jt = _int("judge_tokens", judge_tokens, 1, 1 << 16)
-    if placement not in PLACEMENTS:
-        raise ValueError(f"placement must be one of {', '.join(PLACEMENTS)}, "
-                         f"got {placement!r}")
+    _placement(placement)
     o = _real("overlap", overlap, 0.0, 1.0)
-    if token_drafter == "ngram":
-        tok_shape = None
-    else:
-        tok_shape = drf if token_drafter == "same" else _shape("token_drafter", token_drafter)
+    tok_shape = _token_drafter(token_drafter, drf)
     jdg = None if judge is None else _shape("judge", judge)
     base = calibration.base_config("sync").replace(
         token=({"method": "ngram"} if tok_shape is None else
                TokenDrafter(method="draft_model", model=tok_shape.name).model_dump()))
     grid = [base.replace(mode=m, k1=k1, k2=k2, width=w)
             for m, k1, k2, w in [*candidates(M), *configs]]
-    top = L + (base.max_steps + max(c.k1 for c in grid)) * base.max_step_tokens
+    top = longest_context(grid, L)
     ctx = sorted({L + round(i * (top - L) / max(1, n_ctx - 1)) for i in range(n_ctx)})
     names = {tgt.name: tgt, drf.name: drf, **({} if tok_shape is None
                                               else {tok_shape.name: tok_shape})}
