@@ -749,7 +749,8 @@ def remeasure_contention(cal: Calibration, *, repeats: int = 5, max_step_tokens:
     desc = (f"{phase.description} (Slowdowns beside the other model measured again on "
             f"{now} with specmodel {__version__}, the decoder's way: paired calls, "
             f"{phase.tokens[1]} tokens after {phase.contexts[0]}, {repeats} rounds alone / "
-            f"together, mean +/- stderr: {what}; they replace the figures above, measured "
+            f"together (a round with inconsistent timings run again), mean +/- stderr: "
+            f"{what}; they replace the figures above, measured "
             f"{ec.contention_method.replace('-', ' ')}: target "
             f"{was(ec.target.concurrent_slowdown)}, draft {was(ec.draft.concurrent_slowdown)}"
             + ("" if ec.target.speculative_slowdown is None else

@@ -23,7 +23,9 @@ each round a call of each model alone, then one of each submitted together to tw
 worker threads (as the async decoder starts a draft step and a target step); the call
 that ends first ran wholly beside the other, the other only while it ran, and each
 model's slowdown is that of its overlapped work (:func:`overlap_slowdown`), with its
-spread over the rounds.
+spread over the rounds.  A round whose timings contradict themselves (the call ran
+longer beside the other than they overlapped: a third process took the machine during
+it) is run again, up to :data:`RERUNS_PER_ROUND` times.
 
 Last, token speculation as the decoder runs it (prompt lookup inside a step, one
 prefix per call, no KV reuse): the target's real step calls with speculation at each
@@ -47,7 +49,7 @@ from profiler.progress import ProgressCallback, no_progress
 __all__ = ["CellTiming", "context_prompt", "fit_intercepts", "measure_contention",
            "measure_model", "measure_speculative_contention", "measure_speculative_passes",
            "model_costs", "overlap_slowdown", "pool_engine_costs", "probe_costs",
-           "step_prefixes"]
+           "step_prefixes", "InconsistentTimingsError", "RERUNS_PER_ROUND"]
 
 _TEXT = ("Question: A farmer has 17 sheep, buys 5 more and sells 3. Each sheep eats 2 kg "
          "of hay a day. How much hay do the sheep eat in a week?\nAnswer: Let's think step "
@@ -161,6 +163,18 @@ def fit_intercepts(cells: Sequence[CellTiming]) -> tuple[tuple[float, float],
     return (float(coef[0]), se[0]), (float(coef[1]), se[1])
 
 
+class InconsistentTimingsError(ValueError):
+    """A paired round's timings contradict each other: the call ran longer beside the
+    other than the two overlapped, which only a third party sharing the machine during
+    the round can cause."""
+
+
+RERUNS_PER_ROUND = 3
+"""How many times a paired round with :class:`InconsistentTimingsError` is run again before
+the measurement gives up (a round disturbed by another process says nothing about the
+two models' contention; a machine that disturbs every try cannot measure it)."""
+
+
 def overlap_slowdown(alone: float, together: float, overlap: float) -> float:
     """How many times slower a call's work ran during the ``overlap`` seconds another
     call ran beside it, the rest of it running at its own pace: a call of ``alone``
@@ -176,10 +190,10 @@ def overlap_slowdown(alone: float, together: float, overlap: float) -> float:
                          f"together ({together:.4g} s)")
     alone_part = overlap - (together - alone)
     if alone_part <= 0:
-        raise ValueError(f"the call took {together - alone:.4g} s longer beside the other "
-                         f"than alone, more than the {overlap:.4g} s they overlapped: the "
-                         "timings are inconsistent (a machine this noisy cannot measure "
-                         "contention)")
+        raise InconsistentTimingsError(
+            f"the call took {together - alone:.4g} s longer beside the other than alone, "
+            f"more than the {overlap:.4g} s they overlapped: the timings are inconsistent "
+            "(a machine this noisy cannot measure contention)")
     return overlap / alone_part
 
 
@@ -203,6 +217,24 @@ def _paired_slowdowns(alone: tuple[float, float], together: tuple[float, float]
             overlap_slowdown(alone[1], together[1], overlap))
 
 
+def _paired_rounds(one_round: Callable[[], tuple[float, ...]], rounds: int
+                   ) -> list[tuple[float, ...]]:
+    """``rounds`` results of ``one_round`` (a paired round's slowdowns); a round whose
+    timings are inconsistent is run again, up to :data:`RERUNS_PER_ROUND` times, and
+    then its last error is raised with the number of tries."""
+    out = []
+    for _ in range(rounds):
+        for attempt in range(RERUNS_PER_ROUND + 1):
+            try:
+                out.append(one_round())
+                break
+            except InconsistentTimingsError as e:
+                if attempt == RERUNS_PER_ROUND:
+                    raise InconsistentTimingsError(
+                        f"{e} ({RERUNS_PER_ROUND + 1} tries of one round)") from None
+    return out
+
+
 def _measurement(values: Sequence[float]) -> Any:
     """Mean of per-round values with its standard error
     (:func:`specmodel.montecarlo.estimate.mean_estimate`; none from one round)."""
@@ -222,21 +254,21 @@ def measure_contention(target: Any, draft: Any, *, context: int, tokens: int = 3
     """(target's, draft's) slowdown beside the other model, each a
     :class:`~specmodel.formats.calibration.Measurement` over ``repeats`` rounds: in each,
     one ``tokens``-token call of each model alone after a ``context``-token prompt, then
-    one of each submitted together to two worker threads (:func:`_paired_slowdowns`)."""
+    one of each submitted together to two worker threads (:func:`_paired_slowdowns`); a
+    round with inconsistent timings is run again (:func:`_paired_rounds`)."""
     if repeats < 1 or tokens < 1:
         raise ValueError(f"repeats and tokens must be >= 1, got {repeats} and {tokens}")
     tp, _ = context_prompt(target, context)
     dp, _ = context_prompt(draft, context)
-    slow_t: list[float] = []
-    slow_d: list[float] = []
-    for _ in range(repeats):
+
+    def one_round() -> tuple[float, float]:
         alone = (target.generate_exact([tp], tokens), draft.generate_exact([dp], tokens))
         both = _together(lambda: target.generate_exact([tp], tokens),
                          lambda: draft.generate_exact([dp], tokens))
-        st, sd = _paired_slowdowns(alone, both)
-        slow_t.append(st)
-        slow_d.append(sd)
-    return _measurement(slow_t), _measurement(slow_d)
+        return _paired_slowdowns(alone, both)
+
+    got = _paired_rounds(one_round, repeats)
+    return _measurement([r[0] for r in got]), _measurement([r[1] for r in got])
 
 
 def model_costs(model: str, cells: Sequence[CellTiming],
@@ -364,7 +396,8 @@ def measure_speculative_contention(engine: Any, other: Any, prefixes: Sequence[s
     (k2 − 1 tokens) run beside ``other`` (the async decoder's draft beside its target),
     a :class:`~specmodel.formats.calibration.Measurement` over ``prefixes``: each step
     call timed alone, then again submitted together with a ``max_step_tokens``-token
-    call of ``other`` (:func:`_paired_slowdowns`)."""
+    call of ``other`` (:func:`_paired_slowdowns`; a pair with inconsistent timings is
+    run again, :func:`_paired_rounds`)."""
     from specmodel.config import TokenDrafter, TokenSpeculation
 
     if not prefixes:
@@ -377,11 +410,15 @@ def measure_speculative_contention(engine: Any, other: Any, prefixes: Sequence[s
     other_prompt, _ = context_prompt(other, 64)
     slow: list[float] = []
     for prefix in prefixes:
-        alone = (spec.generate_steps([prefix], max_step_tokens).seconds,
-                 other.generate_exact([other_prompt], max_step_tokens))
-        both = _together(lambda p=prefix: spec.generate_steps([p], max_step_tokens).seconds,
-                         lambda: other.generate_exact([other_prompt], max_step_tokens))
-        slow.append(_paired_slowdowns(alone, both)[0])
+
+        def one_round(p: str = prefix) -> tuple[float, float]:
+            alone = (spec.generate_steps([p], max_step_tokens).seconds,
+                     other.generate_exact([other_prompt], max_step_tokens))
+            both = _together(lambda: spec.generate_steps([p], max_step_tokens).seconds,
+                             lambda: other.generate_exact([other_prompt], max_step_tokens))
+            return _paired_slowdowns(alone, both)
+
+        slow.append(_paired_rounds(one_round, 1)[0][0])
     return _measurement(slow)
 
 

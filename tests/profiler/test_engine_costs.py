@@ -197,6 +197,41 @@ def test_contention_is_measured_the_way_the_decoder_pairs_its_calls() -> None:
     assert not any(t.name.startswith("engine-costs-") for t in threading.enumerate())
 
 
+class _Disturbed(_PairClock):
+    """A _PairClock whose calls numbered in ``spoiled`` (1-based) report ``extra``
+    seconds more than they took: a third process took the machine during them."""
+
+    def __init__(self, *args, spoiled: set[int], extra: float = 10.0, **kw) -> None:
+        super().__init__(*args, **kw)
+        self.spoiled, self.extra, self.calls = spoiled, extra, 0
+
+    def generate_exact(self, prompts: list[str], n: int) -> float:
+        self.calls += 1
+        t = super().generate_exact(prompts, n)
+        return t + self.extra if self.calls in self.spoiled else t
+
+
+def test_a_disturbed_round_is_run_again_and_an_always_disturbed_one_refused() -> None:
+    """The target's call beside the draft reports 10 s more than it took (longer beside
+    the draft than they overlapped): that round is run again, and the slowdowns are the
+    undisturbed rounds'; a machine that disturbs every try gets a one-line refusal."""
+    from profiler.engine_costs import RERUNS_PER_ROUND, InconsistentTimingsError
+
+    pair = _Pair({"target": 1.5, "draft": 1.2})
+    # calls 1, 2: round 1 alone / together; call 4 is round 2's first try together
+    target = _Disturbed(pair, "target", per=0.004, spoiled={4})
+    draft = _PairClock(pair, "draft", per=0.002)
+    slow_t, slow_d = measure_contention(target, draft, context=8, tokens=4, repeats=2)
+    assert target.calls == 2 * 2 + 2  # one round tried twice
+    assert slow_t.value == pytest.approx(1.5, rel=1e-9) and slow_t.n == 2
+    assert slow_d.value == pytest.approx(1.2, rel=1e-9)
+    always = _Disturbed(pair, "target", per=0.004, spoiled=set(range(2, 100, 2)))
+    tries = f"{RERUNS_PER_ROUND + 1} tries of one round"
+    with pytest.raises(InconsistentTimingsError, match=tries):
+        measure_contention(always, draft, context=8, tokens=4, repeats=2)
+    assert always.calls == 2 * (RERUNS_PER_ROUND + 1)
+
+
 def test_speculative_contention_is_those_calls_paired_with_the_others() -> None:
     from profiler.engine_costs import measure_speculative_contention
 
