@@ -39,6 +39,7 @@ __all__ = [
     "VERIFIER_KINDS",
     "Mode",
     "SpecConfig",
+    "TargetBatching",
     "TokenDrafter",
     "TokenMethod",
     "TokenSpeculation",
@@ -48,6 +49,7 @@ __all__ = [
 ]
 
 Mode = Literal["sync", "async"]
+TargetBatching = Literal["call", "continuous"]
 """Lookahead Reasoning's algorithm: sync (Algorithm 1) or async."""
 MODES: tuple[str, ...] = get_args(Mode)
 """The allowed modes."""
@@ -192,6 +194,21 @@ class SpecConfig(_Config):
     """Token cap per step."""
     max_steps: int = Field(12, ge=1)
     """Steps per problem at most."""
+    target_batching: TargetBatching = "call"
+    """How async hands the target its steps.  ``call``: one generate call at a time,
+    taking every position whose prefix is known when the target is free (the call runs
+    to its longest step).  ``continuous``: each target step joins the engine's running
+    batch at the next forward as soon as its prefix exists and leaves it when it ends
+    (continuous batching, as a serving engine runs requests); a step on a dropped chain
+    leaves at the next forward.  Needs an engine that batches continuously."""
+
+    @model_validator(mode="after")
+    def _continuous_needs_async(self) -> SpecConfig:
+        if self.target_batching == "continuous" and (self.mode != "async" or self.k1 < 2):
+            raise ValueError(
+                f"target_batching 'continuous' schedules async Lookahead Reasoning's target "
+                f"steps: it needs mode async and k1 >= 2, got mode {self.mode} k1={self.k1}")
+        return self
 
     @model_validator(mode="after")
     def _width_needs_sync(self) -> SpecConfig:
@@ -228,6 +245,7 @@ class SpecConfig(_Config):
         if self.k1 == 1:
             return f"token k2={self.k2}"
         tail = f" W={self.width}" if self.width > 1 else ""
+        tail += " continuous" if self.target_batching == "continuous" else ""
         return f"{self.mode} k1={self.k1} k2={self.k2}{tail}"
 
     def token_speculation(self) -> TokenSpeculation | None:
