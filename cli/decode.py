@@ -15,7 +15,8 @@ _DECODE_OPTIONS = {
     "branch_temperature": "--branch-temperature", "max_steps": "--max-steps",
     "max_step_tokens": "--max-step-tokens", "step_delimiter": "--delimiter",
     "verifier.threshold": "--threshold", "verifier.kind": "--verifier",
-    "verifier.model": "--judge-model", "token.model": "--token-draft"}
+    "verifier.model": "--judge-model", "token.model": "--token-draft",
+    "target_batching": "--target-batching"}
 """The configuration's fields as ``decode``'s options name them."""
 
 
@@ -28,6 +29,10 @@ def decode(
     = None,
     k2: Annotated[int | None, typer.Option(help="Token positions per pass (draft tokens + 1).")]
     = None,
+    target_batching: Annotated[str | None, typer.Option(
+        help="async: call (one target call at a time) or continuous (each target step joins "
+             "the engine's running batch when its prefix exists; the synthetic engine). "
+             "Default: call, or what --config names.")] = None,
     width: Annotated[int | None, typer.Option(
         help="Draft branches per position (sync multi-branch drafting; overrides --config).")]
     = None,
@@ -105,6 +110,7 @@ def decode(
     changes: dict[str, Any] = {}
     for name, value in (("mode", mode), ("k1", k1), ("k2", k2), ("width", width),
                         ("branch_temperature", branch_temperature), ("max_steps", max_steps),
+                        ("target_batching", target_batching),
                         ("max_step_tokens", max_step_tokens)):
         if value is not None:
             changes[name] = value
@@ -126,6 +132,11 @@ def decode(
     if changes:
         with options_named(_DECODE_OPTIONS):  # a bad value names the option typed
             cfg = cfg.replace(**changes)
+    if not synthetic and cfg.target_batching == "continuous":
+        where = "" if target_batching else " (from --config)"
+        raise ValueError(f"--target-batching continuous{where} needs an engine that batches "
+                         f"continuously, --engine synthetic (--engine {engine} runs one call "
+                         "at a time)")
     if not synthetic and cfg.verifier.kind == "synthetic" and cfg.k1 > 1:
         raise ValueError("--verifier synthetic (here from --config) judges the synthetic "
                          "engine's steps: use --engine synthetic --acceptance CALIBRATION")

@@ -28,10 +28,12 @@ def describe_validation_error(err: Any, origin: str = "") -> str:
     """
     errors = err.errors()
     first = errors[0]
-    where = ".".join(str(x) for x in first["loc"]) or "(top level)"
+    where = ".".join(str(x) for x in first["loc"])
     msg = first["msg"]
     if first.get("type") == "extra_forbidden":
         msg = "unknown field (not one of this format's fields)"
     more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
     head = f"{origin}: " if origin else ""
+    if not where:  # a check across fields: its message names them itself
+        return f"{head}{msg.removeprefix('Value error, ')}{more}"
     return f"{head}{where}: {msg}{more}"

@@ -59,6 +59,12 @@ class LookaheadDecoder:
             )
         if config.k1 > 1 and (draft is None or verifier is None):
             raise ValueError("draft and verifier must be given when k1 > 1")
+        if config.target_batching == "continuous" and not callable(
+                getattr(target, "serve", None)):
+            raise ValueError(
+                f"target_batching 'continuous' needs an engine that batches continuously "
+                f"(the synthetic engine does); the {target.name} engine runs one call at a "
+                "time")
         self.target = target
         self.draft = draft
         self.verifier = verifier

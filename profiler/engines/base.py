@@ -11,6 +11,7 @@ gives the same model with other speculation.  No torch / transformers / vllm her
 from __future__ import annotations
 
 from collections.abc import Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -22,8 +23,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "STEP_DELIMITER",
+    "ContinuousEngine",
     "Engine",
     "EngineError",
+    "StepServer",
     "StepBatch",
     "StepOutput",
     "check_step_request",
@@ -95,6 +98,37 @@ class Engine(Protocol):
 
     def spec_decode_metrics(self) -> dict[str, Any]:
         """Cumulative token-speculation counters ({} when the engine reports none)."""
+        ...
+
+
+class StepServer(Protocol):
+    """An engine's running batch, served continuously: a submitted step joins it at the
+    next forward and leaves it when it ends (or when cancelled).  A context manager;
+    leaving it waits for the forward in progress and cancels the steps still running."""
+
+    busy_seconds: float
+    """Wall time the server has spent in forwards so far (setup excluded)."""
+
+    def submit(self, prefix: str, max_tokens: int) -> Future[StepOutput]:
+        """Start the greedy step from ``prefix`` (to the delimiter or ``max_tokens``)."""
+        ...
+
+    def cancel(self, step: Future[StepOutput]) -> None:
+        """Drop a submitted step: it leaves the batch at the next forward (the forward in
+        progress is spent)."""
+        ...
+
+    def __enter__(self) -> StepServer: ...
+
+    def __exit__(self, *exc: object) -> None: ...
+
+
+class ContinuousEngine(Engine, Protocol):
+    """An engine that can also batch continuously
+    (:attr:`specmodel.config.SpecConfig.target_batching` ``continuous``)."""
+
+    def serve(self) -> StepServer:
+        """A new :class:`StepServer` on this model, with this engine's speculation."""
         ...
 
 

@@ -54,6 +54,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -79,6 +80,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_STEP_TOKENS",
+    "ContinuousServer",
     "ROLES",
     "StepAcceptance",
     "StepLengths",
@@ -450,10 +452,7 @@ class SyntheticEngine:
         t0 = time.perf_counter()
         with torch.inference_mode():
             base = max(contexts)
-            todo = max(uncached)
-            if todo > 0:
-                q = 1 << (todo - 1).bit_length()  # prefill: eager (vLLM graphs decode only)
-                fwd.run(b, q, self._bucket(base - todo), graph=False)
+            self._prefill(b, base, max(uncached))
             if self.speculation is None:
                 for t in range(max(len(p.words) for p in plans)):
                     fwd.run(b, 1, self._bucket(base + t))
@@ -467,14 +466,13 @@ class SyntheticEngine:
         built = fwd.build_seconds + (self._drafter.build_seconds if self._drafter else 0.0) \
             - built
         seconds = max(seconds - built, 1e-9)
-        outputs = []
-        for p, plan in zip(prompts, plans, strict=True):
-            text = " ".join(plan.words) + self.delimiter
-            self._remember(p)
-            self._remember(p + text)
-            outputs.append(StepOutput(text, len(plan.words), plan.finished))
+        outputs = [self._output(p, plan) for p, plan in zip(prompts, plans, strict=True)]
         return StepBatch(outputs, seconds,
                          counter_delta(self.spec_decode_metrics(), before) if before else {})
+
+    def serve(self) -> ContinuousServer:
+        """This model's running batch, served continuously (:class:`ContinuousServer`)."""
+        return ContinuousServer(self)
 
     def forget(self) -> None:
         """Forget every cached prefix (a new problem starts cold, as the decoder model
@@ -498,6 +496,21 @@ class SyntheticEngine:
 
     def _bucket(self, L: int) -> int:
         return _bucket(L, self.context_bucket)
+
+    def _prefill(self, b: int, base: int, todo: int) -> None:
+        """One eager forward of ``b`` rows × ``todo`` uncached tokens (rounded up to a
+        power of two) before a context of ``base`` (nothing when ``todo`` is 0; vLLM
+        captures graphs for decode only)."""
+        if todo > 0:
+            q = 1 << (todo - 1).bit_length()
+            self._fwd.run(b, q, self._bucket(base - todo), graph=False)
+
+    def _output(self, prefix: str, plan: _Plan) -> StepOutput:
+        """The step ``plan`` wrote after ``prefix``; both prefixes are cached now."""
+        text = " ".join(plan.words) + self.delimiter
+        self._remember(prefix)
+        self._remember(prefix + text)
+        return StepOutput(text, len(plan.words), plan.finished)
 
     def _plan(self, prefix: str, cap: int, temp: float, seed: int | None, i: int) -> _Plan:
         sampled = temp > 0
@@ -624,6 +637,155 @@ class SyntheticEngine:
             "prefill": self.prefill,
             "execution": "cuda graphs" if self.device == "cuda" else "eager",
         }
+
+
+@dataclass
+class _Request:
+    """One step in a :class:`ContinuousServer`'s batch."""
+
+    prefix: str
+    plan: _Plan
+    context: int
+    """Prefix tokens."""
+    future: Future[StepOutput]
+    written: int = 0
+    """Tokens written so far."""
+    passes: int = 0
+    """Token-speculation passes run so far."""
+
+    def done(self) -> bool:
+        if self.plan.passes:
+            return self.passes >= len(self.plan.passes)
+        return self.written >= len(self.plan.words)
+
+
+class ContinuousServer:
+    """A :class:`SyntheticEngine`'s running batch, served continuously on a thread of its
+    own (:class:`profiler.engines.base.StepServer`).  At each forward boundary the
+    server drops cancelled steps, admits every step submitted since the last one (their
+    uncached tokens prefilled by one forward of the new rows, as a call prefills), then
+    runs one decode forward of every active row at the batch's longest context (with
+    token speculation: one pass, γ draft forwards and a verify forward of k2 tokens per
+    row, each row advancing by its own pass); a row whose step is written leaves and
+    its future gets the step.  A step's words, length and passes are drawn at
+    submission, as :meth:`SyntheticEngine.generate_steps` draws them."""
+
+    def __init__(self, engine: SyntheticEngine) -> None:
+        self.engine = engine
+        self.busy_seconds = 0.0
+        self.forwards = 0
+        """Decode (or speculation-pass) iterations run."""
+        self._cond = threading.Condition()
+        self._pending: list[_Request] = []
+        self._closed = False
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._loop, name="synthetic-serve",
+                                        daemon=True)
+        self._thread.start()
+
+    def submit(self, prefix: str, max_tokens: int) -> Future[StepOutput]:
+        """Start the step from ``prefix``; its future resolves when the step is written."""
+        prompts, cap, _ = check_step_request([prefix], max_tokens, 0.0)
+        eng = self.engine
+        plan = eng._plan(prompts[0], cap, 0.0, None, 0)
+        fut: Future[StepOutput] = Future()
+        with self._cond:
+            if self._closed:
+                raise RuntimeError("the server is closed")
+            if self._error is not None:
+                raise EngineError(f"the continuous server failed: {self._error}")
+            self._pending.append(_Request(prompts[0], plan, eng.count_tokens(prompts[0]), fut))
+            self._cond.notify()
+        return fut
+
+    def cancel(self, step: Future[StepOutput]) -> None:
+        """Drop ``step``; the server forgets it at the next forward."""
+        step.cancel()
+
+    def close(self) -> None:
+        """Wait for the forward in progress, stop, and cancel every step left."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify()
+        self._thread.join()
+
+    def __enter__(self) -> ContinuousServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _loop(self) -> None:
+        eng = self.engine
+        torch = eng._fwd.torch
+        active: list[_Request] = []
+        try:
+            with torch.inference_mode():
+                while True:
+                    with self._cond:
+                        while not self._closed and not self._pending and not any(
+                                not r.future.cancelled() for r in active):
+                            self._cond.wait()
+                        if self._closed:
+                            break
+                        new, self._pending = self._pending, []
+                    active = [r for r in active if not r.future.cancelled()]
+                    new = [r for r in new if not r.future.cancelled()]
+                    self._iteration(active, new)
+                    active.extend(new)
+                    for r in [r for r in active if r.done()]:
+                        active.remove(r)
+                        out = eng._output(r.prefix, r.plan)
+                        if r.future.set_running_or_notify_cancel():
+                            r.future.set_result(out)
+        except BaseException as e:  # every waiting step learns why
+            self._error = e
+            with self._cond:
+                left, self._pending = self._pending, []
+            for r in active + left:
+                if r.future.set_running_or_notify_cancel():
+                    r.future.set_exception(e)
+            return
+        with self._cond:
+            left, self._pending = self._pending, []
+        for r in active + left:
+            r.future.cancel()
+
+    def _iteration(self, active: list[_Request], new: list[_Request]) -> None:
+        """Prefill ``new``, then one decode iteration of ``active`` + ``new``, timed."""
+        eng = self.engine
+        fwd, drafter = eng._fwd, eng._drafter
+
+        def built() -> float:
+            return fwd.build_seconds + (drafter.build_seconds if drafter else 0.0)
+
+        fwd.sync()
+        b0, t0 = built(), time.perf_counter()
+        if new and eng.prefill:
+            eng._prefill(len(new), max(r.context for r in new),
+                         max(eng._uncached(r.prefix) for r in new))
+        rows = active + new
+        if rows:
+            at = max(r.context + r.written for r in rows)
+            if eng.speculation is None:
+                fwd.run(len(rows), 1, eng._bucket(at))
+                for r in rows:
+                    r.written += 1
+            else:
+                gamma = eng.speculation.num_speculative_tokens
+                if drafter is not None:
+                    for t in range(gamma):
+                        drafter.run(len(rows), 1, eng._bucket(at + t))
+                fwd.run(len(rows), gamma + 1, eng._bucket(at))
+                for r in rows:
+                    if r.passes < len(r.plan.passes):
+                        r.written += r.plan.passes[r.passes]
+                        r.passes += 1
+            self.forwards += 1
+        fwd.sync()
+        if drafter is not None:
+            drafter.sync()
+        self.busy_seconds += max(time.perf_counter() - t0 - (built() - b0), 0.0)
 
 
 def _zero_counters(gamma: int) -> dict[str, Any]:

@@ -245,6 +245,11 @@ def test_decode_synthetic_writes_a_record(arch: str, arch2: str, tmp_path: Path,
       "--target", "ARCH", "--device", "tpu"], "device"),
     (["--engine", "synthetic", "--acceptance", "lr-paper-gsm8k-deepseek",
       "--target", "ARCH", "--dtype", "int8"], "dtype"),
+    (["--mode", "async", "--k1", "2", "--target-batching", "continuous"],
+     "--target-batching continuous needs an engine that batches continuously"),
+    (["--engine", "synthetic", "--acceptance", "lr-paper-gsm8k-deepseek", "--target", "ARCH",
+      "--mode", "sync", "--k1", "2", "--target-batching", "continuous"],
+     "--target-batching 'continuous' schedules async"),
 ])
 def test_decode_bad_input_exits_2(arch: str, tmp_path: Path, capsys, args: list[str],
                                   named: str) -> None:
@@ -335,3 +340,68 @@ def test_profile_costs_feed_the_decoder_model(arch: str, arch2: str) -> None:
                                        draft_architecture=names["draft"],
                                        engine=EngineBehaviour.synthetic())
     assert costs.target_forwards is not None and costs.draft_contention is not None
+
+
+# --- continuous batching ------------------------------------------------------------------
+@pytest.mark.parametrize("k2", [1, 3], ids=["plain", "token-speculation"])
+def test_continuous_server_writes_the_steps_a_call_writes(arch: str, k2: int) -> None:
+    """Steps submitted one by one to the running batch (some while others run) are the
+    steps a call writes for the same prefixes; a cancelled step never resolves; the
+    server's forwards are counted and timed; leaving it cancels what is left."""
+    spec = None if k2 == 1 else TokenSpeculation(drafter=TokenDrafter(method="ngram"),
+                                                 num_speculative_tokens=k2 - 1)
+    cal = calibration(step={"step_tokens_histogram": {"3": 1, "9": 1}})
+    eng = SyntheticEngine(arch, acceptance=cal, seed=2, speculation=spec)
+    prefixes = [f"Question {i}: how many?\n\n" for i in range(6)]
+    want = [o.text for o in eng.generate_steps(prefixes, 48).outputs]
+    eng.forget()
+    with eng.serve() as server:
+        first = [server.submit(p, 48) for p in prefixes[:3]]
+        first[0].result(timeout=60)  # the others join a batch already running
+        rest = [server.submit(p, 48) for p in prefixes[3:]]
+        dropped = server.submit("Question 99: dropped\n\n", 48)
+        server.cancel(dropped)
+        got = [f.result(timeout=60).text for f in first + rest]
+        assert got == want
+        assert dropped.cancelled()
+        assert server.forwards >= 9 // (1 if k2 == 1 else k2) and server.busy_seconds > 0
+        left = server.submit("Question 100: left\n\n", 48)
+    assert left.cancelled() or left.done()
+    with pytest.raises(RuntimeError, match="closed"):
+        server.submit("late\n\n", 48)
+
+
+def test_continuous_async_commits_what_call_async_commits(arch: str, arch2: str) -> None:
+    """The synthetic engine's steps and verdicts are functions of the texts, so the
+    continuous scheduler commits exactly the steps the call scheduler commits; each
+    target step is a request of its own; an engine without a running batch is refused."""
+    from profiler.decoder import LookaheadDecoder
+    from profiler.problems import Problem
+    from specmodel.config import SpecConfig
+
+    cal = calibration(step={"step_tokens_histogram": {"2": 1, "5": 1},
+                            "acceptance_by_position": [0.7, 0.5]})
+    target = SyntheticEngine(arch, acceptance=cal, seed=4)
+    draft = SyntheticEngine(arch2, acceptance=cal, role="draft", seed=4)
+    ver = SyntheticVerifier(cal, source="test", seed=4)
+    problem = Problem(0, "How many apples are left?", "1", "")
+    steps = {}
+    for batching in ("call", "continuous"):
+        cfg = SpecConfig(mode="async", k1=3, max_steps=8, target_batching=batching,
+                         verifier={"kind": "synthetic", "model": "x"})
+        target.forget()
+        draft.forget()
+        run = LookaheadDecoder.for_config(target, draft, ver, cfg).decode(problem)
+        steps[batching] = [(s.text, s.source) for s in run.steps]
+        if batching == "continuous":
+            assert run.target_batches >= run.target_steps >= len(
+                [s for s in run.steps if s.source == "target"])
+            assert run.target_seconds > 0 and run.drafted_steps > 0
+    assert steps["continuous"] == steps["call"] and len(steps["call"]) == 8
+
+    class OneCallAtATime:
+        name = "transformers"
+
+    with pytest.raises(ValueError, match="batches continuously"):
+        LookaheadDecoder(OneCallAtATime(), draft, ver,  # type: ignore[arg-type]
+                         SpecConfig(mode="async", k1=2, target_batching="continuous"))

@@ -144,3 +144,18 @@ def test_parameters_replace_and_serialise() -> None:
     assert Parameters(**p.to_dict()) == p
     with pytest.raises(ValueError, match="alpha2"):
         p.replace(alpha2=2.0)
+
+
+def test_continuous_target_batching_is_async_only_and_labelled() -> None:
+    from specmodel.config import SpecConfig
+    from specmodel.errors import SpecmodelError
+
+    c = SpecConfig(mode="async", k1=3, target_batching="continuous")
+    assert c.label == "async k1=3 k2=1 continuous"
+    assert SpecConfig(mode="async", k1=3).label == "async k1=3 k2=1"
+    assert SpecConfig.model_validate(c.model_dump(mode="json")) == c
+    for bad in ({"mode": "sync", "k1": 3}, {"mode": "async", "k1": 1}):
+        with pytest.raises(ValueError, match=r"target_batching 'continuous'.*needs mode async"):
+            SpecConfig(target_batching="continuous", **bad)
+    with pytest.raises(SpecmodelError, match=r"^target_batching 'continuous'"):
+        c.replace(mode="sync")  # a check across fields names them, no "(top level)"
