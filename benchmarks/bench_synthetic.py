@@ -95,17 +95,26 @@ def _arch(name: str, tmp: Path) -> str:
     return name
 
 
-def _configs(k1: int, k2: int, max_steps: int, max_step_tokens: int) -> list[Any]:
+def _configs(a: argparse.Namespace) -> list[Any]:
+    """The sweep: baseline, token-only, sync, async and both hybrids (and, with
+    ``--continuous``, async and its hybrid with continuous target batching), judged by
+    the synthetic verifier of ``--acceptance``."""
     from specmodel.config import SpecConfig
 
-    common = {"max_steps": max_steps, "max_step_tokens": max_step_tokens,
-              "verifier": {"kind": "synthetic", "model": "x"}}
-    return [SpecConfig(**common),
-            SpecConfig(k2=k2, **common),
-            SpecConfig(mode="sync", k1=k1, **common),
-            SpecConfig(mode="async", k1=k1, **common),
-            SpecConfig(mode="sync", k1=k1, k2=k2, **common),
-            SpecConfig(mode="async", k1=k1, k2=k2, **common)]
+    common = {"max_steps": a.max_steps, "max_step_tokens": a.max_step_tokens,
+              "verifier": {"kind": "synthetic", "model": a.acceptance}}
+    k1, k2 = a.k1, a.k2
+    out = [SpecConfig(**common),
+           SpecConfig(k2=k2, **common),
+           SpecConfig(mode="sync", k1=k1, **common),
+           SpecConfig(mode="async", k1=k1, **common),
+           SpecConfig(mode="sync", k1=k1, k2=k2, **common),
+           SpecConfig(mode="async", k1=k1, k2=k2, **common)]
+    if a.continuous:
+        out += [SpecConfig(mode="async", k1=k1, target_batching="continuous", **common),
+                SpecConfig(mode="async", k1=k1, k2=k2, target_batching="continuous",
+                           **common)]
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -130,6 +139,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-prefill", dest="prefill", action="store_false",
                     help="skip the prefill forwards of uncached prefix tokens (the papers' "
                          "model has none)")
+    ap.add_argument("--continuous", action="store_true",
+                    help="also run async and its hybrid with continuous target batching "
+                         "(target_batching continuous)")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--profile-repeats", type=int, default=3,
                     help="timed forwards per verification/prefill point in each profiling "
@@ -230,8 +242,7 @@ def register(a: argparse.Namespace, dtype: str) -> dict[str, Any]:
     acc = load_acceptance(a.acceptance)
     tmp = Path(tempfile.mkdtemp(prefix="bench-synthetic-"))
     target, draft = _arch(a.target, tmp), _arch(a.draft, tmp)
-    configs = [c.replace(verifier={"model": a.acceptance})
-               for c in _configs(a.k1, a.k2, a.max_steps, a.max_step_tokens)]
+    configs = _configs(a)
     lengths = [len(format_prompt(p).split()) for p in _problems(a.problems, a.prompt_words)]
     prompt = max(lengths)
     hardware = predicted_profiles(target, draft, configs, prompt, device=a.predict_on,
@@ -271,7 +282,7 @@ def register(a: argparse.Namespace, dtype: str) -> dict[str, Any]:
             "problems": a.problems, "seed": a.seed, "max_steps": a.max_steps,
             "max_step_tokens": a.max_step_tokens, "k1": a.k1, "k2": a.k2,
             "prompt_tokens": syn.prompt_tokens, "prompt_words": a.prompt_words,
-            "prefill": a.prefill,
+            "prefill": a.prefill, "continuous": a.continuous,
             "costs": {"context": mid, "T_ms": {str(b): v * 1e3 for b, v in T.items()},
                       "draft_T1_ms": costs["draft_T1"] * 1e3, "c1": costs["c1"],
                       "c2": costs["c2"]},
@@ -279,7 +290,7 @@ def register(a: argparse.Namespace, dtype: str) -> dict[str, Any]:
 
 
 REGISTERED_KEYS = ("target", "draft", "acceptance", "problems", "seed", "max_steps",
-                   "max_step_tokens", "k1", "k2", "prefill", "prompt_words")
+                   "max_step_tokens", "k1", "k2", "prefill", "prompt_words", "continuous")
 """What a registration (--predict-on) must share with the run held against it."""
 
 
@@ -291,6 +302,7 @@ def registration(a: argparse.Namespace, path: Path) -> dict[str, Any]:
     except (OSError, ValueError) as e:
         raise ValueError(f"--registered {path}: cannot read it ({e})") from e
     reg.setdefault("prompt_words", 0)  # registrations before it was recorded: none
+    reg.setdefault("continuous", False)  # nor continuous configurations
     differ = {k: (reg.get(k), getattr(a, k)) for k in REGISTERED_KEYS
               if reg.get(k) != getattr(a, k)}
     if differ:
@@ -323,8 +335,7 @@ def run(a: argparse.Namespace, dtype: str, out: Path) -> dict[str, Any]:
     acc = load_acceptance(a.acceptance)
     tmp = Path(tempfile.mkdtemp(prefix="bench-synthetic-"))
     target, draft = _arch(a.target, tmp), _arch(a.draft, tmp)
-    configs = [c.replace(verifier={"model": a.acceptance})
-               for c in _configs(a.k1, a.k2, a.max_steps, a.max_step_tokens)]
+    configs = _configs(a)
     problems = _problems(a.problems, a.prompt_words)
     where = {"threads": a.threads, "device": a.device, "dtype": dtype}
     t0 = time.perf_counter()

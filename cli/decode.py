@@ -31,7 +31,7 @@ def decode(
     = None,
     target_batching: Annotated[str | None, typer.Option(
         help="async: call (one target call at a time) or continuous (each target step joins "
-             "the engine's running batch when its prefix exists; the synthetic engine). "
+             "the engine's running batch when its prefix exists; vllm and synthetic). "
              "Default: call, or what --config names.")] = None,
     width: Annotated[int | None, typer.Option(
         help="Draft branches per position (sync multi-branch drafting; overrides --config).")]
@@ -132,11 +132,11 @@ def decode(
     if changes:
         with options_named(_DECODE_OPTIONS):  # a bad value names the option typed
             cfg = cfg.replace(**changes)
-    if not synthetic and cfg.target_batching == "continuous":
+    if engine == "transformers" and cfg.target_batching == "continuous":
         where = "" if target_batching else " (from --config)"
         raise ValueError(f"--target-batching continuous{where} needs an engine that batches "
-                         f"continuously, --engine synthetic (--engine {engine} runs one call "
-                         "at a time)")
+                         "continuously, --engine vllm or synthetic (--engine transformers "
+                         "runs one call at a time)")
     if not synthetic and cfg.verifier.kind == "synthetic" and cfg.k1 > 1:
         raise ValueError("--verifier synthetic (here from --config) judges the synthetic "
                          "engine's steps: use --engine synthetic --acceptance CALIBRATION")

@@ -10,6 +10,7 @@ gives the same model with other speculation.  No torch / transformers / vllm her
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -26,6 +27,8 @@ __all__ = [
     "ContinuousEngine",
     "Engine",
     "EngineError",
+    "RunningBatch",
+    "StepRequest",
     "StepServer",
     "StepBatch",
     "StepOutput",
@@ -130,6 +133,126 @@ class ContinuousEngine(Engine, Protocol):
     def serve(self) -> StepServer:
         """A new :class:`StepServer` on this model, with this engine's speculation."""
         ...
+
+
+@dataclass(eq=False)
+class StepRequest:
+    """One step submitted to a :class:`RunningBatch` (engines subclass it with what they
+    need to run it)."""
+
+    prefix: str
+    """The text the step continues."""
+    max_tokens: int
+    """Its token cap."""
+    future: Future[StepOutput] = field(default_factory=Future)
+    """Resolves to the step (or is cancelled)."""
+
+    def finish(self, out: StepOutput) -> None:
+        """Hand ``out`` to whoever waits for this step (nothing if it was cancelled)."""
+        if self.future.set_running_or_notify_cancel():
+            self.future.set_result(out)
+
+
+class RunningBatch:
+    """The thread and bookkeeping of a :class:`StepServer`: submissions queue up and are
+    handed to :meth:`_iterate` at the next forward boundary, with the rows still
+    running; the engine's subclass runs one iteration (one forward or one engine step)
+    and finishes the steps it completed.  Leaving the server waits for the iteration in
+    progress; the steps still running are cancelled (:meth:`_shutdown`)."""
+
+    name = "running-batch"
+    """The server thread's name."""
+
+    def __init__(self) -> None:
+        self.busy_seconds = 0.0
+        """Wall time spent in iterations so far (set by the subclass)."""
+        self.iterations = 0
+        """Iterations run (forwards or engine steps)."""
+        self._cond = threading.Condition()
+        self._pending: list[StepRequest] = []
+        self._closed = False
+        self._error: BaseException | None = None
+        self._thread: threading.Thread | None = None
+
+    def _launch(self) -> None:
+        """Start the server thread (the subclass's last act of ``__init__``)."""
+        self._thread = threading.Thread(target=self._loop, name=self.name, daemon=True)
+        self._thread.start()
+
+    # -- the StepServer protocol -----------------------------------------------------
+    def submit(self, prefix: str, max_tokens: int) -> Future[StepOutput]:
+        """Start the greedy step from ``prefix``; its future resolves when it is written."""
+        prompts, cap, _ = check_step_request([prefix], max_tokens, 0.0)
+        req = self._request(prompts[0], cap)
+        with self._cond:
+            if self._closed:
+                raise RuntimeError("the server is closed")
+            if self._error is not None:
+                raise EngineError(f"the running batch failed: {self._error}")
+            self._pending.append(req)
+            self._cond.notify()
+        return req.future
+
+    def cancel(self, step: Future[StepOutput]) -> None:
+        """Drop ``step``: it leaves the batch at the next iteration."""
+        step.cancel()
+        with self._cond:
+            self._cond.notify()
+
+    def close(self) -> None:
+        """Wait for the iteration in progress, stop, and cancel every step left."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify()
+        if self._thread is not None:
+            self._thread.join()
+
+    def __enter__(self) -> RunningBatch:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- what an engine provides -----------------------------------------------------
+    def _request(self, prefix: str, max_tokens: int) -> StepRequest:
+        """The request of a step (drawn or prepared on the submitting thread)."""
+        return StepRequest(prefix, max_tokens)
+
+    def _busy(self) -> bool:
+        """Whether rows not cancelled are still running."""
+        raise NotImplementedError
+
+    def _iterate(self, new: list[StepRequest]) -> None:
+        """Admit ``new`` (not cancelled), drop cancelled rows, run one iteration, finish
+        the steps it completed."""
+        raise NotImplementedError
+
+    def _shutdown(self) -> list[StepRequest]:
+        """Stop running rows; the requests left unfinished."""
+        raise NotImplementedError
+
+    def _loop(self) -> None:
+        init_worker_thread()
+        error: BaseException | None = None
+        try:
+            while True:
+                with self._cond:
+                    while not self._closed and not self._pending and not self._busy():
+                        self._cond.wait()
+                    if self._closed:
+                        break
+                    new, self._pending = self._pending, []
+                self._iterate(new)
+                self.iterations += 1
+        except BaseException as e:  # every waiting step learns why
+            error = self._error = e
+        with self._cond:
+            left, self._pending = self._pending, []
+        for r in left + self._shutdown():
+            if error is None:
+                r.future.cancel()
+            elif r.future.set_running_or_notify_cancel():
+                r.future.set_exception(error)
 
 
 def cut_at_step(text: str, delimiter: str = STEP_DELIMITER) -> tuple[str, bool]:

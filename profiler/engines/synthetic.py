@@ -54,7 +54,6 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
-from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -62,8 +61,10 @@ from typing import TYPE_CHECKING, Any, Literal
 from profiler.engines.base import (
     STEP_DELIMITER,
     EngineError,
+    RunningBatch,
     StepBatch,
     StepOutput,
+    StepRequest,
     check_step_request,
     counter_delta,
 )
@@ -639,27 +640,26 @@ class SyntheticEngine:
         }
 
 
-@dataclass
-class _Request:
-    """One step in a :class:`ContinuousServer`'s batch."""
+@dataclass(eq=False)
+class _Request(StepRequest):
+    """One step in a :class:`ContinuousServer`'s batch: its drawn plan and progress."""
 
-    prefix: str
-    plan: _Plan
-    context: int
+    plan: _Plan | None = None
+    context: int = 0
     """Prefix tokens."""
-    future: Future[StepOutput]
     written: int = 0
     """Tokens written so far."""
     passes: int = 0
     """Token-speculation passes run so far."""
 
     def done(self) -> bool:
+        assert self.plan is not None
         if self.plan.passes:
             return self.passes >= len(self.plan.passes)
         return self.written >= len(self.plan.words)
 
 
-class ContinuousServer:
+class ContinuousServer(RunningBatch):
     """A :class:`SyntheticEngine`'s running batch, served continuously on a thread of its
     own (:class:`profiler.engines.base.StepServer`).  At each forward boundary the
     server drops cancelled steps, admits every step submitted since the last one (their
@@ -670,122 +670,69 @@ class ContinuousServer:
     its future gets the step.  A step's words, length and passes are drawn at
     submission, as :meth:`SyntheticEngine.generate_steps` draws them."""
 
+    name = "synthetic-serve"
+
     def __init__(self, engine: SyntheticEngine) -> None:
+        super().__init__()
         self.engine = engine
-        self.busy_seconds = 0.0
-        self.forwards = 0
-        """Decode (or speculation-pass) iterations run."""
-        self._cond = threading.Condition()
-        self._pending: list[_Request] = []
-        self._closed = False
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._loop, name="synthetic-serve",
-                                        daemon=True)
-        self._thread.start()
+        self._active: list[_Request] = []
+        self._launch()
 
-    def submit(self, prefix: str, max_tokens: int) -> Future[StepOutput]:
-        """Start the step from ``prefix``; its future resolves when the step is written."""
-        prompts, cap, _ = check_step_request([prefix], max_tokens, 0.0)
+    def _request(self, prefix: str, max_tokens: int) -> _Request:
         eng = self.engine
-        plan = eng._plan(prompts[0], cap, 0.0, None, 0)
-        fut: Future[StepOutput] = Future()
-        with self._cond:
-            if self._closed:
-                raise RuntimeError("the server is closed")
-            if self._error is not None:
-                raise EngineError(f"the continuous server failed: {self._error}")
-            self._pending.append(_Request(prompts[0], plan, eng.count_tokens(prompts[0]), fut))
-            self._cond.notify()
-        return fut
+        return _Request(prefix, max_tokens, plan=eng._plan(prefix, max_tokens, 0.0, None, 0),
+                        context=eng.count_tokens(prefix))
 
-    def cancel(self, step: Future[StepOutput]) -> None:
-        """Drop ``step``; the server forgets it at the next forward."""
-        step.cancel()
+    def _busy(self) -> bool:
+        return any(not r.future.cancelled() for r in self._active)
 
-    def close(self) -> None:
-        """Wait for the forward in progress, stop, and cancel every step left."""
-        with self._cond:
-            self._closed = True
-            self._cond.notify()
-        self._thread.join()
+    def _shutdown(self) -> list[StepRequest]:
+        left, self._active = self._active, []
+        return list(left)
 
-    def __enter__(self) -> ContinuousServer:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def _loop(self) -> None:
-        eng = self.engine
-        torch = eng._fwd.torch
-        active: list[_Request] = []
-        try:
-            with torch.inference_mode():
-                while True:
-                    with self._cond:
-                        while not self._closed and not self._pending and not any(
-                                not r.future.cancelled() for r in active):
-                            self._cond.wait()
-                        if self._closed:
-                            break
-                        new, self._pending = self._pending, []
-                    active = [r for r in active if not r.future.cancelled()]
-                    new = [r for r in new if not r.future.cancelled()]
-                    self._iteration(active, new)
-                    active.extend(new)
-                    for r in [r for r in active if r.done()]:
-                        active.remove(r)
-                        out = eng._output(r.prefix, r.plan)
-                        if r.future.set_running_or_notify_cancel():
-                            r.future.set_result(out)
-        except BaseException as e:  # every waiting step learns why
-            self._error = e
-            with self._cond:
-                left, self._pending = self._pending, []
-            for r in active + left:
-                if r.future.set_running_or_notify_cancel():
-                    r.future.set_exception(e)
-            return
-        with self._cond:
-            left, self._pending = self._pending, []
-        for r in active + left:
-            r.future.cancel()
-
-    def _iteration(self, active: list[_Request], new: list[_Request]) -> None:
-        """Prefill ``new``, then one decode iteration of ``active`` + ``new``, timed."""
+    def _iterate(self, new: list[StepRequest]) -> None:
         eng = self.engine
         fwd, drafter = eng._fwd, eng._drafter
+        admit = [r for r in new if isinstance(r, _Request) and not r.future.cancelled()]
+        rows = [r for r in self._active if not r.future.cancelled()] + admit
 
         def built() -> float:
             return fwd.build_seconds + (drafter.build_seconds if drafter else 0.0)
 
-        fwd.sync()
-        b0, t0 = built(), time.perf_counter()
-        if new and eng.prefill:
-            eng._prefill(len(new), max(r.context for r in new),
-                         max(eng._uncached(r.prefix) for r in new))
-        rows = active + new
-        if rows:
-            at = max(r.context + r.written for r in rows)
-            if eng.speculation is None:
-                fwd.run(len(rows), 1, eng._bucket(at))
-                for r in rows:
-                    r.written += 1
+        with fwd.torch.inference_mode():
+            fwd.sync()
+            b0, t0 = built(), time.perf_counter()
+            if admit and eng.prefill:
+                eng._prefill(len(admit), max(r.context for r in admit),
+                             max(eng._uncached(r.prefix) for r in admit))
+            if rows:
+                at = max(r.context + r.written for r in rows)
+                if eng.speculation is None:
+                    fwd.run(len(rows), 1, eng._bucket(at))
+                    for r in rows:
+                        r.written += 1
+                else:
+                    gamma = eng.speculation.num_speculative_tokens
+                    if drafter is not None:
+                        for t in range(gamma):
+                            drafter.run(len(rows), 1, eng._bucket(at + t))
+                    fwd.run(len(rows), gamma + 1, eng._bucket(at))
+                    for r in rows:
+                        assert r.plan is not None
+                        if r.passes < len(r.plan.passes):
+                            r.written += r.plan.passes[r.passes]
+                            r.passes += 1
+            fwd.sync()
+            if drafter is not None:
+                drafter.sync()
+            self.busy_seconds += max(time.perf_counter() - t0 - (built() - b0), 0.0)
+        self._active = []
+        for r in rows:
+            if r.done():
+                assert r.plan is not None
+                r.finish(eng._output(r.prefix, r.plan))
             else:
-                gamma = eng.speculation.num_speculative_tokens
-                if drafter is not None:
-                    for t in range(gamma):
-                        drafter.run(len(rows), 1, eng._bucket(at + t))
-                fwd.run(len(rows), gamma + 1, eng._bucket(at))
-                for r in rows:
-                    if r.passes < len(r.plan.passes):
-                        r.written += r.plan.passes[r.passes]
-                        r.passes += 1
-            self.forwards += 1
-        fwd.sync()
-        if drafter is not None:
-            drafter.sync()
-        self.busy_seconds += max(time.perf_counter() - t0 - (built() - b0), 0.0)
+                self._active.append(r)
 
 
 def _zero_counters(gamma: int) -> dict[str, Any]:

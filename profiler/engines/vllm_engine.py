@@ -17,13 +17,15 @@ from typing import Any
 from profiler.engines.base import (
     STEP_DELIMITER,
     EngineError,
+    RunningBatch,
     StepBatch,
     StepOutput,
+    StepRequest,
     check_step_request,
 )
 from specmodel.config import TokenSpeculation
 
-__all__ = ["VLLMEngine"]
+__all__ = ["VLLMEngine", "VLLMServer"]
 
 
 def _check_build(device: str) -> None:
@@ -128,21 +130,85 @@ class VLLMEngine:
         """One step per prefix (greedy, or sampled at ``temperature``), as one vLLM batch."""
         prompts, cap, temp = check_step_request(prefixes, max_tokens, temperature)
         for p in prompts:
-            n = self.count_tokens(p)
-            if n + cap > self.max_model_len:
-                raise EngineError(
-                    f"prompt of {n} tokens + {cap} new exceeds max_model_len {self.max_model_len}"
-                )
-        params = self._sampling(
-            temperature=temp, seed=seed if temp > 0 else None, max_tokens=cap,
-            stop=[self.delimiter], include_stop_str_in_output=True,
-        )
+            self._check_fits(p, cap)
         t0 = time.perf_counter()
-        results = self.llm.generate(prompts, params, use_tqdm=False)
+        results = self.llm.generate(prompts, self._params(cap, temp, seed), use_tqdm=False)
         seconds = time.perf_counter() - t0
-        outputs = []
-        for r in results:
-            o = r.outputs[0]
-            finished = "length" if o.finish_reason == "length" else "stop"
-            outputs.append(StepOutput(o.text, len(o.token_ids), finished))
+        outputs = [_step_output(r) for r in results]
         return StepBatch(outputs, seconds, self.spec_decode_metrics())
+
+    def serve(self) -> VLLMServer:
+        """This engine's running batch, served continuously (:class:`VLLMServer`)."""
+        return VLLMServer(self)
+
+    def _check_fits(self, prompt: str, cap: int) -> None:
+        n = self.count_tokens(prompt)
+        if n + cap > self.max_model_len:
+            raise EngineError(
+                f"prompt of {n} tokens + {cap} new exceeds max_model_len {self.max_model_len}")
+
+    def _params(self, cap: int, temperature: float = 0.0, seed: int | None = None) -> Any:
+        """Sampling parameters of one step: to the delimiter (kept) or ``cap`` tokens."""
+        return self._sampling(
+            temperature=temperature, seed=seed if temperature > 0 else None, max_tokens=cap,
+            stop=[self.delimiter], include_stop_str_in_output=True)
+
+
+def _step_output(result: Any) -> StepOutput:
+    """The step of one finished vLLM request."""
+    o = result.outputs[0]
+    return StepOutput(o.text, len(o.token_ids), "length" if o.finish_reason == "length"
+                      else "stop")
+
+
+class VLLMServer(RunningBatch):
+    """vLLM's own continuous batching as a :class:`~profiler.engines.base.StepServer`: a
+    submitted step becomes a request of the engine (``LLMEngine.add_request``) at the
+    next engine step, a cancelled one is aborted (``abort_request``), and every
+    iteration is one ``LLMEngine.step()`` — vLLM's scheduler decides what runs in it.
+    Leaving the server aborts the requests still running, so the engine is idle for
+    its next ``generate``."""
+
+    name = "vllm-serve"
+
+    def __init__(self, engine: VLLMEngine) -> None:
+        super().__init__()
+        self.engine = engine
+        self.core = engine.llm.llm_engine
+        self._running: dict[str, StepRequest] = {}
+        self._ids = 0
+        self._launch()
+
+    def _request(self, prefix: str, max_tokens: int) -> StepRequest:
+        self.engine._check_fits(prefix, max_tokens)
+        return StepRequest(prefix, max_tokens)
+
+    def _busy(self) -> bool:
+        return bool(self._running)
+
+    def _shutdown(self) -> list[StepRequest]:
+        left = list(self._running.values())
+        if self._running:
+            self.core.abort_request(list(self._running))
+        self._running = {}
+        return left
+
+    def _iterate(self, new: list[StepRequest]) -> None:
+        gone = [rid for rid, r in self._running.items() if r.future.cancelled()]
+        t0 = time.perf_counter()
+        if gone:
+            self.core.abort_request(gone)
+            for rid in gone:
+                del self._running[rid]
+        for r in new:
+            if r.future.cancelled():
+                continue
+            self._ids += 1
+            rid = f"lr-{self._ids}"
+            self.core.add_request(rid, r.prefix, self.engine._params(r.max_tokens))
+            self._running[rid] = r
+        outputs = self.core.step() if self._running else []
+        self.busy_seconds += time.perf_counter() - t0
+        for out in outputs:
+            if out.finished and out.request_id in self._running:
+                self._running.pop(out.request_id).finish(_step_output(out))

@@ -109,7 +109,11 @@ def test_exact_match_lookahead_reasoning_is_lossless(
     gc.collect()
 
 
-def test_vllm_sync_and_async_decoding_are_lossless(smollm_path, problems) -> None:
+def test_vllm_sync_and_async_decoding_are_lossless(smollm_path, qwen05_path, problems) -> None:
+    """Sync, async and async with the target's steps in vLLM's running batch
+    (continuous) reproduce target-only greedy decoding; with a draft of another model
+    the continuous scheduler's rejections cancel running vLLM requests, and the steps
+    are still the target's."""
     require("vllm")
     from profiler.engines import VLLMEngine
 
@@ -117,15 +121,25 @@ def test_vllm_sync_and_async_decoding_are_lossless(smollm_path, problems) -> Non
     plain = LookaheadDecoder(target, None, None, SpecConfig(**CAPS))
     draft = HFEngine(smollm_path, threads=1, delimiter="\n")
     ref = plain.decode(problems[0])
-    for mode in ("sync", "async"):
-        lr = LookaheadDecoder(target, draft, ExactMatch(), SpecConfig(mode=mode, k1=3, **CAPS))
+    for mode, batching in (("sync", "call"), ("async", "call"), ("async", "continuous")):
+        lr = LookaheadDecoder(target, draft, ExactMatch(), SpecConfig(
+            mode=mode, k1=3, target_batching=batching, **CAPS))
         run = lr.decode(problems[0])
-        assert _steps(run) == _steps(ref), mode
+        assert _steps(run) == _steps(ref), (mode, batching)
         # Same model drafting (vLLM target, transformers draft): drafts are accepted.
         assert run.drafted_steps > 0 and run.accepted_steps >= run.drafted_steps - 1, mode
         if mode == "sync":  # a cycle commits several steps from one target call
             assert run.target_batches < len(run.steps)
-    del target, plain, lr
+        if batching == "continuous":  # one request per target step, timed by the server
+            assert run.target_batches >= run.target_steps > 0 and run.target_seconds > 0
+    other = HFEngine(qwen05_path, threads=1, delimiter="\n")
+    lr = LookaheadDecoder(target, other, ExactMatch(), SpecConfig(
+        mode="async", k1=3, target_batching="continuous", **CAPS))
+    run = lr.decode(problems[0])
+    assert _steps(run) == _steps(ref)
+    assert run.accepted_steps < run.drafted_steps  # rejections: dropped chains cancelled
+    assert _steps(plain.decode(problems[0])) == _steps(ref)  # the engine is idle again
+    del target, plain, lr, other
     gc.collect()
 
 

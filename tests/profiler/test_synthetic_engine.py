@@ -364,7 +364,7 @@ def test_continuous_server_writes_the_steps_a_call_writes(arch: str, k2: int) ->
         got = [f.result(timeout=60).text for f in first + rest]
         assert got == want
         assert dropped.cancelled()
-        assert server.forwards >= 9 // (1 if k2 == 1 else k2) and server.busy_seconds > 0
+        assert server.iterations >= 9 // (1 if k2 == 1 else k2) and server.busy_seconds > 0
         left = server.submit("Question 100: left\n\n", 48)
     assert left.cancelled() or left.done()
     with pytest.raises(RuntimeError, match="closed"):
