@@ -43,6 +43,8 @@ __all__ = [
     "ModelInputs",
     "PresetOpt",
     "ProcessChoice",
+    "TargetBatchingOpt",
+    "batchings_of",
     "model_inputs",
     "options_named",
     "resolve_inputs",
@@ -87,6 +89,23 @@ JsonOut = Annotated[bool, typer.Option("--json", help="Print JSON for machines."
 Concurrency = Annotated[int, typer.Option(
     "--concurrency", "-N", min=1,
     help="Requests served together (needs a calibration with a measured T(b)).")]
+
+TargetBatchingOpt = Annotated[str, typer.Option(
+    "--target-batching",
+    help="Decoder model: the async candidates' target batching: call (one target call at "
+         "a time), continuous (each step joins the engine's running batch; vLLM) or both.")]
+BATCHINGS = {"call": ("call",), "continuous": ("continuous",),
+             "both": ("call", "continuous")}
+"""--target-batching of optimize and export -> the decoder model's batchings."""
+
+
+def batchings_of(value: str) -> tuple[str, ...]:
+    """The batchings ``--target-batching VALUE`` asks the decoder model to weigh."""
+    if value not in BATCHINGS:
+        raise SpecmodelError(f"--target-batching must be one of {', '.join(BATCHINGS)}, "
+                             f"got {value!r}")
+    return BATCHINGS[value]
+
 
 _NUMBERS = ("alpha1", "c1", "alpha2", "c2")
 _NUMBER_OPTIONS = {"alpha1": "--alpha1", "c1": "--c1", "alpha2": "--alpha2", "c2": "--c2"}

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from cli import render
-from cli.common import Concurrency, ModelInputs, model_inputs
+from cli.common import Concurrency, ModelInputs, TargetBatchingOpt, batchings_of, model_inputs
 from specmodel.errors import SpecmodelError
 
 if TYPE_CHECKING:
@@ -29,6 +29,7 @@ def export(
     ] = None,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write JSON here.")] = None,
     concurrency: Concurrency = 1,
+    target_batching: TargetBatchingOpt = "call",
 ) -> None:
     """Write vLLM's speculative_config and the Lookahead Reasoning decoder settings."""
     from specmodel.formats.export import export_vllm, save_export
@@ -53,7 +54,7 @@ def export(
         # what optimize leads with (the decoder model predicts one request at a time)
         from specmodel.decodermodel.search import optimize_decoder
 
-        dec = optimize_decoder(cal, budget, base=base)
+        dec = optimize_decoder(cal, budget, base=base, batchings=batchings_of(target_batching))
     bundle = export_vllm(res, calibration_name=inputs.source.name,
                          calibration_source=inputs.source.source, decisions=decisions,
                          priced=best, concurrency=concurrency, decoder=dec)

@@ -23,6 +23,8 @@ from cli.common import (
     MethodChoice,
     ModelInputs,
     ProcessChoice,
+    TargetBatchingOpt,
+    batchings_of,
     model_inputs,
 )
 
@@ -96,6 +98,7 @@ def optimize(
         "--attention-layout", help="What-if: the verification attention kernel's blocks: "
         "gqa (one per query head, as profiled) or packed (one per KV head, as "
         "decode-optimized engine kernels).")] = "gqa",
+    target_batching: TargetBatchingOpt = "call",
     decoder: Annotated[bool | None, typer.Option(
         "--decoder/--no-decoder",
         help="The decoder model (a Monte-Carlo of the project's decoder, every engine "
@@ -114,6 +117,7 @@ def optimize(
     from specmodel.optimize.budget import optimize_budget, optimize_budget_mc
 
     params, budget, mode = inputs.params, inputs.budget, inputs.mode
+    batchings = batchings_of(target_batching)
     if target_arch is not None or draft_arch is not None:
         if target_arch is None or draft_arch is None:
             raise ValueError("--target-arch and --draft-arch go together: give both")
@@ -138,7 +142,8 @@ def optimize(
             dec = what_if_decoder(inputs.calibration, target_arch, draft_arch,
                                   device=device, context=context,
                                   placement=placement,  # type: ignore[arg-type]
-                                  token_drafter=token_drafter, budget=budget, seed=seed)
+                                  token_drafter=token_drafter, budget=budget, seed=seed,
+                                  search={"batchings": batchings})
         if json_out:
             render.emit_json({**result.to_dict(), "calibration": inputs.source.to_dict(),
                               **({} if dec is None else {"decoder_model": dec.to_dict()})})
@@ -170,7 +175,7 @@ def optimize(
         # the decoder model predicts one request at a time
         from specmodel.decodermodel.search import optimize_decoder
 
-        dec = optimize_decoder(cal, budget, base=base, seed=seed)
+        dec = optimize_decoder(cal, budget, base=base, seed=seed, batchings=batchings)
     if json_out:
         out = _optimize_json(inputs, res, priced, mc, method.value, landscape)
         if dec is not None:  # the best model the calibration supports leads

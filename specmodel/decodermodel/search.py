@@ -3,7 +3,8 @@ W) the decoder model predicts fastest under a parallelism budget.
 
 Every candidate with ``k1 · k2 · W ≤ budget`` (W > 1 only for sync with k1 ≥ 2, as the
 decoder runs branches; k1 = 1 is the same decoder in both modes) is simulated with
-few problems; the best few are simulated again with more problems and with the
+few problems (each async candidate once per target batching asked for:
+``call`` and/or ``continuous``); the best few are simulated again with more problems and with the
 calibration's uncertainty (:func:`~specmodel.decodermodel.simulate.predict`), and the
 answer is the best of those.  ``leanest`` is the candidate using the least budget
 whose speedup is within ``tolerance`` of the best (what ``export`` writes).
@@ -37,21 +38,30 @@ class DecoderCandidate:
     """95 % interval (the refined candidates only)."""
     tokens_per_second: float | None = None
     """Predicted tokens/s where the costs are in seconds (refined candidates only)."""
+    target_batching: str = "call"
+    """How async hands the target its steps (:attr:`SpecConfig.target_batching`)."""
 
     @property
     def budget_used(self) -> int:
         """k1 · k2 · W."""
         return self.k1 * self.k2 * self.width
 
+    def config(self, base: SpecConfig | None = None) -> SpecConfig:
+        """This candidate as a configuration (``base``'s other fields)."""
+        return (base or SpecConfig()).replace(mode=self.mode, k1=self.k1, k2=self.k2,
+                                              width=self.width,
+                                              target_batching=self.target_batching)
+
     @property
     def label(self) -> str:
         """The configuration's label (:attr:`SpecConfig.label`)."""
-        return SpecConfig(mode=self.mode, k1=self.k1, k2=self.k2, width=self.width).label
+        return self.config().label
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready."""
         return {"label": self.label, "mode": self.mode, "k1": self.k1, "k2": self.k2,
-                "width": self.width, "budget_used": self.budget_used,
+                "width": self.width, "target_batching": self.target_batching,
+                "budget_used": self.budget_used,
                 "speedup": self.speedup,
                 "interval": None if self.interval is None else list(self.interval),
                 "tokens_per_second": self.tokens_per_second}
@@ -119,10 +129,13 @@ def optimize_decoder(cal: Any, budget: int, *, base: SpecConfig | None = None,
                      widths: tuple[int, ...] = (1, 2), prompt_tokens: int | None = None,
                      screen_problems: int = 30, refine: int = 5, problems: int = 150,
                      draws: int = 8, tolerance: float = 0.01, seed: int = 0,
-                     costs: Any = None) -> DecoderOptimum:
+                     costs: Any = None,
+                     batchings: tuple[str, ...] = ("call",)) -> DecoderOptimum:
     """The decoder model's best configuration under ``budget`` (module docstring).
     ``costs``: a :class:`~specmodel.decodermodel.costs.CostModel` to price the calls by
-    (default: :meth:`CostModel.from_calibration` of ``cal``)."""
+    (default: :meth:`CostModel.from_calibration` of ``cal``); ``batchings``: the target
+    batchings of the async candidates (``call``, ``continuous``: an engine with a
+    running batch)."""
     from specmodel.decodermodel.acceptance import AcceptanceModel
     from specmodel.decodermodel.costs import CostModel
     from specmodel.decodermodel.simulate import Workload, predict
@@ -131,7 +144,10 @@ def optimize_decoder(cal: Any, budget: int, *, base: SpecConfig | None = None,
         raise ValueError(f"refine must be >= 1, got {refine}")
     if not 0 <= tolerance < 1:
         raise ValueError(f"tolerance must be in [0, 1), got {tolerance}")
-    base = base or cal.base_config("sync")
+    bad = [b for b in batchings if b not in ("call", "continuous")]
+    if bad or not batchings:
+        raise ValueError(f"batchings must be call and/or continuous, got {list(batchings)}")
+    base = (base or cal.base_config("sync")).replace(target_batching="call")
     acc = AcceptanceModel.from_calibration(cal)
     costs = CostModel.from_calibration(cal) if costs is None else costs
     work = Workload.of(base, prompt_tokens)
@@ -140,22 +156,22 @@ def optimize_decoder(cal: Any, budget: int, *, base: SpecConfig | None = None,
         if k1 == k2 == 1:  # the baseline: 1 by definition
             screened.append(DecoderCandidate(mode, 1, 1, 1, 1.0))
             continue
-        cfg = base.replace(mode=mode, k1=k1, k2=k2, width=w)
-        p = predict(cfg, acc, costs, work, problems=screen_problems, draws=0, seed=seed)
-        screened.append(DecoderCandidate(mode, k1, k2, w, p.speedup))
+        for b in (sorted(set(batchings)) if mode == "async" and k1 > 1 else ["call"]):
+            cfg = base.replace(mode=mode, k1=k1, k2=k2, width=w, target_batching=b)
+            p = predict(cfg, acc, costs, work, problems=screen_problems, draws=0, seed=seed)
+            screened.append(DecoderCandidate(mode, k1, k2, w, p.speedup, target_batching=b))
     screened.sort(key=lambda c: -c.speedup)
     refined = []
     base_tps = None
     for c in screened[:refine]:
-        cfg = base.replace(mode=c.mode, k1=c.k1, k2=c.k2, width=c.width)
-        p = predict(cfg, acc, costs, work, problems=problems, draws=draws,
+        p = predict(c.config(base), acc, costs, work, problems=problems, draws=draws,
                     draw_problems=max(20, problems // 4), seed=seed)
         base_tps = p.baseline_tokens_per_second
         if c.k1 == c.k2 == 1:
             refined.append(DecoderCandidate(c.mode, 1, 1, 1, 1.0, (1.0, 1.0), base_tps))
             continue
         refined.append(DecoderCandidate(c.mode, c.k1, c.k2, c.width, p.speedup,
-                                        p.interval, p.tokens_per_second))
+                                        p.interval, p.tokens_per_second, c.target_batching))
     refined.sort(key=lambda c: -c.speedup)
     best = refined[0]
     near = [c for c in refined if c.speedup >= best.speedup * (1 - tolerance)]

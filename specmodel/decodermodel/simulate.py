@@ -30,6 +30,28 @@ discarded when they return, their time spent; the problem ends only when both wo
 idle (leaving the worker pools waits for them).  While both workers run, each runs
 ``contention`` times slower.
 
+**Async, continuous target batching** (``target_batching`` continuous,
+:class:`profiler.decoder.asynchronous.ContinuousScheduler`; any ``async_schedule``): the
+draft worker, the verifier and the commits as above, but the target is an engine's
+running batch.  Every position whose prefix is known, up to k1 ahead, with neither a
+target step nor one in flight, is submitted at once as its own step (its length, and
+with token speculation its passes, drawn then).  At each forward boundary the server
+drops cancelled steps, admits every step submitted since the last boundary (one prefill
+forward of the new rows for their most uncached tokens, then they join), and runs one
+decode iteration of every active row at their longest context: one forward of b × 1, or
+with token speculation γ drafter forwards and one of b × k2, each row advancing by its
+next pass; a row whose step is written leaves and its step is delivered at once.  The
+server runs on as soon as a forward ends: a step the scheduler submits in answer to
+what that forward delivered (or to anything else at that instant) joins at the next
+boundary — the real server takes its queue before the woken scheduler can add to it —
+and an idle server starts at once on a submission.  No per-call overhead: each
+forward's price is its time.  A rejection cancels the dropped chain's steps (they leave
+at the next boundary; the forward in progress is spent); the problem ends when the
+running draft job and the server's iteration in progress end (the steps still in the
+batch are cancelled).  Contention: while the draft job and a forward run at once, each
+runs its ``contention`` times slower.  ``target_batches`` and ``target_steps`` count
+submitted steps.
+
 **What the papers ignore and this models:** the draft re-prefills the target's step
 after every rejection (and every call after a batched one prefills its whole prefix:
 transformers reuses its KV cache only across single-prefix calls without token
@@ -177,6 +199,7 @@ class _Engine:
         self.drafter = drafter
         self.known: set[tuple[int, ...]] = set()
         self._memo: dict[tuple[int, int, int], float] = {}
+        self._iter_memo: dict[tuple[int, int], float] = {}
         self.prefill = prefill
         self.costs = costs
         self.lengths = lengths
@@ -277,6 +300,22 @@ class _Engine:
             done += a
         return out
 
+    def _iteration(self, b: int, L: int) -> float:
+        """One decode iteration of a continuous batch of ``b`` rows whose longest context
+        is ``L`` (unbucketed): one forward of b × 1 at the bucketed L, or, with token
+        speculation, γ drafter forwards at L + s and one verification forward of b × k2
+        (the synthetic engine's pass)."""
+        key = (b, L)
+        t = self._iter_memo.get(key)
+        if t is None:
+            if self.k2 > 1:
+                t = sum(self._fwd(b, 0, self._bucket(L + s)) for s in range(self.k2 - 1))
+                t += self._fwd(b, self.k2, self._bucket(L))
+            else:
+                t = self._fwd(b, 1, self._bucket(L))
+            self._iter_memo[key] = t
+        return t
+
     def _call_steps(self, prefixes: list[tuple[int, ...]], n: list[int],
                     outs: list[tuple[int, int]]) -> float:
         """A call on an engine with prefix caching at step boundaries (the synthetic
@@ -350,6 +389,158 @@ class _Engine:
         t = over + pre + agg * per
         self.seconds += t
         return t, outs
+
+
+class _Request:
+    """One target step in a continuous batch (:class:`_Server`)."""
+
+    __slots__ = ("cancelled", "ctx", "cum", "end", "epoch", "n", "pos", "prefix", "seg",
+                 "start")
+
+    def __init__(self, epoch: int, pos: int, prefix: tuple[int, ...], ctx: int, n: int,
+                 seg: int, cum: list[int] | None) -> None:
+        self.epoch = epoch
+        self.pos = pos
+        self.prefix = prefix
+        self.ctx = ctx
+        """Prefix tokens."""
+        self.n = n
+        self.seg = seg
+        self.cum = cum
+        """With token speculation: the tokens written after each pass, from 0 (None: one
+        token per iteration)."""
+        self.start = 0
+        """The server's iteration count when it joined the batch."""
+        self.end = 0
+        """The iteration count at which its step is written."""
+        self.cancelled = False
+
+
+class _Server:
+    """The target engine's running batch, served continuously (async with
+    ``target_batching`` continuous; the synthetic engine's ``ContinuousServer``).
+
+    At each iteration boundary it drops cancelled steps, admits every step submitted
+    since the last boundary (one prefill forward of the new rows for their most uncached
+    tokens, priced as a call's), then runs one decode iteration of every active row
+    (:meth:`_Engine._iteration`, at the rows' longest context); a row whose step is
+    written then leaves, its step delivered unless cancelled.  The prefill and the
+    decode after it are one iteration: the boundary before it is the last point where a
+    row joins or leaves.  No per-call overhead: each forward's price is its time.
+    """
+
+    def __init__(self, eng: _Engine) -> None:
+        self.eng = eng
+        self.k = 0
+        """Decode iterations run."""
+        self.active: list[_Request] = []
+        self.pending: list[_Request] = []
+        self.left = 0.0
+        """Seconds left of the iteration in progress (uncontended)."""
+        self.busy = False
+        """Whether an iteration is in progress."""
+        self.delivered: list[_Request] = []
+        """Steps written and not cancelled, not yet taken by the scheduler."""
+        self._dirty = False
+        self._off = 0
+        """Without token speculation: max(ctx − start) over the active rows, so the
+        longest context of iteration k is ``_off + k``."""
+
+    def submit(self, epoch: int, pos: int, prefix: tuple[int, ...]) -> _Request:
+        """A step from ``prefix``, its length (and passes) drawn now as a call draws them;
+        it joins the batch at the next boundary."""
+        eng = self.eng
+        eng.calls += 1
+        eng.rows += 1
+        if eng.paired is not None:
+            joint, role = eng.paired
+            n = joint.length(prefix, role)
+        else:
+            n = eng._lengths_of(1)[0]
+        n = int(n)
+        seg = eng.segs.new(n)
+        cum = None
+        if eng.k2 > 1:
+            cum = [0]
+            for a in eng._pass_list(n):
+                cum.append(cum[-1] + a)
+        req = _Request(epoch, pos, prefix, eng.segs.length(prefix), n, seg, cum)
+        self.pending.append(req)
+        return req
+
+    def cancel(self, req: _Request) -> None:
+        """Drop ``req``: it leaves the batch at the next boundary."""
+        req.cancelled = True
+        self._dirty = True
+
+    def kick(self) -> None:
+        """An idle server starts at once on what was submitted."""
+        if not self.busy and self.pending:
+            self._boundary()
+
+    def finish(self) -> bool:
+        """The iteration in progress ends: every row advances, written rows leave; then
+        the next boundary.  Whether a step was delivered."""
+        self.busy = False
+        self.left = 0.0
+        self.k += 1
+        k = self.k
+        got = False
+        if any(r.end == k for r in self.active):
+            known = self.eng.known
+            keep = []
+            for r in self.active:
+                if r.end == k:
+                    known.add(r.prefix)
+                    known.add((*r.prefix, r.seg))
+                    if not r.cancelled:
+                        self.delivered.append(r)
+                        got = True
+                else:
+                    keep.append(r)
+            self.active = keep
+            self._off = max((r.ctx - r.start for r in keep), default=0)
+        self._boundary()
+        return got
+
+    def _boundary(self) -> None:
+        """Drop cancelled rows, admit the submitted ones, start one iteration (or idle)."""
+        eng = self.eng
+        if self._dirty:
+            self._dirty = False
+            self.active = [r for r in self.active if not r.cancelled]
+            self.pending = [r for r in self.pending if not r.cancelled]
+            self._off = max((r.ctx - r.start for r in self.active), default=0)
+        t = 0.0
+        if self.pending:
+            new, self.pending = self.pending, []
+            how = eng.costs.engine.prefill
+            if how != "none":
+                todo = max(eng._uncached(r.prefix) for r in new)
+                if todo > 0:
+                    if how == "one_forward":
+                        q = 1 << (todo - 1).bit_length()
+                        base = max(r.ctx for r in new)
+                        t += eng._fwd(len(new), q, eng._bucket(base - todo))
+                    else:
+                        t += eng.prefill * len(new) * todo
+            k = self.k
+            for r in new:
+                r.start = k
+                r.end = k + (r.n if r.cum is None else len(r.cum) - 1)
+                self._off = max(self._off, r.ctx - k) if self.active else r.ctx - k
+                self.active.append(r)
+        if not self.active:
+            return
+        if eng.k2 > 1:
+            k = self.k
+            L = max(r.ctx + (r.cum or (0,))[k - r.start] for r in self.active)
+        else:
+            L = self._off + self.k
+        t += eng._iteration(len(self.active), L)
+        eng.seconds += t
+        self.left = t
+        self.busy = True
 
 
 @dataclass
@@ -468,6 +659,8 @@ class _Run:
             return self.plain()
         if self.cfg.mode == "sync":
             return self.sync()
+        if self.cfg.target_batching == "continuous":
+            return self.async_continuous()
         if self.costs.engine.async_schedule == "paper":
             return self.async_paper()
         return self.async_decoder()
@@ -706,6 +899,137 @@ class _Run:
                     rest = next_done()
                 return tokens, now
 
+    def async_continuous(self) -> tuple[int, float]:
+        """The decoder's scheduler with the target's steps batched continuously (see the
+        module docstring): the draft worker, judging and committing as
+        :meth:`async_decoder`; each position whose prefix is known gets its own step in
+        the target's running batch (:class:`_Server`)."""
+        cfg = self.cfg
+        k1, max_steps = cfg.k1, self.work.max_steps
+        committed: tuple[int, ...] = (0,)
+        steps = tokens = 0
+        chain: list[tuple[int, int, bool]] = []  # (segment, tokens, ends the answer)
+        ended = False
+        targets: dict[int, tuple[int, int]] = {}
+        in_flight: dict[int, _Request] = {}
+        epoch = run = 0
+        now = 0.0
+        srv = _Server(self.target)
+        djob: list[Any] | None = None  # [epoch, remaining seconds, payload]
+        t_slow = (self.costs.speculative_contention
+                  if cfg.k2 > 1 and self.costs.speculative_contention is not None
+                  else self.costs.contention)
+        d_slow = (t_slow if self.costs.draft_contention is None
+                  else self.costs.draft_contention)
+        inf = math.inf
+
+        def go(limit: float, stop: bool) -> float:
+            """Run the draft job and the server for ``limit`` seconds, or, with ``stop``,
+            until the draft job ends or the server delivers a step; the seconds that
+            passed while something ran."""
+            passed = 0.0
+            rest = limit
+            job: list[Any] = djob if djob is not None else [0, 0.0]
+            while True:
+                d_on = job[1] > 0
+                s_on = srv.busy
+                if not (d_on or s_on):
+                    return passed
+                both = d_on and s_on
+                fd = d_slow if both else 1.0
+                fs = t_slow if both else 1.0
+                td = job[1] * fd if d_on else inf
+                ts = srv.left * fs if s_on else inf
+                step = min(td, ts, rest)
+                passed += step
+                rest = 0.0 if step >= rest else rest - step
+                event = False
+                if d_on:
+                    if td <= step + 1e-12:
+                        job[1] = 0.0
+                        event = True
+                    else:
+                        job[1] -= step / fd
+                if s_on:
+                    if ts <= step + 1e-12:
+                        event = srv.finish() or event
+                    else:
+                        srv.left -= step / fs
+                if (stop and event) or rest <= 0:
+                    return passed
+
+        def prefix_at(pos: int) -> tuple[int, ...]:
+            return (*committed, *(s for s, _, _ in chain[: pos - steps]))
+
+        while True:
+            # submit: the draft job as async_decoder; a step for every known position
+            base = steps
+            room = max_steps - base
+            chain_closed = bool(chain) and chain[-1][2]
+            if djob is None and not chain_closed and len(chain) < min(k1 - 1, room - 1):
+                dt, (out,) = self.draft.call([prefix_at(base + len(chain))])
+                djob = [epoch, dt, (*out, self.draft_ends())]
+            last = base + len(chain) - (1 if chain_closed else 0)
+            for q in range(base, min(last, base + k1 - 1) + 1):
+                if q not in targets and q not in in_flight:
+                    in_flight[q] = srv.submit(epoch, q, prefix_at(q))
+            srv.kick()
+            if not srv.busy and (djob is None or djob[1] <= 0):
+                raise RuntimeError("continuous async stalled: nothing runs")  # a bug
+            # wait for the draft job or a delivered step
+            now += go(inf, True)
+            # collect
+            if djob is not None and djob[1] <= 0:
+                if djob[0] == epoch:
+                    chain.append(djob[2])
+                djob = None
+            for r in srv.delivered:
+                if r.epoch == epoch:
+                    targets[r.pos] = (r.seg, r.n)
+                    del in_flight[r.pos]
+            srv.delivered.clear()
+            # resolve
+            while steps in targets:
+                pos = steps
+                t_out = targets.pop(pos)
+                if chain:
+                    v = self.verify(1)  # on the main thread, while the others run
+                    go(v, False)
+                    now += v
+                    if self.judge(run, index=pos, lengths=(t_out[1], chain[0][1])):
+                        seg, n, ends = chain.pop(0)
+                        committed = (*committed, seg)
+                        tokens += n
+                        steps += 1
+                        run += 1
+                        if ends:  # an accepted draft that ends the answer ends it
+                            ended = True
+                            break
+                        continue
+                    chain.clear()
+                    targets.clear()
+                    epoch += 1
+                    for r in in_flight.values():  # they leave at the next boundary
+                        srv.cancel(r)
+                    in_flight.clear()
+                elif k1 > 1 and djob is not None and djob[0] == epoch:
+                    targets[pos] = t_out
+                    break
+                committed = (*committed, t_out[0])
+                tokens += t_out[1]
+                steps += 1
+                run = 0
+                if self.target_ends():
+                    ended = True
+                    break
+            if ended or steps >= max_steps:
+                # the steps still in the batch are cancelled; leaving waits for the
+                # running draft job and the server's iteration in progress
+                for r in in_flight.values():
+                    srv.cancel(r)
+                now += go(inf, False)
+                return tokens, now
+
 
 # ---------------------------------------------------------------------------------------
 # Simulation and prediction
@@ -832,7 +1156,7 @@ def predict(config: SpecConfig, acceptance: AcceptanceModel, costs: CostModel,
     # separate streams: adding a measured spread to one model leaves the other model's
     # draws and the simulations' as they were
     s_base, s_cfg, s_acc, s_cost, s_draw = (np.random.default_rng(s) for s in ss.spawn(5))
-    base_cfg = config.replace(k1=1, k2=1, width=1, mode="sync")
+    base_cfg = config.replace(k1=1, k2=1, width=1, mode="sync", target_batching="call")
     base = simulate(base_cfg, acceptance, costs, work, problems, s_base).rate()
     sim = simulate(config, acceptance, costs, work, problems, s_cfg)
     cfg = sim.rate()
@@ -887,7 +1211,10 @@ def exact_speedup(config: SpecConfig, acceptance: AcceptanceModel, costs: CostMo
     k2 > 1 is not closed (random pass counts make the target steps' durations random,
     which Theorem 2 does not cover): None.  With ``endless_steps`` the token factor is
     the papers' g (steps long enough for the token process to be stationary), so the
-    result is the papers' h = f·g.
+    result is the papers' h = f·g.  ``target_batching`` is ignored: f_async is the
+    papers' process (each target step on its own as soon as its prefix exists), while
+    :func:`simulate` plays continuous batching whenever it is configured, so the two
+    may differ for such a configuration.
     """
     from specmodel.closedform.step_level import f_async, f_sync, f_sync_multibranch
     from specmodel.closedform.token_level import g_token, g_token_step

@@ -219,7 +219,7 @@ def export_vllm(
         concurrency = min(d.serving_batch for d in decisions)
     if decoder is not None:
         pick = decoder.leanest
-        config = config.replace(mode=pick.mode, k1=pick.k1, k2=pick.k2, width=pick.width)
+        config = pick.config(config)
         speedup = pick.speedup
         notes.append(
             f"decoder model (every engine call priced): {pick.label}, the leanest within "

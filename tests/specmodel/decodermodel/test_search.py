@@ -121,3 +121,40 @@ def test_export_writes_the_decoder_models_choice(tmp_path, capsys) -> None:
         leanest["mode"] if leanest["k1"] > 1 else "sync", leanest["k1"], leanest["k2"],
         leanest["width"])
     assert any(n.startswith("decoder model") for n in exp.notes)
+
+
+def test_continuous_batching_is_weighed_for_async_candidates_only(tmp_path, capsys) -> None:
+    """With both batchings every async candidate (k1 >= 2) is screened twice, once per
+    batching, and the rest once; the answer is a configuration that runs (continuous
+    only in async); export writes the batching of the leanest; a bad value names the
+    option."""
+    from cli.main import main
+    from specmodel.config import SpecConfig
+
+    cal = _calibration(per_draft=0.01)
+    r = optimize_decoder(cal, 6, screen_problems=10, refine=3, problems=30, draws=0,
+                         batchings=("call", "continuous"))
+    n_async = sum(1 for m, k1, _, _ in candidates(6) if m == "async" and k1 >= 2)
+    assert len(r.screened) == len(candidates(6)) + n_async
+    cont = [c for c in r.screened if c.target_batching == "continuous"]
+    assert len(cont) == n_async and all(c.mode == "async" and c.k1 >= 2 for c in cont)
+    for c in r.refined:
+        cfg = c.config(SpecConfig())
+        assert cfg.target_batching == c.target_batching and cfg.label == c.label
+        assert c.to_dict()["target_batching"] == c.target_batching
+    only = optimize_decoder(cal, 4, screen_problems=10, refine=2, problems=20, draws=0,
+                            batchings=("continuous",))
+    assert {c.target_batching for c in only.screened if c.mode == "async" and c.k1 > 1} \
+        == {"continuous"}
+    with pytest.raises(ValueError, match="batchings must be call and/or continuous"):
+        optimize_decoder(cal, 4, batchings=("streaming",))
+    path = save_calibration(cal, tmp_path / "cal.json")
+    out = tmp_path / "export.json"
+    assert main(["export", "--calibration", str(path), "--budget", "4", "--target-batching",
+                 "continuous", "-o", str(out)]) == 0
+    cfg = json.loads(out.read_text())["config"]
+    assert cfg["target_batching"] == ("continuous" if cfg["mode"] == "async" and cfg["k1"] > 1
+                                      else "call")
+    capsys.readouterr()
+    assert main(["optimize", "--calibration", str(path), "--target-batching", "streaming"]) == 2
+    assert "--target-batching must be one of call, continuous, both" in capsys.readouterr().err
