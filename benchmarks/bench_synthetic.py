@@ -114,7 +114,10 @@ def _configs(a: argparse.Namespace) -> list[Any]:
         out += [SpecConfig(mode="async", k1=k1, target_batching="continuous", **common),
                 SpecConfig(mode="async", k1=k1, k2=k2, target_batching="continuous",
                            **common)]
-    return out
+    if getattr(a, "only_async", False):  # the baseline and async (k2 = 1: no hybrid)
+        out = [c for c in out if c.k1 == c.k2 == 1 or (c.mode == "async" and c.k1 > 1
+                                                      and (k2 > 1 or c.k2 == 1))]
+    return list({c.label: c for c in out}.values())
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -142,6 +145,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--continuous", action="store_true",
                     help="also run async and its hybrid with continuous target batching "
                          "(target_batching continuous)")
+    ap.add_argument("--only-async", action="store_true",
+                    help="run only the baseline and the async configurations (with "
+                         "--continuous: call and continuous side by side; --k2 1: no hybrid)")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--profile-repeats", type=int, default=3,
                     help="timed forwards per verification/prefill point in each profiling "

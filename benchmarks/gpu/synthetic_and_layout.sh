@@ -15,6 +15,8 @@
 #   OUT=dir PARTS=packed benchmarks/gpu/synthetic_and_layout.sh      # ~3-5 min
 #   OUT=dir PARTS=synthetic benchmarks/gpu/synthetic_and_layout.sh   # the short sweep
 #   OUT=dir PARTS=long benchmarks/gpu/synthetic_and_layout.sh        # prompts of 3000 words
+#   OUT=dir PARTS=continuous benchmarks/gpu/synthetic_and_layout.sh  # + continuous batching,
+#                                                                    # one round
 # Each sweep is held against its registration (made without a GPU, committed before).
 set -u
 : "${OUT:?set OUT}"
@@ -45,7 +47,8 @@ for part in $PARTS; do
       done ;;
     synthetic) sweep synthetic_gpu ;;
     long) sweep synthetic_gpu_long --prompt-words 3000 ;;
-    *) echo "unknown part $part (packed, synthetic, long)"; exit 2 ;;
+    continuous) sweep synthetic_gpu_continuous --continuous --rounds 1 ;;
+    *) echo "unknown part $part (packed, synthetic, long, continuous)"; exit 2 ;;
   esac
 done
 ls "$OUT"
