@@ -41,3 +41,27 @@ def test_register_then_refuse_to_overwrite_and_check_settings(tmp_path: Path, ca
         registration(argparse.Namespace(**{**settings, "problems": 3}), path)
     with pytest.raises(ValueError, match="cannot read it"):
         registration(argparse.Namespace(**settings), tmp_path / "missing.json")
+
+
+def test_a_continuous_sweep_is_registered_apart_and_only_async_keeps_async(
+        tmp_path: Path) -> None:
+    """--continuous adds async and its hybrid with continuous target batching (and is a
+    setting a registration must share); --only-async keeps the baseline and async."""
+    import argparse
+
+    from benchmarks.bench_synthetic import _configs
+
+    out = tmp_path / "cont.json"
+    assert main([*ARGS, "--continuous", "--out", str(out)]) == 0
+    reg = json.loads((tmp_path / "cont.registered.json").read_text())
+    assert reg["continuous"] is True
+    assert {"async k1=2 k2=1 continuous", "async k1=2 k2=2 continuous"} <= {
+        r["config"] for r in reg["rows"]}
+    settings = {k: reg[k] for k in REGISTERED_KEYS}
+    with pytest.raises(ValueError, match="continuous"):
+        registration(argparse.Namespace(**{**settings, "continuous": False}),
+                     tmp_path / "cont.registered.json")
+    a = argparse.Namespace(max_steps=4, max_step_tokens=16, acceptance="x", k1=3, k2=1,
+                           continuous=True, only_async=True)
+    assert [c.label for c in _configs(a)] == ["target", "async k1=3 k2=1",
+                                              "async k1=3 k2=1 continuous"]
