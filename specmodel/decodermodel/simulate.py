@@ -974,7 +974,9 @@ class _Run:
                 if q not in targets and q not in in_flight:
                     in_flight[q] = srv.submit(epoch, q, prefix_at(q))
             srv.kick()
-            if not srv.busy and (djob is None or djob[1] <= 0):
+            # (a step delivered or a draft ended while the verifier ran is collected
+            # below without waiting)
+            if not srv.busy and djob is None and not srv.delivered:
                 raise RuntimeError("continuous async stalled: nothing runs")  # a bug
             # wait for the draft job or a delivered step
             now += go(inf, True)
