@@ -663,7 +663,8 @@ class ContinuousServer(RunningBatch):
     """A :class:`SyntheticEngine`'s running batch, served continuously on a thread of its
     own (:class:`profiler.engines.base.StepServer`).  At each forward boundary the
     server drops cancelled steps, admits every step submitted since the last one (their
-    uncached tokens prefilled by one forward of the new rows, as a call prefills), then
+    uncached tokens prefilled by one forward of the new rows, as a call prefills; their
+    prefixes cached from then on, as vLLM's prefix caching keeps computed blocks), then
     runs one decode forward of every active row at the batch's longest context (with
     token speculation: one pass, γ draft forwards and a verify forward of k2 tokens per
     row, each row advancing by its own pass); a row whose step is written leaves and
@@ -705,6 +706,8 @@ class ContinuousServer(RunningBatch):
             if admit and eng.prefill:
                 eng._prefill(len(admit), max(r.context for r in admit),
                              max(eng._uncached(r.prefix) for r in admit))
+            for r in admit:  # their KV exists now: a row admitted later reuses it
+                eng._remember(r.prefix)
             if rows:
                 at = max(r.context + r.written for r in rows)
                 if eng.speculation is None:

@@ -37,7 +37,8 @@ running batch.  Every position whose prefix is known, up to k1 ahead, with neith
 target step nor one in flight, is submitted at once as its own step (its length, and
 with token speculation its passes, drawn then).  At each forward boundary the server
 drops cancelled steps, admits every step submitted since the last boundary (one prefill
-forward of the new rows for their most uncached tokens, then they join), and runs one
+forward of the new rows for their most uncached tokens, then they join, their prefixes
+cached from then on — a row admitted while another runs reuses its prefix), and runs one
 decode iteration of every active row at their longest context: one forward of b × 1, or
 with token speculation γ drafter forwards and one of b × k2, each row advancing by its
 next pass; a row whose step is written leaves and its step is delivered at once.  The
@@ -491,7 +492,6 @@ class _Server:
             keep = []
             for r in self.active:
                 if r.end == k:
-                    known.add(r.prefix)
                     known.add((*r.prefix, r.seg))
                     if not r.cancelled:
                         self.delivered.append(r)
@@ -526,6 +526,7 @@ class _Server:
                         t += eng.prefill * len(new) * todo
             k = self.k
             for r in new:
+                eng.known.add(r.prefix)  # its KV exists from now on (prefix caching)
                 r.start = k
                 r.end = k + (r.n if r.cum is None else len(r.cum) - 1)
                 self._off = max(self._off, r.ctx - k) if self.active else r.ctx - k

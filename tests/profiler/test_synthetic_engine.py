@@ -405,3 +405,24 @@ def test_continuous_async_commits_what_call_async_commits(arch: str, arch2: str)
     with pytest.raises(ValueError, match="batches continuously"):
         LookaheadDecoder(OneCallAtATime(), draft, ver,  # type: ignore[arg-type]
                          SpecConfig(mode="async", k1=2, target_batching="continuous"))
+
+
+def test_a_row_admitted_to_the_running_batch_caches_its_prefix_at_once(arch: str) -> None:
+    """Prefix caching in the running batch: once a row is admitted (and prefilled) its
+    prefix is cached, so a row admitted while it still runs prefills only its own new
+    tokens (driven one iteration at a time, without the server thread)."""
+    from profiler.engines.base import RunningBatch
+    from profiler.engines.synthetic import ContinuousServer
+
+    cal = calibration(step={"step_tokens_histogram": {"9": 1}})
+    eng = SyntheticEngine(arch, acceptance=cal, seed=2)
+    srv = ContinuousServer.__new__(ContinuousServer)
+    RunningBatch.__init__(srv)
+    srv.engine, srv._active = eng, []
+    prompt = "Question: how many apples are left?\n\n"
+    first = srv._request(prompt, 48)
+    assert eng._uncached(prompt) == eng.count_tokens(prompt)
+    srv._iterate([first])
+    assert not first.done() and eng._uncached(prompt) == 0
+    longer = prompt + "d1/0 d2 d3\n\n"
+    assert eng._uncached(longer) == 3  # only the draft step's words
