@@ -544,6 +544,94 @@ class _Server:
         self.busy = True
 
 
+class _AsyncChain:
+    """What both async schedules keep and do alike (:meth:`_Run.async_decoder`,
+    :meth:`_Run.async_continuous`; as :class:`profiler.decoder.asynchronous.AsyncScheduler`
+    serves both target batchings): the committed steps, the chain of drafts after them,
+    the target steps known ahead, and judging and committing in order."""
+
+    def __init__(self, run: _Run) -> None:
+        self.run = run
+        self.k1 = run.cfg.k1
+        self.max_steps = run.work.max_steps
+        self.committed: tuple[int, ...] = (0,)
+        self.steps = 0
+        self.tokens = 0
+        self.chain: list[tuple[int, int, bool]] = []
+        """(segment, tokens, ends the answer) of each draft step after the committed."""
+        self.targets: dict[int, tuple[int, int]] = {}
+        """Absolute position -> the target's (segment, tokens) there, known ahead."""
+        self.epoch = 0
+        """Counts dropped chains; a job of an older epoch is discarded."""
+        self.streak = 0
+        """Drafts accepted in a row (the depth the next verdict is drawn at)."""
+        self.ended = False
+
+    @property
+    def done(self) -> bool:
+        """The answer ended or ``max_steps`` are committed."""
+        return self.ended or self.steps >= self.max_steps
+
+    def prefix_at(self, pos: int) -> tuple[int, ...]:
+        """The committed prefix plus the drafts before position ``pos``."""
+        return (*self.committed, *(s for s, _, _ in self.chain[: pos - self.steps]))
+
+    def _closed(self) -> bool:
+        return bool(self.chain) and self.chain[-1][2]
+
+    def draft_from(self) -> tuple[int, ...] | None:
+        """The prefix the next draft step continues, when the chain may grow."""
+        room = self.max_steps - self.steps
+        if not self._closed() and len(self.chain) < min(self.k1 - 1, room - 1):
+            return self.prefix_at(self.steps + len(self.chain))
+        return None
+
+    def target_positions(self) -> list[int]:
+        """Positions whose prefix is known, up to k1 ahead, with no target step yet."""
+        base = self.steps
+        last = base + len(self.chain) - (1 if self._closed() else 0)
+        return [q for q in range(base, min(last, base + self.k1 - 1) + 1)
+                if q not in self.targets]
+
+    def resolve(self, spend: Any, draft_epoch: int | None) -> bool:
+        """Judge and commit positions in order while their target step is known;
+        ``spend(seconds)`` lets the verifier's time pass while the others run;
+        ``draft_epoch``: the epoch of the draft job on its way (None: none).  Whether a
+        chain was dropped."""
+        run = self.run
+        dropped = False
+        while self.steps in self.targets:
+            pos = self.steps
+            t_out = self.targets.pop(pos)
+            if self.chain:
+                spend(run.verify(1))
+                if run.judge(self.streak, index=pos, lengths=(t_out[1], self.chain[0][1])):
+                    seg, n, ends = self.chain.pop(0)
+                    self.committed = (*self.committed, seg)
+                    self.tokens += n
+                    self.steps += 1
+                    self.streak += 1
+                    if ends:  # an accepted draft that ends the answer ends it
+                        self.ended = True
+                        return dropped
+                    continue
+                self.chain.clear()
+                self.targets.clear()
+                self.epoch += 1
+                dropped = True
+            elif self.k1 > 1 and draft_epoch == self.epoch:
+                self.targets[pos] = t_out  # its draft is on the way: wait for it
+                break
+            self.committed = (*self.committed, t_out[0])
+            self.tokens += t_out[1]
+            self.steps += 1
+            self.streak = 0
+            if run.target_ends():
+                self.ended = True
+                break
+        return dropped
+
+
 @dataclass
 class _Run:
     cfg: SpecConfig
@@ -784,25 +872,22 @@ class _Run:
             t += verified
         return tokens, t
 
+    def _slowdowns(self) -> tuple[float, float]:
+        """(target's, draft's) slowdown while both run (async)."""
+        c = self.costs
+        t_slow = (c.speculative_contention
+                  if self.cfg.k2 > 1 and c.speculative_contention is not None
+                  else c.contention)
+        return t_slow, (t_slow if c.draft_contention is None else c.draft_contention)
+
     def async_decoder(self) -> tuple[int, float]:
         """The decoder's scheduler (see the module docstring)."""
-        cfg = self.cfg
-        k1, max_steps = cfg.k1, self.work.max_steps
-        committed: tuple[int, ...] = (0,)
-        steps = tokens = 0
-        chain: list[tuple[int, int, bool]] = []  # (segment, tokens, ends the answer)
-        ended = False
-        targets: dict[int, tuple[int, int]] = {}
-        epoch = run = 0
+        st = _AsyncChain(self)
         now = 0.0
         # jobs: [epoch, remaining seconds, payload]
         djob: list[Any] | None = None
         tjob: list[Any] | None = None
-        t_slow = (self.costs.speculative_contention
-                  if cfg.k2 > 1 and self.costs.speculative_contention is not None
-                  else self.costs.contention)
-        d_slow = (t_slow if self.costs.draft_contention is None
-                  else self.costs.draft_contention)
+        t_slow, d_slow = self._slowdowns()
 
         def live_jobs() -> list[tuple[list[Any], float]]:
             live = [(j, f) for j, f in ((djob, d_slow), (tjob, t_slow))
@@ -827,69 +912,36 @@ class _Run:
                 return 0.0
             return min(j[1] * f for j, f in live)
 
-        def prefix_at(pos: int) -> tuple[int, ...]:
-            return (*committed, *(s for s, _, _ in chain[: pos - steps]))
+        def spend(v: float) -> None:  # the verifier, on the main thread
+            nonlocal now
+            advance(v)
+            now += v
 
         while True:
             # _submit
-            base = steps
-            room = max_steps - base
-            chain_closed = bool(chain) and chain[-1][2]
-            if djob is None and not chain_closed and len(chain) < min(k1 - 1, room - 1):
-                dt, (out,) = self.draft.call([prefix_at(base + len(chain))])
-                djob = [epoch, dt, (*out, self.draft_ends())]
+            if djob is None and (p := st.draft_from()) is not None:
+                dt, (out,) = self.draft.call([p])
+                djob = [st.epoch, dt, (*out, self.draft_ends())]
             if tjob is None:
-                last = base + len(chain) - (1 if chain_closed else 0)
-                todo = [q for q in range(base, min(last, base + k1 - 1) + 1)
-                        if q not in targets]
+                todo = st.target_positions()
                 if todo:
-                    dt, outs = self.target.call([prefix_at(q) for q in todo])
-                    tjob = [epoch, dt, (todo, outs)]
+                    dt, outs = self.target.call([st.prefix_at(q) for q in todo])
+                    tjob = [st.epoch, dt, (todo, outs)]
             # wait for the first job to finish
             dt = next_done()
             advance(dt)
             now += dt
             # _collect
             if djob is not None and djob[1] <= 1e-12:
-                if djob[0] == epoch:
-                    chain.append(djob[2])
+                if djob[0] == st.epoch:
+                    st.chain.append(djob[2])
                 djob = None
             if tjob is not None and tjob[1] <= 1e-12:
-                if tjob[0] == epoch:
-                    targets.update(zip(*tjob[2], strict=True))
+                if tjob[0] == st.epoch:
+                    st.targets.update(zip(*tjob[2], strict=True))
                 tjob = None
-            # _resolve
-            while steps in targets:
-                pos = steps
-                t_out = targets.pop(pos)
-                if chain:
-                    v = self.verify(1)
-                    advance(v)
-                    now += v
-                    if self.judge(run, index=pos, lengths=(t_out[1], chain[0][1])):
-                        seg, n, ends = chain.pop(0)
-                        committed = (*committed, seg)
-                        tokens += n
-                        steps += 1
-                        run += 1
-                        if ends:  # an accepted draft that ends the answer ends it
-                            ended = True
-                            break
-                        continue
-                    chain.clear()
-                    targets.clear()
-                    epoch += 1
-                elif k1 > 1 and djob is not None and djob[0] == epoch:
-                    targets[pos] = t_out
-                    break
-                committed = (*committed, t_out[0])
-                tokens += t_out[1]
-                steps += 1
-                run = 0
-                if self.target_ends():
-                    ended = True
-                    break
-            if ended or steps >= max_steps:
+            st.resolve(spend, None if djob is None else djob[0])
+            if st.done:
                 rest = next_done()  # leaving the pools waits for running jobs
                 while rest > 0:
                     advance(rest)
@@ -898,30 +950,19 @@ class _Run:
                         if j is not None and j[1] <= 1e-12:
                             j[1] = 0.0
                     rest = next_done()
-                return tokens, now
+                return st.tokens, now
 
     def async_continuous(self) -> tuple[int, float]:
         """The decoder's scheduler with the target's steps batched continuously (see the
         module docstring): the draft worker, judging and committing as
-        :meth:`async_decoder`; each position whose prefix is known gets its own step in
-        the target's running batch (:class:`_Server`)."""
-        cfg = self.cfg
-        k1, max_steps = cfg.k1, self.work.max_steps
-        committed: tuple[int, ...] = (0,)
-        steps = tokens = 0
-        chain: list[tuple[int, int, bool]] = []  # (segment, tokens, ends the answer)
-        ended = False
-        targets: dict[int, tuple[int, int]] = {}
+        :meth:`async_decoder` (:class:`_AsyncChain`); each position whose prefix is known
+        gets its own step in the target's running batch (:class:`_Server`)."""
+        st = _AsyncChain(self)
         in_flight: dict[int, _Request] = {}
-        epoch = run = 0
         now = 0.0
         srv = _Server(self.target)
         djob: list[Any] | None = None  # [epoch, remaining seconds, payload]
-        t_slow = (self.costs.speculative_contention
-                  if cfg.k2 > 1 and self.costs.speculative_contention is not None
-                  else self.costs.contention)
-        d_slow = (t_slow if self.costs.draft_contention is None
-                  else self.costs.draft_contention)
+        t_slow, d_slow = self._slowdowns()
         inf = math.inf
 
         def go(limit: float, stop: bool) -> float:
@@ -959,21 +1000,19 @@ class _Run:
                 if (stop and event) or rest <= 0:
                     return passed
 
-        def prefix_at(pos: int) -> tuple[int, ...]:
-            return (*committed, *(s for s, _, _ in chain[: pos - steps]))
+        def spend(v: float) -> None:  # the verifier, on the main thread, while others run
+            nonlocal now
+            go(v, False)
+            now += v
 
         while True:
             # submit: the draft job as async_decoder; a step for every known position
-            base = steps
-            room = max_steps - base
-            chain_closed = bool(chain) and chain[-1][2]
-            if djob is None and not chain_closed and len(chain) < min(k1 - 1, room - 1):
-                dt, (out,) = self.draft.call([prefix_at(base + len(chain))])
-                djob = [epoch, dt, (*out, self.draft_ends())]
-            last = base + len(chain) - (1 if chain_closed else 0)
-            for q in range(base, min(last, base + k1 - 1) + 1):
-                if q not in targets and q not in in_flight:
-                    in_flight[q] = srv.submit(epoch, q, prefix_at(q))
+            if djob is None and (p := st.draft_from()) is not None:
+                dt, (out,) = self.draft.call([p])
+                djob = [st.epoch, dt, (*out, self.draft_ends())]
+            for q in st.target_positions():
+                if q not in in_flight:
+                    in_flight[q] = srv.submit(st.epoch, q, st.prefix_at(q))
             srv.kick()
             # (a step delivered or a draft ended while the verifier ran is collected
             # below without waiting)
@@ -983,55 +1022,25 @@ class _Run:
             now += go(inf, True)
             # collect
             if djob is not None and djob[1] <= 0:
-                if djob[0] == epoch:
-                    chain.append(djob[2])
+                if djob[0] == st.epoch:
+                    st.chain.append(djob[2])
                 djob = None
             for r in srv.delivered:
-                if r.epoch == epoch:
-                    targets[r.pos] = (r.seg, r.n)
+                if r.epoch == st.epoch:
+                    st.targets[r.pos] = (r.seg, r.n)
                     del in_flight[r.pos]
             srv.delivered.clear()
-            # resolve
-            while steps in targets:
-                pos = steps
-                t_out = targets.pop(pos)
-                if chain:
-                    v = self.verify(1)  # on the main thread, while the others run
-                    go(v, False)
-                    now += v
-                    if self.judge(run, index=pos, lengths=(t_out[1], chain[0][1])):
-                        seg, n, ends = chain.pop(0)
-                        committed = (*committed, seg)
-                        tokens += n
-                        steps += 1
-                        run += 1
-                        if ends:  # an accepted draft that ends the answer ends it
-                            ended = True
-                            break
-                        continue
-                    chain.clear()
-                    targets.clear()
-                    epoch += 1
-                    for r in in_flight.values():  # they leave at the next boundary
-                        srv.cancel(r)
-                    in_flight.clear()
-                elif k1 > 1 and djob is not None and djob[0] == epoch:
-                    targets[pos] = t_out
-                    break
-                committed = (*committed, t_out[0])
-                tokens += t_out[1]
-                steps += 1
-                run = 0
-                if self.target_ends():
-                    ended = True
-                    break
-            if ended or steps >= max_steps:
+            if st.resolve(spend, None if djob is None else djob[0]):
+                for r in in_flight.values():  # a dropped chain: they leave at the next
+                    srv.cancel(r)              # boundary
+                in_flight.clear()
+            if st.done:
                 # the steps still in the batch are cancelled; leaving waits for the
                 # running draft job and the server's iteration in progress
                 for r in in_flight.values():
                     srv.cancel(r)
                 now += go(inf, False)
-                return tokens, now
+                return st.tokens, now
 
 
 # ---------------------------------------------------------------------------------------
