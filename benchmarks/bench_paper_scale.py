@@ -18,16 +18,21 @@ continuous target batching: each target step joining the engine's running batch 
 as its prefix exists), with steps of a constant 24 tokens and with steps drawn from
 a geometric law of the same mean capped at 48 (what the synthetic engine draws), 12
 steps per answer.
-Usage: ``python -m benchmarks.bench_paper_scale``.
+Usage: ``python -m benchmarks.bench_paper_scale``; ``--figure STEM`` draws the committed
+results (``benchmarks/results/paper_scale.json``, nothing recomputed) as a plotly figure:
+the decoder model's LR and LR+SD against the context, one call at a time and with
+continuous target batching, beside the reported speedups.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
-from benchmarks.harness import print_table, write_json
+from benchmarks.harness import RESULTS, print_table, write_json
 from specmodel.hardware.whatif import decoder_costs, what_if
 
 TARGET, DRAFT, JUDGE = ("deepseek-r1-distill-qwen-32b", "deepseek-r1-distill-qwen-1.5b",
@@ -89,7 +94,63 @@ def preset_alphas(name: str) -> tuple[float, float]:
     return data["step"]["alpha1"], data["token"]["alpha2"]
 
 
-def main() -> None:
+def figure(results: dict[str, Any], stem: str) -> list[Path]:
+    """The decoder model's LR and LR+SD (constant and geometric steps) against the
+    context, the target one call at a time and with continuous batching, per task and
+    device, with the reported speedups as horizontal lines."""
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    from specmodel.figures import write_figure
+
+    panels = list(REPORTED)
+    fig = make_subplots(rows=1, cols=len(panels), shared_yaxes=True,
+                        subplot_titles=[f"{t.upper()} on {d}" for t, d in panels])
+    colors = {"LR": "#1f77b4", "LR+SD": "#d62728"}
+    for col, (task, device) in enumerate(panels, start=1):
+        rows = [r for r in results["decoder_model"]
+                if r["task"] == task and r["device"] == device]
+        for name in ("LR", "LR+SD"):
+            for suffix, dash, label in (("", "dot", "one call at a time"),
+                                        (" cont.", "solid", "continuous batching")):
+                for law, width in (("constant", 2.5), ("geometric", 1.2)):
+                    pts = sorted((r["context"], r[name + suffix]["speedup"])
+                                 for r in rows if r["step_lengths"] == law)
+                    fig.add_trace(go.Scatter(
+                        x=[x for x, _ in pts], y=[y for _, y in pts], mode="lines+markers",
+                        name=f"{name}, {label}, {law} steps", legendgroup=name + suffix + law,
+                        showlegend=col == 1,
+                        line={"color": colors[name], "dash": dash, "width": width}),
+                        row=1, col=col)
+            rep = REPORTED[(task, device)][name]
+            if rep is not None:
+                fig.add_hline(y=rep, line={"color": colors[name], "width": 1},
+                              annotation_text=f"reported {name} {rep}",
+                              annotation_position="top left", row=1, col=col)
+        fig.update_xaxes(type="log", title_text="context L (tokens)", row=1, col=col)
+    fig.add_hline(y=1.0, line={"color": "black", "width": 1, "dash": "dash"})
+    fig.update_yaxes(title_text="predicted speedup (decoder model)", row=1, col=1)
+    fig.update_layout(
+        title="Lookahead Reasoning at the paper's scale as this project's decoder runs it"
+              "<br><sup>1.5B drafting for 32B, n-gram SD, 7B judge, two devices; the "
+              "decoder model on predicted profiles (bench_paper_scale); thick: constant "
+              "steps of 24 tokens, thin: geometric</sup>",
+        template="plotly_white", legend={"orientation": "h", "y": -0.25},
+        height=520, width=1250)
+    return write_figure(fig, stem, plotlyjs="directory")
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--figure", default=None, metavar="STEM",
+                    help="draw the committed results as STEM.html (and STEM.png); "
+                         "nothing is recomputed")
+    a = ap.parse_args(argv)
+    if a.figure:
+        results = json.loads((RESULTS / "paper_scale.json").read_text(encoding="utf-8"))
+        for path in figure(results, a.figure):
+            print(f"wrote {path}")
+        return
     out: list[dict[str, Any]] = []
     rows = []
     for (task, device), rep in REPORTED.items():
