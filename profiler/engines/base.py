@@ -234,6 +234,7 @@ class RunningBatch:
     def _loop(self) -> None:
         init_worker_thread()
         error: BaseException | None = None
+        new: list[StepRequest] = []
         try:
             while True:
                 with self._cond:
@@ -243,12 +244,22 @@ class RunningBatch:
                         break
                     new, self._pending = self._pending, []
                 self._iterate(new)
+                new = []
                 self.iterations += 1
         except BaseException as e:  # every waiting step learns why
             error = self._error = e
         with self._cond:
             left, self._pending = self._pending, []
-        for r in left + self._shutdown():
+        try:
+            running = self._shutdown()
+        except BaseException as e:  # the engine failed: still, no step is left waiting
+            error = error or e
+            running = []
+        seen: set[int] = set()
+        for r in new + left + running:  # (new: taken by an iteration that failed)
+            if id(r) in seen:
+                continue
+            seen.add(id(r))
             if error is None:
                 r.future.cancel()
             elif r.future.set_running_or_notify_cancel():

@@ -426,3 +426,32 @@ def test_a_row_admitted_to_the_running_batch_caches_its_prefix_at_once(arch: str
     assert not first.done() and eng._uncached(prompt) == 0
     longer = prompt + "d1/0 d2 d3\n\n"
     assert eng._uncached(longer) == 3  # only the draft step's words
+
+
+def test_a_failing_forward_fails_every_waiting_step_and_later_submissions(
+        arch: str, monkeypatch) -> None:
+    """An engine error inside the running batch reaches every step still waiting —
+    those the failing iteration was admitting included — so no caller waits for ever,
+    and a later submission is refused, naming the error (the server's loop driven on
+    this thread, so the failing iteration is the one that admits the steps)."""
+    from profiler.engines import EngineError
+    from profiler.engines.base import RunningBatch
+    from profiler.engines.synthetic import ContinuousServer
+
+    eng = SyntheticEngine(arch, acceptance=calibration(), seed=2)
+
+    def lost(*args, **kw):
+        raise RuntimeError("device lost")
+
+    monkeypatch.setattr(eng._fwd, "run", lost)
+    srv = ContinuousServer.__new__(ContinuousServer)
+    RunningBatch.__init__(srv)
+    srv.engine, srv._active = eng, []
+    steps = [srv._request(f"Question {i}?\n\n", 48) for i in range(2)]
+    srv._pending = list(steps)
+    srv._loop()  # takes both, fails admitting them, and returns
+    for r in steps:
+        with pytest.raises(RuntimeError, match="device lost"):
+            r.future.result(timeout=1)
+    with pytest.raises(EngineError, match="device lost"):
+        srv.submit("Question 9?\n\n", 48)
