@@ -90,17 +90,22 @@ Concurrency = Annotated[int, typer.Option(
     "--concurrency", "-N", min=1,
     help="Requests served together (needs a calibration with a measured T(b)).")]
 
-TargetBatchingOpt = Annotated[str, typer.Option(
+TargetBatchingOpt = Annotated[str | None, typer.Option(
     "--target-batching",
     help="Decoder model: the async candidates' target batching: call (one target call at "
-         "a time), continuous (each step joins the engine's running batch; vLLM) or both.")]
+         "a time), continuous (each step joins the engine's running batch, as vLLM serves) "
+         "or both. Default: both for a what-if (--target-arch: a serving engine), call for "
+         "a calibration's engine costs (measured on transformers, which has no running "
+         "batch).")]
 BATCHINGS = {"call": ("call",), "continuous": ("continuous",),
              "both": ("call", "continuous")}
 """--target-batching of optimize and export -> the decoder model's batchings."""
 
 
-def batchings_of(value: str) -> tuple[str, ...]:
-    """The batchings ``--target-batching VALUE`` asks the decoder model to weigh."""
+def batchings_of(value: str | None, default: str = "call") -> tuple[str, ...]:
+    """The batchings ``--target-batching VALUE`` (``default`` when not given) asks the
+    decoder model to weigh."""
+    value = default if value is None else value
     if value not in BATCHINGS:
         raise SpecmodelError(f"--target-batching must be one of {', '.join(BATCHINGS)}, "
                              f"got {value!r}")

@@ -29,7 +29,7 @@ def export(
     ] = None,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write JSON here.")] = None,
     concurrency: Concurrency = 1,
-    target_batching: TargetBatchingOpt = "call",
+    target_batching: TargetBatchingOpt = None,
 ) -> None:
     """Write vLLM's speculative_config and the Lookahead Reasoning decoder settings."""
     from specmodel.formats.export import export_vllm, save_export

@@ -98,7 +98,7 @@ def optimize(
         "--attention-layout", help="What-if: the verification attention kernel's blocks: "
         "gqa (one per query head, as profiled) or packed (one per KV head, as "
         "decode-optimized engine kernels).")] = "gqa",
-    target_batching: TargetBatchingOpt = "call",
+    target_batching: TargetBatchingOpt = None,
     decoder: Annotated[bool | None, typer.Option(
         "--decoder/--no-decoder",
         help="The decoder model (a Monte-Carlo of the project's decoder, every engine "
@@ -117,7 +117,7 @@ def optimize(
     from specmodel.optimize.budget import optimize_budget, optimize_budget_mc
 
     params, budget, mode = inputs.params, inputs.budget, inputs.mode
-    batchings = batchings_of(target_batching)
+    batchings = batchings_of(target_batching, "both" if target_arch is not None else "call")
     if target_arch is not None or draft_arch is not None:
         if target_arch is None or draft_arch is None:
             raise ValueError("--target-arch and --draft-arch go together: give both")
@@ -151,8 +151,11 @@ def optimize(
         _print_what_if(inputs, result)
         if dec is not None:
             _print_decoder(inputs, dec, costs="hardware profiles the cost model predicts "
-                           "(no hardware run) on an engine with prefix caching whose batch "
-                           "returns with its longest member", source=False)
+                           "(no hardware run) on an engine with prefix caching whose call "
+                           "returns with its longest member" + (
+                               "; async also with continuous batching (each step joins "
+                               "the engine's running batch)" if "continuous" in batchings
+                               else ""), source=False)
         return
     curve = inputs.priced_curve(concurrency)
     base = inputs.calibration.base_config(mode) if inputs.calibration is not None else None

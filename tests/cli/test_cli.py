@@ -471,6 +471,15 @@ def test_optimize_what_if_with_the_decoder_model(capsys) -> None:
     assert dec["model"] == "decoder model" and dec["budget"] == 4
     assert dec["sources"]["target_decode"].startswith("predicted:")
     assert "best" in data["predictions"]  # the what-if's table is still there
+    # a what-if weighs continuous target batching by default (a serving engine's running
+    # batch); --target-batching call leaves it out
+    assert {c["target_batching"] for c in dec["screened"]} == {"call", "continuous"}
+    code, out, _ = run(["optimize", "--budget", "4", "--preset", "lr-paper-gsm8k-deepseek",
+                        "--target-arch", "qwen2.5-32b", "--draft-arch", "qwen2.5-1.5b",
+                        "--context", "1024", "--token-drafter", "ngram", "--decoder",
+                        "--target-batching", "call", "--json"], capsys)
+    assert code == 0 and {c["target_batching"] for c in json.loads(out)["decoder_model"][
+        "screened"]} == {"call"}
     code, _, err = run(["optimize", "--alpha1", "0.6", "--c1", "0.1", "--alpha2", "0.3",
                         "--c2", "0", "--target-arch", "qwen2.5-32b", "--draft-arch",
                         "qwen2.5-1.5b", "--decoder"], capsys)
