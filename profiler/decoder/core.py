@@ -63,7 +63,7 @@ class LookaheadDecoder:
                 getattr(target, "serve", None)):
             raise ValueError(
                 f"target_batching 'continuous' needs an engine that batches continuously "
-                f"(the synthetic engine does); the {target.name} engine runs one call at a "
+                f"(vLLM and the synthetic engine do); the {target.name} engine runs one call at a "
                 "time")
         self.target = target
         self.draft = draft

@@ -53,7 +53,8 @@ import re
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -446,27 +447,15 @@ class SyntheticEngine:
         contexts = [self.count_tokens(p) for p in prompts]
         uncached = [self._uncached(p) for p in prompts] if self.prefill else [0] * len(prompts)
         b = len(prompts)
-        torch = self._fwd.torch
-        fwd = self._fwd
-        built = fwd.build_seconds + (self._drafter.build_seconds if self._drafter else 0.0)
-        fwd.sync()
-        t0 = time.perf_counter()
-        with torch.inference_mode():
+        with self._timed() as clock:
             base = max(contexts)
             self._prefill(b, base, max(uncached))
             if self.speculation is None:
                 for t in range(max(len(p.words) for p in plans)):
-                    fwd.run(b, 1, self._bucket(base + t))
+                    self._fwd.run(b, 1, self._bucket(base + t))
             else:
                 self._passes(plans, base, b)
-            fwd.sync()
-            if self._drafter is not None:
-                self._drafter.sync()
-        seconds = time.perf_counter() - t0
-        # binding and capturing a new forward is a one-time setup cost, not the step's
-        built = fwd.build_seconds + (self._drafter.build_seconds if self._drafter else 0.0) \
-            - built
-        seconds = max(seconds - built, 1e-9)
+        seconds = max(clock[0], 1e-9)
         outputs = [self._output(p, plan) for p, plan in zip(prompts, plans, strict=True)]
         return StepBatch(outputs, seconds,
                          counter_delta(self.spec_decode_metrics(), before) if before else {})
@@ -497,6 +486,27 @@ class SyntheticEngine:
 
     def _bucket(self, L: int) -> int:
         return _bucket(L, self.context_bucket)
+
+    @contextmanager
+    def _timed(self) -> Iterator[list[float]]:
+        """Time the forwards run inside (in inference mode): from after the engine's
+        stream has synchronized to after it and the token drafter's have, less the
+        one-time binding and capture of new forwards (setup, not the step's).  The
+        seconds are the yielded list's one item once the block ends."""
+        fwd, drafter = self._fwd, self._drafter
+
+        def built() -> float:
+            return fwd.build_seconds + (drafter.build_seconds if drafter else 0.0)
+
+        out = [0.0]
+        fwd.sync()
+        b0, t0 = built(), time.perf_counter()
+        with fwd.torch.inference_mode():
+            yield out
+            fwd.sync()
+            if drafter is not None:
+                drafter.sync()
+        out[0] = time.perf_counter() - t0 - (built() - b0)
 
     def _prefill(self, b: int, base: int, todo: int) -> None:
         """One eager forward of ``b`` rows × ``todo`` uncached tokens (rounded up to a
@@ -550,19 +560,22 @@ class SyntheticEngine:
     def _passes(self, plans: list[_Plan], base: int, b: int) -> None:
         """Token-speculation passes of the padded batch: γ draft forwards (draft_model)
         and one verify forward of k2 tokens per sequence, per pass."""
-        assert self.speculation is not None
-        gamma = self.speculation.num_speculative_tokens
-        fwd, drafter = self._fwd, self._drafter
         done = [0] * len(plans)
         for j in range(max(len(p.passes) for p in plans)):
-            at = base + max(done)
-            if drafter is not None:
-                for t in range(gamma):
-                    drafter.run(b, 1, self._bucket(at + t))
-            fwd.run(b, gamma + 1, self._bucket(at))
+            self._pass(b, base + max(done))
             for i, p in enumerate(plans):
                 if j < len(p.passes):
                     done[i] += p.passes[j]
+
+    def _pass(self, b: int, at: int) -> None:
+        """One token-speculation pass of ``b`` rows whose longest context is ``at``: γ
+        draft forwards (draft_model) and one verify forward of k2 tokens per row."""
+        assert self.speculation is not None
+        gamma = self.speculation.num_speculative_tokens
+        if self._drafter is not None:
+            for t in range(gamma):
+                self._drafter.run(b, 1, self._bucket(at + t))
+        self._fwd.run(b, gamma + 1, self._bucket(at))
 
     def _depth(self, prefix: str) -> int:
         """Draft steps in a row at the end of ``prefix`` (the depth of the next draft)."""
@@ -693,16 +706,10 @@ class ContinuousServer(RunningBatch):
 
     def _iterate(self, new: list[StepRequest]) -> None:
         eng = self.engine
-        fwd, drafter = eng._fwd, eng._drafter
         admit = [r for r in new if isinstance(r, _Request) and not r.future.cancelled()]
         rows = [r for r in self._active if not r.future.cancelled()] + admit
 
-        def built() -> float:
-            return fwd.build_seconds + (drafter.build_seconds if drafter else 0.0)
-
-        with fwd.torch.inference_mode():
-            fwd.sync()
-            b0, t0 = built(), time.perf_counter()
+        with eng._timed() as clock:
             if admit and eng.prefill:
                 eng._prefill(len(admit), max(r.context for r in admit),
                              max(eng._uncached(r.prefix) for r in admit))
@@ -711,24 +718,17 @@ class ContinuousServer(RunningBatch):
             if rows:
                 at = max(r.context + r.written for r in rows)
                 if eng.speculation is None:
-                    fwd.run(len(rows), 1, eng._bucket(at))
+                    eng._fwd.run(len(rows), 1, eng._bucket(at))
                     for r in rows:
                         r.written += 1
                 else:
-                    gamma = eng.speculation.num_speculative_tokens
-                    if drafter is not None:
-                        for t in range(gamma):
-                            drafter.run(len(rows), 1, eng._bucket(at + t))
-                    fwd.run(len(rows), gamma + 1, eng._bucket(at))
+                    eng._pass(len(rows), at)
                     for r in rows:
                         assert r.plan is not None
                         if r.passes < len(r.plan.passes):
                             r.written += r.plan.passes[r.passes]
                             r.passes += 1
-            fwd.sync()
-            if drafter is not None:
-                drafter.sync()
-            self.busy_seconds += max(time.perf_counter() - t0 - (built() - b0), 0.0)
+        self.busy_seconds += max(clock[0], 0.0)
         self._active = []
         for r in rows:
             if r.done():

@@ -301,6 +301,21 @@ class _Engine:
             done += a
         return out
 
+    def _prefill_time(self, prefixes: Sequence[tuple[int, ...]], base: int) -> float:
+        """The synthetic engine's prefill before ``prefixes`` (longest ``base`` tokens)
+        join: one forward of them × their most uncached tokens rounded up to a power of
+        two (``one_forward``), or ``prefill_per_token`` per token of the padded rows."""
+        how = self.costs.engine.prefill
+        if how == "none":
+            return 0.0
+        todo = max(self._uncached(p) for p in prefixes)
+        if todo <= 0:
+            return 0.0
+        if how == "one_forward":
+            return self._fwd(len(prefixes), 1 << (todo - 1).bit_length(),
+                             self._bucket(base - todo))
+        return self.prefill * len(prefixes) * todo
+
     def _iteration(self, b: int, L: int) -> float:
         """One decode iteration of a continuous batch of ``b`` rows whose longest context
         is ``L`` (unbucketed): one forward of b × 1 at the bucketed L, or, with token
@@ -321,34 +336,20 @@ class _Engine:
                     outs: list[tuple[int, int]]) -> float:
         """A call on an engine with prefix caching at step boundaries (the synthetic
         engine): prefill the most uncached tokens, then the padded batch's forwards."""
-        eng = self.costs.engine
         b = len(prefixes)
         base = max(self.segs.length(p) for p in prefixes)
-        t = self.overhead
-        if eng.prefill != "none":
-            todo = max(self._uncached(p) for p in prefixes)
-            if todo > 0:
-                if eng.prefill == "one_forward":
-                    q = 1 << (todo - 1).bit_length()
-                    t += self._fwd(b, q, self._bucket(base - todo)) if q > 1 else \
-                        self._fwd(b, 1, self._bucket(base - todo))
-                else:
-                    t += self.prefill * b * todo
+        t = self.overhead + self._prefill_time(prefixes, base)
         if self.k2 > 1:
-            gamma = self.k2 - 1
             plans = [self._pass_list(int(k)) for k in n]
             done = [0] * b
             for j in range(max(len(p) for p in plans)):
-                at = base + max(done)
-                for s in range(gamma):
-                    t += self._fwd(b, 0, self._bucket(at + s))
-                t += self._fwd(b, self.k2, self._bucket(at))
+                t += self._iteration(b, base + max(done))
                 for i, p in enumerate(plans):
                     if j < len(p):
                         done[i] += p[j]
         else:
             for s in range(int(max(n))):
-                t += self._fwd(b, 1, self._bucket(base + s))
+                t += self._iteration(b, base + s)
         for p, (seg, _) in zip(prefixes, outs, strict=True):
             self.known.add(p)
             self.known.add((*p, seg))
@@ -514,16 +515,7 @@ class _Server:
         t = 0.0
         if self.pending:
             new, self.pending = self.pending, []
-            how = eng.costs.engine.prefill
-            if how != "none":
-                todo = max(eng._uncached(r.prefix) for r in new)
-                if todo > 0:
-                    if how == "one_forward":
-                        q = 1 << (todo - 1).bit_length()
-                        base = max(r.ctx for r in new)
-                        t += eng._fwd(len(new), q, eng._bucket(base - todo))
-                    else:
-                        t += eng.prefill * len(new) * todo
+            t += eng._prefill_time([r.prefix for r in new], max(r.ctx for r in new))
             k = self.k
             for r in new:
                 eng.known.add(r.prefix)  # its KV exists from now on (prefix caching)
