@@ -97,19 +97,17 @@ TargetBatchingOpt = Annotated[str | None, typer.Option(
          "or both. Default: both for a what-if (--target-arch: a serving engine), call for "
          "a calibration's engine costs (measured on transformers, which has no running "
          "batch).")]
-BATCHINGS = {"call": ("call",), "continuous": ("continuous",),
-             "both": ("call", "continuous")}
-"""--target-batching of optimize and export -> the decoder model's batchings."""
-
-
 def batchings_of(value: str | None, default: str = "call") -> tuple[str, ...]:
     """The batchings ``--target-batching VALUE`` (``default`` when not given) asks the
-    decoder model to weigh."""
+    decoder model to weigh: one of :data:`specmodel.config.TARGET_BATCHINGS`, or ``both``."""
+    from specmodel.config import TARGET_BATCHINGS
+
+    choices = {**{b: (b,) for b in TARGET_BATCHINGS}, "both": TARGET_BATCHINGS}
     value = default if value is None else value
-    if value not in BATCHINGS:
-        raise SpecmodelError(f"--target-batching must be one of {', '.join(BATCHINGS)}, "
+    if value not in choices:
+        raise SpecmodelError(f"--target-batching must be one of {', '.join(choices)}, "
                              f"got {value!r}")
-    return BATCHINGS[value]
+    return choices[value]
 
 
 _NUMBERS = ("alpha1", "c1", "alpha2", "c2")

@@ -35,6 +35,7 @@ __all__ = [
     "DECODER_TOKEN_METHODS",
     "MODES",
     "STEP_DELIMITER",
+    "TARGET_BATCHINGS",
     "TOKEN_METHODS",
     "VERIFIER_KINDS",
     "Mode",
@@ -53,6 +54,8 @@ TargetBatching = Literal["call", "continuous"]
 """Lookahead Reasoning's algorithm: sync (Algorithm 1) or async."""
 MODES: tuple[str, ...] = get_args(Mode)
 """The allowed modes."""
+TARGET_BATCHINGS: tuple[str, ...] = get_args(TargetBatching)
+"""The allowed target batchings of async (:attr:`SpecConfig.target_batching`)."""
 
 TokenMethod = Literal["ngram", "draft_model", "eagle", "eagle3", "mtp", "suffix"]
 """Token-level drafters (a subset of vLLM's ``SpeculativeMethod`` names)."""

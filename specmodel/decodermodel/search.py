@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from specmodel.config import SpecConfig
+from specmodel.config import TARGET_BATCHINGS, SpecConfig
 
 __all__ = ["DecoderCandidate", "DecoderOptimum", "candidates", "optimize_decoder"]
 
@@ -144,7 +144,7 @@ def optimize_decoder(cal: Any, budget: int, *, base: SpecConfig | None = None,
         raise ValueError(f"refine must be >= 1, got {refine}")
     if not 0 <= tolerance < 1:
         raise ValueError(f"tolerance must be in [0, 1), got {tolerance}")
-    bad = [b for b in batchings if b not in ("call", "continuous")]
+    bad = [b for b in batchings if b not in TARGET_BATCHINGS]
     if bad or not batchings:
         raise ValueError(f"batchings must be call and/or continuous, got {list(batchings)}")
     base = (base or cal.base_config("sync")).replace(target_batching="call")
