@@ -400,9 +400,12 @@ def run(a: argparse.Namespace, dtype: str, out: Path) -> dict[str, Any]:
         write_json_atomic(rec, path)
         records[i] = (path, rec)
     rows = []
-    compared = [{x.config: x for x in compare(rec, cal)} for _, rec in records]
+    # the decoder model at each round's own step acceptance too (a diagnosis: what is
+    # left of its error once the acceptance the round drew is given to it)
+    compared = [{x.config: x for x in compare(rec, cal, acceptance_as_run=True)}
+                for _, rec in records]
     for c in configs:
-        measured, per_round, alpha1, alpha2 = [], [], [], []
+        measured, per_round, alpha1, alpha2, at_run = [], [], [], [], []
         pred = priced = decoder = None
         interval = None
         for (_, rec), cmp in zip(records, compared, strict=True):
@@ -410,6 +413,7 @@ def run(a: argparse.Namespace, dtype: str, out: Path) -> dict[str, Any]:
             pred, priced = row.predicted_speedup, row.predicted_priced
             decoder, interval = row.predicted_decoder, row.decoder_interval
             measured.append(row.measured_speedup)
+            at_run.append(row.decoder_at_run_acceptance)
             run_ = next(x for x in rec.configs if x.label == c.label)
             t = run_.totals
             per_round.append(1e3 * t.seconds / max(1, t.output_tokens))
@@ -434,6 +438,9 @@ def run(a: argparse.Namespace, dtype: str, out: Path) -> dict[str, Any]:
             "ms_per_token": per_round,
             "step_acceptance_run": statistics.fmean(alpha1) if alpha1 else None,
             "token_acceptance_pos0_run": statistics.fmean(alpha2) if alpha2 else None,
+            "decoder_at_run_acceptance": at_run if None not in at_run else None,
+            "decoder_at_run_acceptance_error": (
+                None if None in at_run else statistics.fmean(at_run) / mean - 1),
         })
     if reg is not None:
         for row in rows:
@@ -465,7 +472,9 @@ def run(a: argparse.Namespace, dtype: str, out: Path) -> dict[str, Any]:
         "mean_abs_error": {name: (statistics.fmean(errs) if errs else None) for name, errs in (
             (n, [abs(r[k]) for r in rows if (r["k1"] > 1 or r["k2"] > 1) and r[k] is not None])
             for n, k in (("f·g", "error"), ("priced", "priced_error"),
-                         ("decoder", "decoder_error"), ("registered", "registered_error"))
+                         ("decoder", "decoder_error"), ("registered", "registered_error"),
+                         ("decoder at the run's acceptance",
+                          "decoder_at_run_acceptance_error"))
             if reg is not None or k != "registered_error")},
         "registration": None if reg is None else {k: v for k, v in reg.items()
                                                   if k != "predictions"},
@@ -484,12 +493,13 @@ def _print(rows: list[dict[str, Any]], a: argparse.Namespace, dtype: str,
         return f"{v:+.1%}" if pct else f"{v:.3f}"
 
     head = ("config", "f·g", "priced", "decoder", "registered", "measured (rounds)", "mean",
-            "f·g err", "priced err", "decoder err", "registered err", "α1 run", "ms/token")
+            "f·g err", "priced err", "decoder err", "registered err", "α1 run",
+            "at run α1 err", "ms/token")
     body = [(r["config"], f(r["predicted"]), f(r["priced"]), f(r["decoder"]),
              f(r.get("registered")), " ".join(f"{m:.3f}" for m in r["measured"]),
              f(r["measured_mean"]), f(r["error"], True), f(r["priced_error"], True),
              f(r["decoder_error"], True), f(r.get("registered_error"), True),
-             f(r["step_acceptance_run"]),
+             f(r["step_acceptance_run"]), f(r.get("decoder_at_run_acceptance_error"), True),
              " ".join(f"{m:.2f}" for m in r["ms_per_token"])) for r in rows]
     widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(head)]
     print(f"\nsynthetic acceptance ({a.acceptance}), {a.target} / {a.draft} on {a.device} "
@@ -500,7 +510,8 @@ def _print(rows: list[dict[str, Any]], a: argparse.Namespace, dtype: str,
         print("  ".join(v.ljust(w) for v, w in zip(b, widths, strict=True)))
     spec = [r for r in rows if r["k1"] > 1 or r["k2"] > 1]
     for key, name in (("error", "f·g"), ("priced_error", "priced"),
-                      ("decoder_error", "decoder"), ("registered_error", "registered")):
+                      ("decoder_error", "decoder"), ("registered_error", "registered"),
+                      ("decoder_at_run_acceptance_error", "decoder at the run's α1")):
         errs = [abs(r[key]) for r in spec if r.get(key) is not None]
         if errs:
             print(f"mean |error| {name}: {statistics.fmean(errs):.1%} over {len(errs)} "

@@ -348,6 +348,12 @@ def validate(
         help="The run's mean prompt length in the target's tokens, for a record that does "
              "not store it (the decoder model otherwise assumes one; the prefill of every "
              "speculative call depends on it).")] = None,
+    acceptance_as_run: Annotated[bool, typer.Option(
+        "--acceptance-as-run",
+        help="Also run the decoder model with its step rates moved to the acceptance each "
+             "configuration measured: a diagnosis (it uses what the run decoded) that "
+             "splits the decoder's error into the acceptance the run drew and the rest "
+             "(schedule and costs).")] = False,
 ) -> None:
     """Predicted against measured speedup for every configuration of a run record."""
     from cli import render
@@ -384,7 +390,8 @@ def validate(
                 "has no engine_costs section to rescale")
         cal, drift = calibration_at_run_time(cal or record.calibration,  # type: ignore[arg-type]
                                              record.cost_probes)
-    rows = compare(record, cal, prompt_tokens=prompt_tokens)
+    rows = compare(record, cal, prompt_tokens=prompt_tokens,
+                   acceptance_as_run=acceptance_as_run)
     # Absolute times: a request's ms per generated token, measured (seconds / tokens of
     # each configuration's run) and predicted (the baseline's measured ms/token ÷ the
     # predicted speedup).
@@ -427,6 +434,22 @@ def validate(
           fmt(r.decoder_error, True), fmt(r.step_acceptance),
           fmt(r.decoder_step_acceptance), f"{r.accuracy:.2f}") for r in rows],
         justify=("left",) + ("right",) * 11, no_wrap=True))
+    if acceptance_as_run:
+        shown = [r for r in rows if r.step_acceptance is not None]
+        render.show(render.table(
+            "the decoder model at each configuration's measured step acceptance "
+            "(a diagnosis: it uses what the run decoded)",
+            ("config", "α1 run", "α1 model", "decoder err", "at run α1", "its α1",
+             "its err"),
+            [(r.config, fmt(r.step_acceptance), fmt(r.decoder_step_acceptance),
+              fmt(r.decoder_error, True), fmt(r.decoder_at_run_acceptance),
+              fmt(r.decoder_at_run_step_acceptance),
+              fmt(r.decoder_at_run_acceptance_error, True)) for r in shown],
+            justify=("left",) + ("right",) * 6, no_wrap=True))
+        render.dim("at run α1: every step rate of the decoder model moved by one logit "
+                   "offset until it accepts as the run did (its α1); what is left of its "
+                   "error is the schedule's and the costs', the rest of the decoder's error "
+                   "the acceptance the run happened to draw")
     if base_ms is not None:
         render.show(render.table(
             "ms per generated token (one request at a time)",
@@ -457,7 +480,9 @@ def validate(
                    + ("; the decoder column prices with costs rescaled to them"
                       if costs_at_run_time else
                       "; --costs-at-run-time prices the decoder model with them"))
-    if stored is None and prompt_tokens is None and any(
+    syn = record.settings.synthetic
+    known = stored if stored is not None else (None if syn is None else syn.prompt_tokens)
+    if known is None and prompt_tokens is None and any(
             r.predicted_decoder is not None for r in rows):
         from specmodel.decodermodel import Workload
 

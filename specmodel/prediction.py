@@ -33,7 +33,7 @@ from specmodel.formats.calibration import Calibration
 from specmodel.formats.run_record import CostProbe, RunRecord, SyntheticAcceptance
 
 __all__ = ["MODELS", "ConfigComparison", "CostDrift", "RoundsRow", "RoundsSummary",
-           "ValidationRow", "baseline_speed", "calibration_at_run_time",
+           "ValidationRow", "at_run_acceptance", "baseline_speed", "calibration_at_run_time",
            "calibration_mismatches", "cost_drift", "compare", "compare_rounds", "predict"]
 
 MODELS = {
@@ -125,6 +125,19 @@ class ConfigComparison(BaseModel):
     """Accepted / judged draft steps as the decoder model simulates them (None without
     step speculation): what the model expects the run to accept, beside
     ``step_acceptance``."""
+    decoder_at_run_acceptance: float | None = None
+    """The decoder model with every step rate moved by one logit offset so that it
+    accepts as the run did (``step_acceptance``;
+    :meth:`~specmodel.decodermodel.AcceptanceModel.step_shifted`, :func:`at_run_acceptance`):
+    a diagnosis, not a prediction — it uses what the run decoded.  What is left of the
+    error here is the schedule's and the costs'; the rest of ``decoder_error`` is the
+    acceptance the run happened to draw.  None unless asked for, or without step
+    speculation."""
+    decoder_at_run_acceptance_error: float | None = None
+    """decoder_at_run_acceptance / measured − 1."""
+    decoder_at_run_step_acceptance: float | None = None
+    """Accepted / judged draft steps as the shifted decoder model simulates them (close
+    to ``step_acceptance`` by construction; shown so that it can be checked)."""
 
 
 class ValidationRow(ConfigComparison):
@@ -166,13 +179,16 @@ def calibration_mismatches(record: RunRecord, calibration: Calibration | None = 
 
 def compare(record: RunRecord, calibration: Calibration | None = None, *,
             decoder: bool = True, seed: int = 0,
-            prompt_tokens: float | None = None) -> list[ValidationRow]:
+            prompt_tokens: float | None = None,
+            acceptance_as_run: bool = False) -> list[ValidationRow]:
     """Predicted against measured speedup for every configuration of ``record``.
 
     ``calibration`` replaces the record's own (to predict the same run from
     another calibration).  ``decoder`` adds the decoder model's prediction
     (:func:`decoder_prediction`), with the run's mean prompt length
-    (``prompt_tokens``, else the record's ``settings.prompt_tokens``, else assumed).
+    (``prompt_tokens``, else the record's ``settings.prompt_tokens``, else assumed);
+    ``acceptance_as_run`` also the decoder model at each configuration's measured step
+    acceptance (:func:`at_run_acceptance`, a diagnosis).
     """
     cal = calibration or record.calibration
     if cal is None:
@@ -198,6 +214,10 @@ def compare(record: RunRecord, calibration: Calibration | None = None, *,
                                   prompt_tokens=prompt_tokens,
                                   sample_problems=c.totals.problems or None)
                if decoder else None)
+        shifted = (at_run_acceptance(cal, s, _step_rate(dec), c.totals.accepted_steps,
+                                     c.totals.drafted_steps, seed=seed, record=record,
+                                     prompt_tokens=prompt_tokens)
+                   if acceptance_as_run else None)
         rows.append(
             ValidationRow(
                 config=c.label,
@@ -225,9 +245,58 @@ def compare(record: RunRecord, calibration: Calibration | None = None, *,
                     None if dec is None or not dec.counters.get("drafted_steps") else
                     dec.counters["accepted_steps"] / dec.counters["drafted_steps"]),
                 decoder_split={} if dec is None else decoder_time_split(dec),
+                **_shifted_fields(shifted, measured),
             )
         )
     return rows
+
+
+def _step_rate(dec: Any) -> float | None:
+    """Accepted / judged draft steps of a decoder-model prediction (None: none judged)."""
+    judged = dec.counters.get("drafted_steps") if dec is not None else None
+    return dec.counters["accepted_steps"] / judged if judged else None
+
+
+def at_run_acceptance(cal: Calibration, config: SpecConfig, model: float | None,
+                      accepted: int, judged: int, *, tries: int = 3, tolerance: float = 0.005,
+                      **kwargs: Any) -> Any:
+    """The decoder model's prediction of ``config`` with every step rate moved by one
+    logit offset so that it accepts ``accepted`` of ``judged`` draft steps as a run did
+    (None where the run judged none or ``model``, the unshifted prediction's simulated
+    accepted / judged, is None).  The offset starts at logit(run) − logit(model), the
+    run's rate smoothed by half a verdict each way, and is corrected by the same
+    difference until the shifted model's simulated rate is within ``tolerance`` of the
+    run's (at most
+    ``tries`` predictions; with rates by depth, ends or a judge the mix of depths moves
+    with the rate).  A diagnosis, not a prediction: it uses what the run decoded.
+    ``kwargs`` go to :func:`decoder_prediction`."""
+    if judged <= 0 or model is None:
+        return None
+    if not 0 <= accepted <= judged:
+        raise ValueError(f"accepted must be in [0, judged={judged}], got {accepted}")
+    target = (accepted + 0.5) / (judged + 1)
+
+    def logit(p: float) -> float:
+        p = min(max(p, 1e-9), 1 - 1e-9)
+        return math.log(p / (1 - p))
+
+    offset, got = 0.0, None
+    for _ in range(tries):
+        offset += logit(target) - logit(model)
+        got = decoder_prediction(cal, config, step_offset=offset, **kwargs)
+        model = _step_rate(got)
+        if model is None or abs(model - target) <= tolerance:
+            break
+    return got
+
+
+def _shifted_fields(shifted: Any, measured: float) -> dict[str, Any]:
+    """The ``decoder_at_run_*`` fields of a row from :func:`at_run_acceptance`'s result."""
+    if shifted is None:
+        return {}
+    return {"decoder_at_run_acceptance": shifted.speedup,
+            "decoder_at_run_acceptance_error": _rel_error(shifted.speedup, measured),
+            "decoder_at_run_step_acceptance": _step_rate(shifted)}
 
 
 _PARTS = ("target", "draft", "verify")
@@ -269,12 +338,14 @@ def decoder_prediction(cal: Calibration, config: SpecConfig, *, seed: int = 0,
                        record: RunRecord | None = None,
                        prompt_tokens: float | None = None,
                        sample_problems: int | None = None,
-                       synthetic: SyntheticAcceptance | None = None) -> Any:
+                       synthetic: SyntheticAcceptance | None = None,
+                       step_offset: float = 0.0) -> Any:
     """The decoder model's :class:`~specmodel.decodermodel.DecoderPrediction` for one
     configuration from a calibration, or None where the models cannot be built.
     ``synthetic``: the settings of a synthetic-acceptance run not (yet) recorded — what
     ``record.settings.synthetic`` says of a recorded one (a prediction registered before
-    the run).
+    the run).  ``step_offset``: every step rate moved by this much on the logit scale
+    (:meth:`~specmodel.decodermodel.AcceptanceModel.step_shifted`; 0: the calibration's).
 
     For a synthetic-acceptance run (``record.settings.synthetic``) whose calibration
     carries hardware profiles of the run's architectures (written by the run's separate
@@ -303,16 +374,19 @@ def decoder_prediction(cal: Calibration, config: SpecConfig, *, seed: int = 0,
                 draft_architecture=arch.get("draft"),
                 token_drafter_architecture=arch.get(drafter, drafter) if drafter else None,
                 engine=EngineBehaviour.synthetic(syn.context_bucket, syn.prefill))
-            return predict(config, AcceptanceModel.from_calibration(cal), costs,
+            acc = AcceptanceModel.from_calibration(cal).step_shifted(step_offset)
+            return predict(config, acc, costs,
                            Workload.of(config, syn.prompt_tokens), problems=problems,
                            draws=draws, draw_problems=draw_problems, seed=seed,
                            sample_problems=sample_problems)
         if prompt_tokens is None and record is not None:
             prompt_tokens = record.settings.prompt_tokens
+        if prompt_tokens is None and syn is not None:
+            prompt_tokens = syn.prompt_tokens
         return predict_calibrated(
             cal, config, problems=problems, draws=draws, draw_problems=draw_problems,
             seed=seed, prompt_tokens=None if prompt_tokens is None else round(prompt_tokens),
-            sample_problems=sample_problems)
+            sample_problems=sample_problems, step_offset=step_offset)
     except ValueError:
         return None
 
@@ -388,8 +462,8 @@ _SUMMARY_KEYS = (("f·g", "predicted_speedup", "error"),
 def compare_rounds(records: list[RunRecord], calibration: Calibration | None = None, *,
                    decoder: bool = True, seed: int = 0,
                    prompt_tokens: float | None = None,
-                   registered: Mapping[str, tuple[Any, ...]] | None = None
-                   ) -> RoundsSummary:
+                   registered: Mapping[str, tuple[Any, ...]] | None = None,
+                   acceptance_as_run: bool = False) -> RoundsSummary:
     """Predicted against the mean measured speedup over several rounds of one sweep.
 
     Every record must hold the same configurations (the baseline included); each
@@ -399,7 +473,8 @@ def compare_rounds(records: list[RunRecord], calibration: Calibration | None = N
     configuration's label to the decoder model's (speedup, 95 % interval[, 95 % interval
     of a run of the sweep's size]) as written before the sweep decoded (each interval
     may be None): held against the same means in their own column, beside the decoder
-    model computed now.
+    model computed now.  ``acceptance_as_run``: also the decoder model at each
+    configuration's step acceptance pooled over the rounds (:func:`at_run_acceptance`).
     """
     if not records:
         raise ValueError("records must not be empty")
@@ -430,6 +505,14 @@ def compare_rounds(records: list[RunRecord], calibration: Calibration | None = N
         mean = sum(measured) / len(measured)
         runs = [next(c for c in rec.configs if c.label == row.config) for rec in records]
         judged = sum(c.totals.drafted_steps for c in runs)
+        accepted = sum(c.totals.accepted_steps for c in runs)
+        shifted = None
+        if acceptance_as_run and row.predicted_decoder is not None:
+            cal0 = calibration or records[0].calibration
+            assert cal0 is not None  # compare() checked it
+            shifted = at_run_acceptance(cal0, runs[0].config, row.decoder_step_acceptance,
+                                        accepted, judged, seed=seed, record=records[0],
+                                        prompt_tokens=prompt_tokens)
         reg = registered.get(row.config)
         out.append(RoundsRow(
             config=row.config, mode=row.mode, k1=row.k1, k2=row.k2, width=row.width,
@@ -441,8 +524,7 @@ def compare_rounds(records: list[RunRecord], calibration: Calibration | None = N
             error=_rel_error(row.predicted_speedup, mean),
             priced_error=_rel_error(row.predicted_priced, mean),
             decoder_error=_rel_error(row.predicted_decoder, mean),
-            step_acceptance=(sum(c.totals.accepted_steps for c in runs) / judged
-                             if judged else None),
+            step_acceptance=accepted / judged if judged else None,
             ms_per_token=[1e3 * c.totals.seconds / max(1, c.totals.output_tokens)
                           for c in runs],
             measured_split=_split_of([p for c in runs for p in c.problems]),
@@ -453,7 +535,8 @@ def compare_rounds(records: list[RunRecord], calibration: Calibration | None = N
             registered_decoder=reg[0] if reg else None,
             registered_interval=reg[1] if reg else None,
             registered_sample_interval=reg[2] if reg and len(reg) > 2 else None,
-            registered_error=_rel_error(reg[0], mean) if reg else None))
+            registered_error=_rel_error(reg[0], mean) if reg else None,
+            **_shifted_fields(shifted, mean)))
     return _summarize(out, len(records))
 
 

@@ -534,6 +534,27 @@ class AcceptanceModel:
         prof = self.token_profile()
         return expected_tokens_horizontal(prof[np.minimum(np.arange(gamma), prof.size - 1)])
 
+    def step_shifted(self, offset: float) -> AcceptanceModel:
+        """This model with every step rate moved by ``offset`` on the logit scale
+        (:func:`logit_shifted`): α1, the rates by depth and the best-of-W rates; the
+        offsets of problems, indices and lengths then move the shifted rates, and token
+        acceptance and step lengths are kept.  0 gives the model itself.  What
+        ``validate --acceptance-as-run`` uses to ask the decoder model how fast a run
+        that accepted as this one did would have been."""
+        if not math.isfinite(offset):
+            raise ValueError(f"offset must be a finite logit shift, got {offset}")
+        if offset == 0:
+            return self
+        by_depth = self.step_by_depth
+        return replace(
+            self, alpha1=logit_shifted(self.alpha1, offset),
+            step_by_depth=(None if by_depth is None else
+                           tuple(logit_shifted(a, offset) for a in by_depth)),
+            branch_by_width={w: logit_shifted(a, offset)
+                             for w, a in self.branch_by_width.items()},
+            missing=(*self.missing, f"step rates moved by {offset:+.3f} on the logit "
+                                    "scale (the acceptance a run measured)"))
+
     def resampled(self, rng: np.random.Generator) -> AcceptanceModel:
         """The rates drawn from their Beta posteriors (Jeffreys prior) given the sample
         sizes; rates without a sample size are kept.  A profile is scaled by the ratio of

@@ -1256,9 +1256,10 @@ def exact_speedup(config: SpecConfig, acceptance: AcceptanceModel, costs: CostMo
 
 
 def predict_calibrated(cal: Any, config: SpecConfig, *, prompt_tokens: int | None = None,
-                       **kwargs: Any) -> DecoderPrediction:
+                       step_offset: float = 0.0, **kwargs: Any) -> DecoderPrediction:
     """:func:`predict` with both models built from a calibration (costs per
-    :meth:`CostModel.from_calibration`)."""
-    acc = AcceptanceModel.from_calibration(cal)
+    :meth:`CostModel.from_calibration`; ``step_offset``: every step rate moved by this
+    much on the logit scale, :meth:`AcceptanceModel.step_shifted`)."""
+    acc = AcceptanceModel.from_calibration(cal).step_shifted(step_offset)
     costs = CostModel.from_calibration(cal)
     return predict(config, acc, costs, Workload.of(config, prompt_tokens), **kwargs)
