@@ -214,10 +214,10 @@ def compare(record: RunRecord, calibration: Calibration | None = None, *,
                                   prompt_tokens=prompt_tokens,
                                   sample_problems=c.totals.problems or None)
                if decoder else None)
-        shifted = (at_run_acceptance(cal, s, _step_rate(dec), c.totals.accepted_steps,
+        shifted = (at_run_acceptance(cal, s, c.totals.accepted_steps,
                                      c.totals.drafted_steps, seed=seed, record=record,
                                      prompt_tokens=prompt_tokens)
-                   if acceptance_as_run else None)
+                   if acceptance_as_run and dec is not None else None)
         rows.append(
             ValidationRow(
                 config=c.label,
@@ -257,20 +257,22 @@ def _step_rate(dec: Any) -> float | None:
     return dec.counters["accepted_steps"] / judged if judged else None
 
 
-def at_run_acceptance(cal: Calibration, config: SpecConfig, model: float | None,
-                      accepted: int, judged: int, *, tries: int = 3, tolerance: float = 0.005,
+def at_run_acceptance(cal: Calibration, config: SpecConfig, accepted: int, judged: int, *,
+                      tries: int = 4, tolerance: float = 0.005, problems: int = 2000,
                       **kwargs: Any) -> Any:
     """The decoder model's prediction of ``config`` with every step rate moved by one
     logit offset so that it accepts ``accepted`` of ``judged`` draft steps as a run did
-    (None where the run judged none or ``model``, the unshifted prediction's simulated
-    accepted / judged, is None).  The offset starts at logit(run) − logit(model), the
-    run's rate smoothed by half a verdict each way, and is corrected by the same
-    difference until the shifted model's simulated rate is within ``tolerance`` of the
-    run's (at most
-    ``tries`` predictions; with rates by depth, ends or a judge the mix of depths moves
-    with the rate).  A diagnosis, not a prediction: it uses what the run decoded.
-    ``kwargs`` go to :func:`decoder_prediction`."""
-    if judged <= 0 or model is None:
+    (None where the run judged none or the model judges nothing).  The model is first
+    simulated as it stands; the offset starts at logit(run) − logit(model), the run's
+    rate smoothed by half a verdict each way, and is corrected by the same difference
+    until the shifted model's simulated rate is within ``tolerance`` of the run's (at
+    most ``tries`` simulations in all; with rates by depth, ends or a judge the mix of
+    depths moves with the rate).  Each simulates ``problems`` problems with one draw of
+    the calibration (no interval): the diagnosis is a difference of a few per cent, so
+    its simulation error has to be smaller than the predictions' default.  A diagnosis,
+    not a prediction: it uses what the run decoded.  ``kwargs`` go to
+    :func:`decoder_prediction`."""
+    if judged <= 0:
         return None
     if not 0 <= accepted <= judged:
         raise ValueError(f"accepted must be in [0, judged={judged}], got {accepted}")
@@ -280,13 +282,17 @@ def at_run_acceptance(cal: Calibration, config: SpecConfig, model: float | None,
         p = min(max(p, 1e-9), 1 - 1e-9)
         return math.log(p / (1 - p))
 
-    offset, got = 0.0, None
-    for _ in range(tries):
+    kwargs = {**kwargs, "problems": problems, "draws": 1}
+    offset = 0.0
+    got = decoder_prediction(cal, config, **kwargs)
+    for _ in range(tries - 1):
+        model = _step_rate(got)
+        if model is None:
+            return None
+        if abs(model - target) <= tolerance:
+            break
         offset += logit(target) - logit(model)
         got = decoder_prediction(cal, config, step_offset=offset, **kwargs)
-        model = _step_rate(got)
-        if model is None or abs(model - target) <= tolerance:
-            break
     return got
 
 
@@ -510,9 +516,8 @@ def compare_rounds(records: list[RunRecord], calibration: Calibration | None = N
         if acceptance_as_run and row.predicted_decoder is not None:
             cal0 = calibration or records[0].calibration
             assert cal0 is not None  # compare() checked it
-            shifted = at_run_acceptance(cal0, runs[0].config, row.decoder_step_acceptance,
-                                        accepted, judged, seed=seed, record=records[0],
-                                        prompt_tokens=prompt_tokens)
+            shifted = at_run_acceptance(cal0, runs[0].config, accepted, judged, seed=seed,
+                                        record=records[0], prompt_tokens=prompt_tokens)
         reg = registered.get(row.config)
         out.append(RoundsRow(
             config=row.config, mode=row.mode, k1=row.k1, k2=row.k2, width=row.width,

@@ -217,6 +217,10 @@ class _Engine:
         self.calls = 0
         self.rows = 0
         self.seconds = 0.0
+        self.iterations: dict[int, int] = {}
+        """Decode iterations (one forward, or one token-speculation pass) by the rows
+        they ran, on an engine with prefix caching at step boundaries (the synthetic
+        engine's): a running batch's or a call's."""
 
     def _lengths_of(self, b: int) -> list[int]:
         """``b`` step lengths (drawn in blocks: one numpy call per 4096)."""
@@ -321,6 +325,7 @@ class _Engine:
         is ``L`` (unbucketed): one forward of b × 1 at the bucketed L, or, with token
         speculation, γ drafter forwards at L + s and one verification forward of b × k2
         (the synthetic engine's pass)."""
+        self.iterations[b] = self.iterations.get(b, 0) + 1
         key = (b, L)
         t = self._iter_memo.get(key)
         if t is None:
@@ -705,10 +710,14 @@ class _Run:
         return p > 0 and bool(self.rng.random() < p)
 
     def counters(self) -> dict[str, float]:
-        return {"target_batches": self.target.calls, "target_steps": self.target.rows,
-                "draft_steps": self.draft.rows, "drafted_steps": self.judged,
-                "accepted_steps": self.accepted, "target_seconds": self.target.seconds,
-                "draft_seconds": self.draft.seconds, "verify_seconds": self.verify_seconds}
+        out = {"target_batches": self.target.calls, "target_steps": self.target.rows,
+               "draft_steps": self.draft.rows, "drafted_steps": self.judged,
+               "accepted_steps": self.accepted, "target_seconds": self.target.seconds,
+               "draft_seconds": self.draft.seconds, "verify_seconds": self.verify_seconds}
+        for role, eng in (("target", self.target), ("draft", self.draft)):
+            for b, n in sorted(eng.iterations.items()):
+                out[f"{role}_iterations_b{b}"] = n
+        return out
 
     def verify(self, pairs: int) -> float:
         t = self.costs.verifier_per_batch + self.costs.verifier_per_pair * pairs
@@ -1052,7 +1061,10 @@ class SimResult:
     (generated), drafted_steps (judged positions), accepted_steps, and the time inside
     target, draft and verifier calls (target_seconds, draft_seconds, verify_seconds; in
     async they overlap) — the decoder's own counters
-    (:class:`profiler.decoder.records.Tally`)."""
+    (:class:`profiler.decoder.records.Tally`); on an engine with prefix caching at step
+    boundaries (the synthetic engine's) also ``<role>_iterations_b<b>``, the decode
+    iterations of the target or the draft that ran b rows (one forward each, or one
+    token-speculation pass)."""
 
     def rate(self) -> Estimate:
         """Tokens per unit time (ratio estimator over problems)."""

@@ -68,18 +68,18 @@ def test_at_run_acceptance_simulates_the_runs_rate_and_moves_the_speedup_its_way
     such prediction, and impossible counts are refused."""
     cal = load_preset("lr-paper-gsm8k-deepseek")
     cfg = SpecConfig(mode="async", k1=3, max_steps=12, max_step_tokens=48)
-    base = decoder_prediction(cal, cfg, problems=300, draws=1)
-    model = base.counters["accepted_steps"] / base.counters["drafted_steps"]
-    low = at_run_acceptance(cal, cfg, model, 40, 100, problems=300, draws=1)
-    high = at_run_acceptance(cal, cfg, model, 80, 100, problems=300, draws=1)
+    base = decoder_prediction(cal, cfg, problems=1000, draws=1)
+    low = at_run_acceptance(cal, cfg, 40, 100, problems=1000)
+    high = at_run_acceptance(cal, cfg, 80, 100, problems=1000)
     for got, rate in ((low, 40.5 / 101), (high, 80.5 / 101)):
         sim = got.counters["accepted_steps"] / got.counters["drafted_steps"]
-        assert abs(sim - rate) < 0.01
+        assert abs(sim - rate) <= 0.005
     assert low.speedup < base.speedup < high.speedup
-    assert at_run_acceptance(cal, cfg, model, 0, 0) is None
-    assert at_run_acceptance(cal, cfg, None, 3, 10) is None
+    assert at_run_acceptance(cal, cfg, 0, 0) is None
+    plain = SpecConfig(max_steps=12, max_step_tokens=48)  # no step speculation: no verdicts
+    assert at_run_acceptance(cal, plain, 3, 10) is None
     with pytest.raises(ValueError, match=r"accepted must be in \[0, judged=10\]"):
-        at_run_acceptance(cal, cfg, model, 11, 10)
+        at_run_acceptance(cal, cfg, 11, 10)
 
 
 def test_compare_at_run_acceptance_on_a_committed_sweep() -> None:

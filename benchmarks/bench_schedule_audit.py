@@ -1,0 +1,311 @@
+"""Forward audit of the async schedules: where a synthetic run's time went, forward by
+forward, beside where the decoder model puts it.
+
+Runs the target alone, async with one target call at a time and async with continuous
+target batching on the synthetic engines (``bench_synthetic``'s architectures, problems
+and acceptance), logging every decode forward of both models (rows, context, start and
+end), and profiles the forwards before and after the rounds as ``bench_synthetic``
+does.  For each configuration it sets side by side:
+
+* the measured time per token, and the decoder model's, at the calibration's step
+  acceptance and at the acceptance the run drew (:func:`specmodel.prediction.at_run_acceptance`);
+* the target's decode iterations per committed step by the rows they ran, measured and
+  as the decoder model simulates them at the run's acceptance (its counters
+  ``target_iterations_b<b>``);
+* each kind of forward's measured time over its profiled price (the surface the model
+  prices with), alone and beside a forward of the other model.
+
+So an error of the decoder model splits into the acceptance the run drew, the
+schedule (how many iterations of how many rows) and the price of a forward.  Timing
+never decides a test; this is a measurement.
+
+Usage::
+
+    python -m benchmarks.bench_schedule_audit --problems 24 --seed 13 \\
+        --out benchmarks/results/schedule_audit_seed13.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import threading
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from specmodel.formats.jsonio import timestamp
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # run as a script from anywhere
+    sys.path.insert(0, str(ROOT))
+
+ROWS = (1, 2, 3, 4)
+"""Row counts of the target's decode iterations reported one by one (more are pooled
+into the last)."""
+
+
+class ForwardLog:
+    """Every decode forward (q = 1) of the engines it wraps: (role, rows, context,
+    start, end), appended by whichever thread ran it."""
+
+    def __init__(self) -> None:
+        self.rows: list[tuple[str, int, int, float, float]] = []
+        self._lock = threading.Lock()
+
+    def wrap(self, forwards: Any, role: str) -> None:
+        """Log ``forwards.run`` (a synthetic engine's ``_Forwards``) under ``role``."""
+        run = forwards.run
+
+        def logged(b: int, q: int, L: int, graph: bool = True) -> None:
+            t0 = time.perf_counter()
+            run(b, q, L, graph)
+            t1 = time.perf_counter()
+            if q == 1:
+                with self._lock:
+                    self.rows.append((role, b, L, t0, t1))
+
+        forwards.run = logged
+
+    def take(self) -> list[tuple[str, int, int, float, float]]:
+        with self._lock:
+            out, self.rows = self.rows, []
+        return out
+
+
+def _overlap(a: tuple[float, float], spans: list[tuple[float, float]]) -> float:
+    """Seconds of span ``a`` covered by ``spans`` (sorted, not overlapping each other)."""
+    s, e = a
+    got = 0.0
+    for s2, e2 in spans:
+        if e2 <= s:
+            continue
+        if s2 >= e:
+            break
+        got += min(e, e2) - max(s, s2)
+    return got
+
+
+def _bucket(b: int) -> int:
+    return min(b, ROWS[-1])
+
+
+def measured_mix(runs: list[dict[str, Any]], price: Any) -> dict[str, Any]:
+    """Per committed token: the target's decode iterations by rows, and each kind of
+    forward's measured time over its price (``price(role, b, L)`` seconds), alone or
+    beside a forward of the other model (more than 95 % of it covered)."""
+    tokens = sum(r["tokens"] for r in runs)
+    by_rows: dict[int, int] = defaultdict(int)
+    ratio: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0, 0])
+    for r in runs:
+        log = r["log"]
+        spans = {role: sorted((s, e) for ro, _, _, s, e in log if ro == role)
+                 for role in ("target", "draft")}
+        for role, b, L, s, e in log:
+            other = spans["draft" if role == "target" else "target"]
+            covered = _overlap((s, e), other) / max(e - s, 1e-12)
+            where = "alone" if covered < 0.05 else "beside" if covered > 0.95 else "part"
+            for key in (f"{role} {where}", f"{role} b={_bucket(b)}" if role == "target"
+                        else None):
+                if key is None:
+                    continue
+                acc = ratio[key]
+                acc[0] += e - s
+                acc[1] += price(role, b, L)
+                acc[2] += 1
+            if role == "target":
+                by_rows[_bucket(b)] += 1
+    return {
+        "iterations_per_token": {str(b): by_rows[b] / tokens for b in ROWS if by_rows[b]},
+        "price_ratio": {k: {"forwards_per_token": v[2] / tokens,
+                            "measured_over_price": v[0] / v[1] if v[1] > 0 else None}
+                        for k, v in sorted(ratio.items())},
+    }
+
+
+def model_mix(counters: dict[str, float]) -> dict[str, float]:
+    """The decoder model's target decode iterations per committed token by rows."""
+    out: dict[int, float] = defaultdict(float)
+    for k, v in counters.items():
+        if k.startswith("target_iterations_b"):
+            out[_bucket(int(k.rsplit("b", 1)[1]))] += v / counters["output_tokens"]
+    return {str(b): out[b] for b in ROWS if out[b]}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--target", default="bench-target")
+    ap.add_argument("--draft", default="bench-draft")
+    ap.add_argument("--acceptance", default="lr-paper-gsm8k-deepseek")
+    ap.add_argument("--k1", type=int, default=3)
+    ap.add_argument("--problems", type=int, default=24)
+    ap.add_argument("--max-steps", type=int, default=12)
+    ap.add_argument("--max-step-tokens", type=int, default=48)
+    ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument("--seed", type=int, default=13)
+    ap.add_argument("--profile-repeats", type=int, default=3)
+    ap.add_argument("--out", default=None,
+                    help="summary JSON (default: benchmarks/results/schedule_audit.json)")
+    a = ap.parse_args(argv)
+    for name in ("k1", "problems", "rounds", "max_steps", "max_step_tokens"):
+        if getattr(a, name) < (2 if name == "k1" else 1):
+            print(f"error: --{name.replace('_', '-')} must be >= "
+                  f"{2 if name == 'k1' else 1}", file=sys.stderr)
+            return 2
+    out = Path(a.out or ROOT / "benchmarks" / "results" / "schedule_audit.json")
+    summary = run(a)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
+    print(f"wrote {out}")
+    return 0
+
+
+def run(a: argparse.Namespace) -> dict[str, Any]:
+    from benchmarks.bench_synthetic import _arch, _problems, _settings
+    from profiler.decoder import LookaheadDecoder
+    from profiler.engines import make_engine
+    from profiler.engines.synthetic import (
+        load_acceptance,
+        merge_profiles,
+        prepare_run,
+        profile_costs,
+        with_costs,
+    )
+    from profiler.environment import machine_description, package_versions
+    from profiler.problems import format_prompt
+    from specmodel.config import SpecConfig
+    from specmodel.decodermodel import CostModel, EngineBehaviour
+    from specmodel.prediction import at_run_acceptance, decoder_prediction
+
+    acc = load_acceptance(a.acceptance)
+    tmp = Path(tempfile.mkdtemp(prefix="bench-audit-"))
+    target, draft = _arch(a.target, tmp), _arch(a.draft, tmp)
+    where = {"threads": 1, "device": "cpu", "dtype": "float32"}
+    opts = {"acceptance": acc, "seed": a.seed, "prefill": True}
+    tgt = make_engine("synthetic", target, **where, options={**opts, "role": "target"})
+    drf = make_engine("synthetic", draft, **where, options={**opts, "role": "draft"})
+    problems = _problems(a.problems, 0)
+    lengths = [tgt.count_tokens(format_prompt(p)) for p in problems]
+    common = {"max_steps": a.max_steps, "max_step_tokens": a.max_step_tokens,
+              "verifier": {"kind": "synthetic", "model": a.acceptance}}
+    configs = {"target": SpecConfig(**common),
+               "call": SpecConfig(mode="async", k1=a.k1, **common),
+               "continuous": SpecConfig(mode="async", k1=a.k1,
+                                        target_batching="continuous", **common)}
+    costs = prepare_run(tgt, drf, list(configs.values()), max(lengths))
+    ns = argparse.Namespace(acceptance=a.acceptance, seed=a.seed, prefill=True,
+                            predict_on=None, device="cpu")
+    syn, ver = _settings(ns, acc, lengths, list(configs.values()), target, draft,
+                         costs["T"][1])
+
+    def profile() -> list[Any]:
+        return profile_costs(tgt, drf, list(configs.values()), max(lengths),
+                             repeats=a.profile_repeats,
+                             progress=lambda m: print("  " + m, flush=True))
+
+    passes = [profile()]
+    log = ForwardLog()
+    log.wrap(tgt._fwd, "target")
+    log.wrap(drf._fwd, "draft")
+    runs: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    names = list(configs)
+    for r in range(a.rounds):
+        for name in (names if r % 2 == 0 else names[::-1]):
+            cfg = configs[name]
+            dec = LookaheadDecoder.for_config(tgt, drf if cfg.k1 > 1 else None,
+                                              ver if cfg.k1 > 1 else None, cfg)
+            for p in problems:
+                tgt.forget()
+                drf.forget()
+                log.take()
+                got = dec.decode(p)
+                runs[name].append({"round": r + 1, "problem": p.index,
+                                   "tokens": got.output_tokens, "seconds": got.seconds,
+                                   "steps": len(got.steps), "drafted": got.drafted_steps,
+                                   "accepted": got.accepted_steps, "log": log.take()})
+            print(f"  round {r + 1}: {name} done", flush=True)
+        passes.append(profile())
+    cal = with_costs(acc, costs, f"{a.target} / {a.draft} on cpu float32",
+                     None, merge_profiles(passes))
+    arch = syn.architectures or {}
+    model_costs = CostModel.from_calibration(
+        cal, target_architecture=arch["target"], draft_architecture=arch.get("draft"),
+        engine=EngineBehaviour.synthetic(syn.context_bucket, syn.prefill))
+
+    def price(role: str, b: int, L: int) -> float:
+        surface = model_costs.target_decode if role == "target" else model_costs.draft_decode
+        return surface.time(b, L)
+
+    base_ms = 1e3 * sum(x["seconds"] for x in runs["target"]) / sum(
+        x["tokens"] for x in runs["target"])
+    kw = {"synthetic": syn, "problems": 2000, "draws": 1}
+    rows = []
+    for name, cfg in configs.items():
+        rs = runs[name]
+        tokens = sum(x["tokens"] for x in rs)
+        steps = sum(x["steps"] for x in rs)
+        judged = sum(x["drafted"] for x in rs)
+        accepted = sum(x["accepted"] for x in rs)
+        ms = 1e3 * sum(x["seconds"] for x in rs) / tokens
+        pred = decoder_prediction(cal, cfg, **kw)
+        shifted = (at_run_acceptance(cal, cfg, accepted, judged, synthetic=syn)
+                   if judged else pred)
+        mix = measured_mix(rs, price)
+        model_ms = {
+            key: 1e3 / p.tokens_per_second if p.tokens_per_second else None
+            for key, p in (("calibration", pred), ("run_acceptance", shifted))}
+        rows.append({
+            "config": cfg.label, "batching": name,
+            "problems": len(rs), "tokens_per_step": tokens / steps,
+            "step_acceptance_run": accepted / judged if judged else None,
+            "ms_per_token": ms, "model_ms_per_token": model_ms,
+            "speedup": base_ms / ms,
+            "model_speedup": pred.speedup, "model_speedup_at_run_acceptance":
+                shifted.speedup,
+            "iterations_per_token": mix["iterations_per_token"],
+            "model_iterations_per_token_at_run_acceptance": model_mix(shifted.counters),
+            "price_ratio": mix["price_ratio"],
+        })
+    _print(rows)
+    return {
+        "benchmark": "forward audit of the async schedules (bench_schedule_audit.py)",
+        "date": timestamp(), "machine": machine_description(),
+        "versions": package_versions(("specmodel", "torch")),
+        "target": a.target, "draft": a.draft, "acceptance": a.acceptance, "k1": a.k1,
+        "problems": a.problems, "rounds": a.rounds, "seed": a.seed,
+        "max_steps": a.max_steps, "max_step_tokens": a.max_step_tokens,
+        "prompt_tokens": syn.prompt_tokens, "profile_passes": len(passes),
+        "contention": {"target": model_costs.contention,
+                       "draft": model_costs.draft_contention},
+        "rows": rows,
+    }
+
+
+def _print(rows: list[dict[str, Any]]) -> None:
+    def f(v: float | None, d: int = 2) -> str:
+        return "-" if v is None else f"{v:.{d}f}"
+
+    print("\nconfig                      α1 run  ms/token  model  @run α1  speedup  model  "
+          "@run α1  target iterations per token by rows (measured | model @run α1)")
+    for r in rows:
+        mix = " ".join(f"b{b}:{v:.3f}" for b, v in r["iterations_per_token"].items())
+        mmix = " ".join(f"b{b}:{v:.3f}" for b, v in
+                        r["model_iterations_per_token_at_run_acceptance"].items())
+        print(f"{r['config']:<27} {f(r['step_acceptance_run'], 3):>6}  "
+              f"{f(r['ms_per_token']):>8}  {f(r['model_ms_per_token']['calibration']):>5}  "
+              f"{f(r['model_ms_per_token']['run_acceptance']):>7}  {f(r['speedup'], 3):>7}  "
+              f"{f(r['model_speedup'], 3):>5}  {f(r['model_speedup_at_run_acceptance'], 3):>7}"
+              f"  {mix} | {mmix}")
+    print("\nmeasured / profiled price of the decode forwards (forwards per committed "
+          "token)")
+    for r in rows:
+        parts = [f"{k} {v['measured_over_price']:.3f} ({v['forwards_per_token']:.3f})"
+                 for k, v in r["price_ratio"].items() if v["measured_over_price"]]
+        print(f"{r['config']:<27} " + "; ".join(parts))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
