@@ -421,6 +421,39 @@ def _time_point(torch: Any, runner: Any, point: Point, path: str, device: str,
             else _time_eager(torch, device, fn, warmup, repeats))
 
 
+BURN_IN_SECONDS = 0.5
+"""Untimed forwards before a profile's first timed point, in seconds: on this 2-core CPU
+the same point timed three times in a row right after a fresh build (bench-target,
+b = 1, L = 256, 1 + 12 forwards each, five builds, 2026-11-25) took 9.2–10.3, then
+8.5–9.7, then 8.4–9.0 ms (median), and a run's thousands of the same forward 9.2 ms."""
+
+
+def _burn_in(torch: Any, runner: Any, points: list[Point], device: str, seconds: float,
+             layout: str, margin: float) -> float:
+    """Run the first point that fits in memory untimed for ``seconds`` (eagerly; at
+    least one forward); the seconds spent (0 when ``seconds`` is 0 or no point fits)."""
+    if seconds <= 0:
+        return 0.0
+    free = _free_bytes(torch, device)
+    for point in points:
+        need = (ReferenceDecoder.buffer_bytes(runner, point)
+                if isinstance(runner, ReferenceDecoder) else None)
+        if free is not None and need is not None and need > margin * free:
+            continue
+        try:
+            fn = (runner.bind(point, layout) if isinstance(runner, ReferenceDecoder)
+                  else runner.bind(point))
+            t0 = time.perf_counter()
+            while True:
+                fn()
+                _sync(torch, device)
+                if time.perf_counter() - t0 >= seconds:
+                    return time.perf_counter() - t0
+        except (RuntimeError, ValueError):  # the timing loop reports it for the point
+            return 0.0
+    return 0.0
+
+
 def _free_bytes(torch: Any, device: str) -> int | None:
     if device == "cuda":
         free, _ = torch.cuda.mem_get_info()
@@ -490,7 +523,7 @@ def measure(
     shape: Shape, config: dict[str, Any], points: Iterable[Point], *, device: str = "cpu",
     dtype: str = "float32", path: str = "auto", repeats: int = 10, warmup: int = 3,
     threads: int = 1, seed: int = 0, memory_margin: float = 0.9, attention: str = "auto",
-    layout: str = "gqa",
+    layout: str = "gqa", burn_in: float = BURN_IN_SECONDS,
     progress: Callable[[int, int, dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
     """Time one forward per point; return the profile as a JSON-ready dict (validated
@@ -499,7 +532,10 @@ def measure(
     Each timed point has ``ms`` = [median, min, max] over ``repeats`` forwards after
     ``warmup``; a point that does not fit in the device's memory is kept with
     ``skipped`` saying why.  ``config`` is the parsed ``config.json`` (the
-    transformers path builds its model from it)."""
+    transformers path builds its model from it).  Before any point is timed the first
+    point's forward runs untimed for ``burn_in`` seconds (:data:`BURN_IN_SECONDS`): a
+    freshly built decoder's first forwards are slower, and would bias whichever point
+    comes first."""
     path = check_options(device, dtype, path, attention)
     if layout not in LAYOUTS:
         raise ValueError(f"layout must be one of {', '.join(LAYOUTS)}, got {layout!r}")
@@ -509,6 +545,8 @@ def measure(
     for name, v, lo in (("repeats", repeats, 1), ("warmup", warmup, 0), ("threads", threads, 1)):
         if not isinstance(v, int) or v < lo:
             raise ValueError(f"{name} must be an integer >= {lo}, got {v!r}")
+    if not (isinstance(burn_in, int | float) and 0 <= burn_in <= 600):
+        raise ValueError(f"burn_in must be seconds in [0, 600], got {burn_in!r}")
     torch = _torch()
     if device == "cpu":
         torch.set_num_threads(threads)
@@ -518,6 +556,7 @@ def measure(
     build_s = time.perf_counter() - started
     rows: list[dict[str, Any]] = []
     with torch.inference_mode():
+        burned = _burn_in(torch, runner, points, device, burn_in, layout, memory_margin)
         for i, point in enumerate(points):
             row: dict[str, Any] = asdict(point)
             free = _free_bytes(torch, device)
@@ -558,6 +597,7 @@ def measure(
         "layout": layout,
         "repeats": repeats,
         "warmup": warmup,
+        "burn_in_seconds": round(burned, 3),
         "seed": seed,
         "versions": versions,
         "date": timestamp(),

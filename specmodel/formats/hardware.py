@@ -157,6 +157,11 @@ class HardwareProfile(_Strict):
     """Timed forwards per point."""
     warmup: int = Field(ge=0)
     """Untimed forwards (or replays) before timing."""
+    burn_in_seconds: float = Field(default=0.0, ge=0)
+    """Seconds of untimed forwards of the first point right after the model was built,
+    before any point is timed (0: none — profiles written before it existed): a freshly
+    built decoder's first few dozen forwards ran up to 10 % slower on the CPU, which fell
+    on the point timed first."""
     seed: int
     """Seed of the random weights and inputs."""
     versions: dict[str, str]

@@ -55,6 +55,28 @@ def test_measure_every_kind_of_point(tiny: Path) -> None:
     assert {b for b, _ in profile.batch_curve(32)} == {1, 3}
 
 
+def test_the_first_point_is_timed_after_a_burn_in(tiny: Path) -> None:
+    """The profile says how long the first point's forward ran untimed before any
+    timing (the default, none, or the seconds asked); a bad value names the parameter."""
+    require("torch")
+    from profiler.hardware import BURN_IN_SECONDS, Point, measure, read_config
+
+    shape, config = read_config(str(tiny))
+    pts = [Point("decode", 1, 1, 16)]
+    default = HardwareProfile.model_validate(measure(shape, config, pts, repeats=1))
+    assert default.burn_in_seconds >= BURN_IN_SECONDS
+    none = HardwareProfile.model_validate(measure(shape, config, pts, repeats=1, burn_in=0))
+    assert none.burn_in_seconds == 0.0
+    short = HardwareProfile.model_validate(
+        measure(shape, config, pts, repeats=1, burn_in=0.05))
+    assert 0.05 <= short.burn_in_seconds < BURN_IN_SECONDS
+    for bad in (-1, float("nan"), "1"):
+        with pytest.raises(ValueError, match=r"burn_in must be seconds in \[0, 600\]"):
+            measure(shape, config, pts, burn_in=bad)  # type: ignore[arg-type]
+    old = default.model_dump(exclude={"burn_in_seconds"})  # profiles written before it
+    assert HardwareProfile.model_validate(old).burn_in_seconds == 0.0
+
+
 def test_transformers_path_runs_the_same_grid(tiny: Path) -> None:
     require("transformers")
     from profiler.hardware import Point, measure, read_config
