@@ -422,10 +422,10 @@ def _time_point(torch: Any, runner: Any, point: Point, path: str, device: str,
 
 
 BURN_IN_SECONDS = 0.5
-"""Untimed forwards before a profile's first timed point, in seconds: on this 2-core CPU
-the same point timed three times in a row right after a fresh build (bench-target,
-b = 1, L = 256, 1 + 12 forwards each, five builds, 2026-11-25) took 9.2–10.3, then
-8.5–9.7, then 8.4–9.0 ms (median), and a run's thousands of the same forward 9.2 ms."""
+"""Untimed forwards before a profile's first timed point, in seconds: on a 2-core Intel
+Xeon VM the same point timed three times in a row right after a fresh build
+(bench-target, b = 1, L = 256, 1 + 12 forwards each, five builds, 2026-11-25) took
+9.2–10.3, then 8.5–9.7, then 8.4–9.0 ms (median); with this burn-in, within 2 %."""
 
 
 def _burn_in(torch: Any, runner: Any, points: list[Point], device: str, seconds: float,
