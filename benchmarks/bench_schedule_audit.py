@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import tempfile
 import threading
 import time
 from collections import defaultdict
@@ -164,11 +163,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run(a: argparse.Namespace) -> dict[str, Any]:
-    from benchmarks.bench_synthetic import _arch, _problems, _settings
+    from benchmarks.bench_synthetic import _problems, _settings, engines
     from profiler.decoder import LookaheadDecoder
-    from profiler.engines import make_engine
     from profiler.engines.synthetic import (
-        load_acceptance,
         merge_profiles,
         prepare_run,
         profile_costs,
@@ -180,13 +177,8 @@ def run(a: argparse.Namespace) -> dict[str, Any]:
     from specmodel.decodermodel import CostModel, EngineBehaviour
     from specmodel.prediction import at_run_acceptance, decoder_prediction
 
-    acc = load_acceptance(a.acceptance)
-    tmp = Path(tempfile.mkdtemp(prefix="bench-audit-"))
-    target, draft = _arch(a.target, tmp), _arch(a.draft, tmp)
-    where = {"threads": 1, "device": "cpu", "dtype": "float32"}
-    opts = {"acceptance": acc, "seed": a.seed, "prefill": True}
-    tgt = make_engine("synthetic", target, **where, options={**opts, "role": "target"})
-    drf = make_engine("synthetic", draft, **where, options={**opts, "role": "draft"})
+    a.threads, a.device, a.prefill = 1, "cpu", True
+    acc, (target, tgt), (draft, drf) = engines(a, "float32")
     problems = _problems(a.problems, 0)
     lengths = [tgt.count_tokens(format_prompt(p)) for p in problems]
     common = {"max_steps": a.max_steps, "max_step_tokens": a.max_step_tokens,

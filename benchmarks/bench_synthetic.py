@@ -321,10 +321,27 @@ def registration(a: argparse.Namespace, path: Path) -> dict[str, Any]:
                                    if r["predicted_decoder"] is not None}}
 
 
-def run(a: argparse.Namespace, dtype: str, out: Path) -> dict[str, Any]:
+def engines(a: argparse.Namespace, dtype: str) -> tuple[Any, tuple[str, Any],
+                                                       tuple[str, Any]]:
+    """(the acceptance calibration, (target architecture, its synthetic engine), (draft
+    architecture, its engine)) of ``a``'s ``--target``, ``--draft``, ``--acceptance``,
+    ``--seed``, ``--prefill``, ``--device`` and ``--threads``."""
     from profiler.engines import make_engine
+    from profiler.engines.synthetic import load_acceptance
+
+    acc = load_acceptance(a.acceptance)
+    tmp = Path(tempfile.mkdtemp(prefix="bench-synthetic-"))
+    where = {"threads": a.threads, "device": a.device, "dtype": dtype}
+    built = []
+    for role, name in (("target", a.target), ("draft", a.draft)):
+        arch = _arch(name, tmp)
+        built.append((arch, make_engine("synthetic", arch, **where, options={
+            "acceptance": acc, "role": role, "seed": a.seed, "prefill": a.prefill})))
+    return acc, built[0], built[1]
+
+
+def run(a: argparse.Namespace, dtype: str, out: Path) -> dict[str, Any]:
     from profiler.engines.synthetic import (
-        load_acceptance,
         merge_profiles,
         prepare_run,
         profile_costs,
@@ -338,17 +355,10 @@ def run(a: argparse.Namespace, dtype: str, out: Path) -> dict[str, Any]:
     from specmodel.prediction import compare
 
     reg = registration(a, a.registered) if a.registered is not None else None
-    acc = load_acceptance(a.acceptance)
-    tmp = Path(tempfile.mkdtemp(prefix="bench-synthetic-"))
-    target, draft = _arch(a.target, tmp), _arch(a.draft, tmp)
     configs = _configs(a)
     problems = _problems(a.problems, a.prompt_words)
-    where = {"threads": a.threads, "device": a.device, "dtype": dtype}
     t0 = time.perf_counter()
-    tgt = make_engine("synthetic", target, **where, options={
-        "acceptance": acc, "role": "target", "seed": a.seed, "prefill": a.prefill})
-    drf = make_engine("synthetic", draft, **where, options={
-        "acceptance": acc, "role": "draft", "seed": a.seed, "prefill": a.prefill})
+    acc, (target, tgt), (draft, drf) = engines(a, dtype)
     build_s = time.perf_counter() - t0
     lengths = [tgt.count_tokens(format_prompt(p)) for p in problems]
     prompt = max(lengths)
