@@ -272,7 +272,13 @@ def at_run_acceptance(cal: Calibration, config: SpecConfig, accepted: int, judge
     its simulation error has to be smaller than the predictions' default.  A diagnosis,
     not a prediction: it uses what the run decoded.  ``kwargs`` go to
     :func:`decoder_prediction`."""
-    if judged <= 0:
+    if judged < 0:
+        raise ValueError(f"judged must be >= 0, got {judged}")
+    if tries < 1:
+        raise ValueError(f"tries must be >= 1, got {tries}")
+    if not 0 < tolerance < 1:
+        raise ValueError(f"tolerance must be in (0, 1), got {tolerance}")
+    if judged == 0:
         return None
     if not 0 <= accepted <= judged:
         raise ValueError(f"accepted must be in [0, judged={judged}], got {accepted}")

@@ -80,6 +80,12 @@ def test_at_run_acceptance_simulates_the_runs_rate_and_moves_the_speedup_its_way
     assert at_run_acceptance(cal, plain, 3, 10) is None
     with pytest.raises(ValueError, match=r"accepted must be in \[0, judged=10\]"):
         at_run_acceptance(cal, cfg, 11, 10)
+    for kw, msg in (({"judged": -1}, "judged must be >= 0"),
+                    ({"tries": 0}, "tries must be >= 1"),
+                    ({"tolerance": 0.0}, r"tolerance must be in \(0, 1\)")):
+        args = {"accepted": 0, "judged": 10, **kw}
+        with pytest.raises(ValueError, match=msg):
+            at_run_acceptance(cal, cfg, **args)
 
 
 def test_compare_at_run_acceptance_on_a_committed_sweep() -> None:
