@@ -177,7 +177,7 @@ def run(a: argparse.Namespace) -> dict[str, Any]:
     from specmodel.decodermodel import CostModel, EngineBehaviour
     from specmodel.prediction import at_run_acceptance, decoder_prediction
 
-    a.threads, a.device, a.prefill = 1, "cpu", True
+    a.threads, a.device, a.prefill, a.predict_on = 1, "cpu", True, None
     acc, (target, tgt), (draft, drf) = engines(a, "float32")
     problems = _problems(a.problems, 0)
     lengths = [tgt.count_tokens(format_prompt(p)) for p in problems]
@@ -188,9 +188,7 @@ def run(a: argparse.Namespace) -> dict[str, Any]:
                "continuous": SpecConfig(mode="async", k1=a.k1,
                                         target_batching="continuous", **common)}
     costs = prepare_run(tgt, drf, list(configs.values()), max(lengths))
-    ns = argparse.Namespace(acceptance=a.acceptance, seed=a.seed, prefill=True,
-                            predict_on=None, device="cpu")
-    syn, ver = _settings(ns, acc, lengths, list(configs.values()), target, draft,
+    syn, ver = _settings(a, acc, lengths, list(configs.values()), target, draft,
                          costs["T"][1])
 
     def profile() -> list[Any]:

@@ -97,6 +97,8 @@ TargetBatchingOpt = Annotated[str | None, typer.Option(
          "or both. Default: both for a what-if (--target-arch: a serving engine), call for "
          "a calibration's engine costs (measured on transformers, which has no running "
          "batch).")]
+
+
 def batchings_of(value: str | None, default: str = "call") -> tuple[str, ...]:
     """The batchings ``--target-batching VALUE`` (``default`` when not given) asks the
     decoder model to weigh: one of :data:`specmodel.config.TARGET_BATCHINGS`, or ``both``."""

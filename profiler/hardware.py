@@ -413,10 +413,27 @@ def _attention_context(torch: Any, attention: str) -> Any:
     return sdpa_kernel(getattr(SDPBackend, names[attention]))
 
 
+def _bind(runner: Any, point: Point, layout: str) -> Callable[[], Any]:
+    """``point``'s forward on ``runner`` (the reference decoder takes the layout)."""
+    return (runner.bind(point, layout) if isinstance(runner, ReferenceDecoder)
+            else runner.bind(point))
+
+
+def _too_big(torch: Any, runner: Any, point: Point, device: str,
+             margin: float) -> tuple[int, int] | None:
+    """(bytes ``point`` needs, bytes free) where it needs more than ``margin`` of the
+    device's free memory; None where it fits or either is unknown."""
+    free = _free_bytes(torch, device)
+    need = (ReferenceDecoder.buffer_bytes(runner, point)
+            if isinstance(runner, ReferenceDecoder) else None)
+    if free is not None and need is not None and need > margin * free:
+        return need, free
+    return None
+
+
 def _time_point(torch: Any, runner: Any, point: Point, path: str, device: str,
                 warmup: int, repeats: int, layout: str) -> list[float]:
-    fn = (runner.bind(point, layout) if isinstance(runner, ReferenceDecoder)
-          else runner.bind(point))
+    fn = _bind(runner, point, layout)
     return (_time_graph(torch, fn, warmup, repeats) if path == "graph"
             else _time_eager(torch, device, fn, warmup, repeats))
 
@@ -434,15 +451,11 @@ def _burn_in(torch: Any, runner: Any, points: list[Point], device: str, seconds:
     least one forward); the seconds spent (0 when ``seconds`` is 0 or no point fits)."""
     if seconds <= 0:
         return 0.0
-    free = _free_bytes(torch, device)
     for point in points:
-        need = (ReferenceDecoder.buffer_bytes(runner, point)
-                if isinstance(runner, ReferenceDecoder) else None)
-        if free is not None and need is not None and need > margin * free:
+        if _too_big(torch, runner, point, device, margin) is not None:
             continue
         try:
-            fn = (runner.bind(point, layout) if isinstance(runner, ReferenceDecoder)
-                  else runner.bind(point))
+            fn = _bind(runner, point, layout)
             t0 = time.perf_counter()
             while True:
                 fn()
@@ -559,12 +572,10 @@ def measure(
         burned = _burn_in(torch, runner, points, device, burn_in, layout, memory_margin)
         for i, point in enumerate(points):
             row: dict[str, Any] = asdict(point)
-            free = _free_bytes(torch, device)
-            need = ReferenceDecoder.buffer_bytes(runner, point) \
-                if isinstance(runner, ReferenceDecoder) else None
-            if free is not None and need is not None and need > memory_margin * free:
-                row["skipped"] = (f"needs about {need / 2**30:.1f} GiB, "
-                                  f"{free / 2**30:.1f} GiB free")
+            big = _too_big(torch, runner, point, device, memory_margin)
+            if big is not None:
+                row["skipped"] = (f"needs about {big[0] / 2**30:.1f} GiB, "
+                                  f"{big[1] / 2**30:.1f} GiB free")
             else:
                 try:
                     with _attention_context(torch, attention):

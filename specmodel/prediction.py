@@ -241,9 +241,7 @@ def compare(record: RunRecord, calibration: Calibration | None = None, *,
                 decoder_rows_per_batch=(
                     None if dec is None or not dec.counters.get("target_batches") else
                     dec.counters["target_steps"] / dec.counters["target_batches"]),
-                decoder_step_acceptance=(
-                    None if dec is None or not dec.counters.get("drafted_steps") else
-                    dec.counters["accepted_steps"] / dec.counters["drafted_steps"]),
+                decoder_step_acceptance=_step_rate(dec),
                 decoder_split={} if dec is None else decoder_time_split(dec),
                 **_shifted_fields(shifted, measured),
             )
@@ -282,12 +280,9 @@ def at_run_acceptance(cal: Calibration, config: SpecConfig, accepted: int, judge
         return None
     if not 0 <= accepted <= judged:
         raise ValueError(f"accepted must be in [0, judged={judged}], got {accepted}")
+    from specmodel.decodermodel.acceptance import logit
+
     target = (accepted + 0.5) / (judged + 1)
-
-    def logit(p: float) -> float:
-        p = min(max(p, 1e-9), 1 - 1e-9)
-        return math.log(p / (1 - p))
-
     kwargs = {**kwargs, "problems": problems, "draws": 1}
     offset = 0.0
     got = decoder_prediction(cal, config, **kwargs)
@@ -297,7 +292,7 @@ def at_run_acceptance(cal: Calibration, config: SpecConfig, accepted: int, judge
             return None
         if abs(model - target) <= tolerance:
             break
-        offset += logit(target) - logit(model)
+        offset += logit(target) - logit(min(max(model, 1e-9), 1 - 1e-9))
         got = decoder_prediction(cal, config, step_offset=offset, **kwargs)
     return got
 

@@ -72,7 +72,7 @@ import numpy as np
 from specmodel.validation import check_positive_int, check_probability
 
 __all__ = ["AcceptanceModel", "LengthEffect", "StepLengths", "draw_indices",
-           "fit_length_effect", "index_profile", "logit_shifted"]
+           "fit_length_effect", "index_profile", "logit", "logit_shifted"]
 
 
 def draw_indices(rng: np.random.Generator, cum: np.ndarray, n: int) -> np.ndarray:
@@ -168,7 +168,7 @@ def _logistic(z: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-z))
 
 
-def _logit(p: float) -> float:
+def logit(p: float) -> float:
     """log(p / (1 − p)) for 0 < p < 1."""
     return math.log(p / (1.0 - p))
 
@@ -179,7 +179,7 @@ def _centring(alpha: float, coef: Sequence[float],
     (x centred; bisection on a monotone function)."""
     x = np.asarray([(a, b) for a, b, _ in rows], dtype=np.float64)
     w = np.asarray([n for _, _, n in rows], dtype=np.float64)
-    base = _logit(alpha) + x @ np.asarray(coef, dtype=np.float64)
+    base = logit(alpha) + x @ np.asarray(coef, dtype=np.float64)
     lo, hi = -30.0, 30.0
     for _ in range(100):
         mid = 0.5 * (lo + hi)
@@ -621,7 +621,7 @@ def logit_shifted(rate: float, shift: float) -> float:
     the pool by that much); 0 and 1 stay."""
     if shift == 0 or rate <= 0 or rate >= 1:
         return rate
-    return 1.0 / (1.0 + math.exp(-(_logit(rate) + shift)))
+    return 1.0 / (1.0 + math.exp(-(logit(rate) + shift)))
 
 
 def index_profile(counts: Sequence[tuple[int, int]]) -> tuple[tuple[float, float], ...]:
@@ -643,7 +643,7 @@ def index_profile(counts: Sequence[tuple[int, int]]) -> tuple[tuple[float, float
     pooled = (sum(k) + 0.5) / (sum(n) + 1)
 
     rates = [(a + 0.5) / (b + 1) for a, b in zip(k, n, strict=True)]
-    y = [_logit(p) - _logit(pooled) for p in rates]
+    y = [logit(p) - logit(pooled) for p in rates]
     v = [1.0 / ((b + 1) * p * (1.0 - p)) for b, p in zip(n, rates, strict=True)]
     tau2 = max(0.0, sum(a * a - b for a, b in zip(y, v, strict=True)) / len(y))
     return tuple((a * tau2 / (tau2 + b), math.sqrt(tau2 * b / (tau2 + b)))
@@ -665,7 +665,7 @@ def _problem_spread(counts: Sequence[tuple[int, int]] | None
     raw, se = clustered_rate(k, n)
     pooled = (sum(k) + 0.5) / (sum(n) + 1)
 
-    spread = tuple((_logit((a + 0.5) / (b + 1)) - _logit(pooled), float(b))
+    spread = tuple((logit((a + 0.5) / (b + 1)) - logit(pooled), float(b))
                    for a, b in zip(k, n, strict=True))
     return spread, effective_samples(raw, se, sum(n))
 
