@@ -1,13 +1,17 @@
 """The analytical cost model on this machine's CPU: fitted to measured surfaces of two
-architectures, judged on two it never saw, and written as the ``cpu-this-eager`` preset.
+architectures, judged on two it never saw, and written as the CPU's ``<device>-eager``
+preset (``cpu-epyc-eager``, ``cpu-xeon-eager``).
 
-Data: ``results/cpu/ARCH.eager.passN.json`` — ``python -m profiler.hardware`` on this
-CPU (the reference decoder op by op, float32, random weights, one thread): decode
-T(b, L) for b = 1-8 and L = 256-2048, verification V(q, L) of q = 2-8 tokens for 1 and
+Data: ``results/cpu/ARCH.eager.passN.json`` (AMD EPYC) and ``results/cpu-xeon/`` (Intel
+Xeon) — ``python -m profiler.hardware`` on that CPU (the reference decoder op by op,
+float32, random weights, one thread): decode T(b, L) for b = 1-8 and L = 256-2048,
+verification V(q, L) of q = 2-8 tokens for 1 and
 4 sequences, prefill P(n) of 32-512 tokens and decode of 4 and 8 sequences sharing
 their prefix.  ``--profile`` measures them (every architecture once per pass, the
 passes one after the other; about 12 minutes a pass); without it the committed files
-are fitted and judged (milliseconds).
+are fitted and judged (milliseconds).  ``--profile`` first measures the CPU's nominal
+numbers (``device.json``: the device preset's bandwidth and matmul throughput) and
+refuses to file profiles under a CPU other than the one it runs on.
 
 Fit: SmolLM2-135M (Llama, head dim 64) and Qwen2.5-1.5B (head dim 128), every pass.
 Held out: Qwen2.5-0.5B and Qwen3-1.7B.  Between passes the same point is measured
@@ -17,6 +21,7 @@ Usage::
 
     python -m benchmarks.bench_cpu_costmodel --profile --passes 2   # measure, then fit
     python -m benchmarks.bench_cpu_costmodel                          # fit the files
+    python -m benchmarks.bench_cpu_costmodel --cpu cpu-epyc           # another CPU's
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -46,8 +51,6 @@ from benchmarks.harness import RESULTS, percent, print_table, write_json
 from specmodel.hardware.costmodel import CostCoefficients, fit
 from specmodel.hardware.devices import get_device
 
-CPU_DIR = RESULTS / "cpu"
-DEVICE = "cpu-this"
 DTYPE = "float32"
 THREADS = 1
 """One thread per model, as the project's decoders run on this machine: the blocks of
@@ -57,9 +60,93 @@ HELD_ARCHS = ("qwen2.5-0.5b", "qwen3-1.7b")
 GRID = ["--contexts", "256,1024,2048", "--batches", "1,2,4,8", "--verify-tokens", "2,4,8",
         "--verify-batches", "1,4", "--prefill", "32,128,512", "--shared-batches", "4,8",
         "--repeats", "5", "--warmup", "2"]
-PRESET_PATH = Path(__file__).resolve().parent.parent / "specmodel" / "presets" / \
-    "hardware" / "cpu-this-eager.json"
+PRESETS_DIR = Path(__file__).resolve().parent.parent / "specmodel" / "presets" / "hardware"
 Row = tuple[Any, Any, float]
+
+
+@dataclass(frozen=True)
+class CpuMachine:
+    """One CPU this benchmark has measured: where its profiles go and what they fit."""
+
+    device: str
+    """The device preset (:mod:`specmodel.hardware.devices`) of this CPU."""
+    results: Path
+    """Folder of its profiles (``ARCH.eager.passN.json``) and ``device.json``."""
+    synthetic_runs: tuple[str, ...]
+    """Synthetic-acceptance runs decoded on this CPU (``results/NAME.json``) whose
+    merged profiles priced their decode: a third held-out set, measured in other runs by
+    the same reference decoder on much smaller shapes."""
+
+    @property
+    def preset(self) -> str:
+        """The coefficient preset fitted to its profiles."""
+        return f"{self.device}-eager"
+
+
+CPUS = {m.device: m for m in (
+    CpuMachine("cpu-epyc", RESULTS / "cpu",
+               tuple(f"synthetic_cpu_seed{s}" for s in (2, 3, 4, 5, 6, 7))),
+    CpuMachine("cpu-xeon", RESULTS / "cpu-xeon",
+               tuple(f"synthetic_cpu_continuous_seed{s}" for s in (14, 15))),
+)}
+"""The CPUs measured so far (the project's shared VMs have run on both)."""
+
+
+def this_cpu() -> str:
+    """The device preset of the CPU this process runs on (by its ``/proc/cpuinfo``
+    model name); a CPU with no preset is a one-line ``SystemExit``."""
+    from profiler.environment import machine_description
+    from specmodel.hardware.predicted import cpu_preset_of
+
+    name = machine_description()["cpu"]
+    preset = cpu_preset_of(name)
+    if preset is None:
+        raise SystemExit(f"no CPU preset for {name!r}: add one to "
+                         "specmodel.hardware.predicted.CPU_NAMES and CPUS here")
+    return preset
+
+
+def measure_device(out: Path, repeats: int = 10) -> dict[str, Any]:
+    """This CPU's nominal numbers, as the device presets record them: memory bandwidth
+    (best of ``repeats`` ``np.copyto`` of a 256 MiB float64 array, bytes read plus
+    bytes written) and float32 matmul throughput (best of ``repeats`` 2048 x 2048
+    products on every core, 2 n^3 flops); written to ``out``."""
+    from profiler.environment import machine_description, package_versions
+
+    src = np.ones(2**25)
+    dst = np.empty_like(src)
+    copies = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        np.copyto(dst, src)
+        copies.append(time.perf_counter() - t0)
+    a = np.random.default_rng(0).standard_normal((2048, 2048), dtype=np.float32)
+    b = a.T.copy()
+    a @ b
+    products = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        a @ b
+        products.append(time.perf_counter() - t0)
+    moved, flops = 2 * src.nbytes, 2 * 2048**3
+    result = {
+        "machine": machine_description(), "versions": package_versions(),
+        "numpy": np.__version__, "date": time.strftime("%Y-%m-%dT%H:%M:%S+00:00",
+                                                       time.gmtime()),
+        "memory_bandwidth": moved / min(copies),
+        "memory_bandwidth_median": moved / float(np.median(copies)),
+        "matmul_fp32": flops / min(products),
+        "matmul_fp32_median": flops / float(np.median(products)),
+        "method": f"best of {repeats} np.copyto of a 256 MiB float64 array (bytes read + "
+                  f"written); best of {repeats} float32 2048x2048 @ 2048x2048, 2 n^3 flops",
+    }
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    print(f"{result['machine']['cpu']}: {result['memory_bandwidth'] / 1e9:.1f} GB/s "
+          f"(median {result['memory_bandwidth_median'] / 1e9:.1f}), "
+          f"{result['matmul_fp32'] / 1e9:.0f} GFLOP/s float32 "
+          f"(median {result['matmul_fp32_median'] / 1e9:.0f})", flush=True)
+    return result
 
 
 def _smollm_folder(tmp: Path) -> str:
@@ -74,15 +161,18 @@ def _smollm_folder(tmp: Path) -> str:
     return str(folder)
 
 
-def profile(passes: int, start: int = 1) -> None:
-    """Measure every architecture ``passes`` times into ``results/cpu`` (files numbered
-    from ``start``)."""
-    CPU_DIR.mkdir(parents=True, exist_ok=True)
+def profile(cpu: CpuMachine, passes: int, start: int = 1) -> None:
+    """Measure this CPU's nominal numbers, then every architecture ``passes`` times into
+    ``cpu.results`` (files numbered from ``start``)."""
+    if this_cpu() != cpu.device:
+        raise SystemExit(f"this machine is {this_cpu()}, not {cpu.device}: its profiles "
+                         "would be filed under the wrong CPU")
+    measure_device(cpu.results / "device.json")
     with tempfile.TemporaryDirectory() as tmp:
         source = {"smollm2-135m": _smollm_folder(Path(tmp))}
         for k in range(start, start + passes):
             for arch in (*FIT_ARCHS, *HELD_ARCHS):
-                out = CPU_DIR / f"{arch}.eager.pass{k}.json"
+                out = cpu.results / f"{arch}.eager.pass{k}.json"
                 t0 = time.perf_counter()
                 cmd = [sys.executable, "-m", "profiler.hardware", source.get(arch, arch),
                        "--device", "cpu", "--dtype", DTYPE, "--path", "eager",
@@ -91,34 +181,27 @@ def profile(passes: int, start: int = 1) -> None:
                 print(f"pass {k} {arch}: {time.perf_counter() - t0:.0f} s", flush=True)
 
 
-def load(arch: str) -> dict[int, dict[str, list[Row]]]:
-    """``{pass: {kind: rows}}`` of one architecture, its shape named ``arch``."""
+def load(cpu: CpuMachine, arch: str) -> dict[int, dict[str, list[Row]]]:
+    """``{pass: {kind: rows}}`` of one architecture on ``cpu``, its shape named ``arch``."""
     out = {}
-    for path in sorted(CPU_DIR.glob(f"{arch}.eager.pass*.json")):
+    for path in sorted(cpu.results.glob(f"{arch}.eager.pass*.json")):
         k = int(path.name.rsplit("pass", 1)[1].removesuffix(".json"))
         out[k] = {kind: [(replace(s, name=arch), w, t) for s, w, t in rows]
                   for kind, rows in load_graph_profile(path).items()}
     if not out:
-        raise SystemExit(f"no profiles of {arch} under {CPU_DIR}: run with --profile")
+        raise SystemExit(f"no profiles of {arch} under {cpu.results}: run with --profile")
     return out
 
 
-SYNTHETIC_SEEDS = (2, 3, 4, 5, 6, 7)
-"""The synthetic-acceptance runs on a quiet machine (``results/synthetic_cpu_seedS.json``)
-whose merged profiles priced their decode: a third held-out set, measured in other runs
-by the same reference decoder on two much smaller shapes (8 and 2 layers, hidden 512 and
-256, vocabulary 8192)."""
-
-
-def synthetic_rows() -> list[Row]:
-    """T(b, L) for b = 1-9 of the synthetic benchmark's 8-layer target and T(1, L) of its
-    2-layer draft, at the context its decode was priced at, one row per seed."""
+def synthetic_rows(cpu: CpuMachine) -> list[Row]:
+    """T(b, L) of each synthetic run's target for every batch it priced, and T(1, L) of
+    its draft, at the context its decode was priced at."""
     from specmodel.hardware.costmodel import Workload
     from specmodel.hardware.shape import Shape
 
     rows: list[Row] = []
-    for seed in SYNTHETIC_SEEDS:
-        path = RESULTS / f"synthetic_cpu_seed{seed}.json"
+    for name in cpu.synthetic_runs:
+        path = RESULTS / f"{name}.json"
         if not path.exists():
             continue
         d = json.loads(path.read_text(encoding="utf-8"))
@@ -151,15 +234,18 @@ def main() -> None:
     ap.add_argument("--profile", action="store_true", help="measure before fitting")
     ap.add_argument("--passes", type=int, default=2, help="profiling passes (with --profile)")
     ap.add_argument("--start", type=int, default=1, help="number of the first pass's files")
+    ap.add_argument("--cpu", choices=sorted(CPUS), default=None,
+                    help="the CPU whose profiles to measure or fit (default: this one)")
     a = ap.parse_args()
     if a.passes < 1:
         ap.error(f"--passes must be >= 1, got {a.passes}")
     if a.start < 1:
         ap.error(f"--start must be >= 1, got {a.start}")
+    cpu = CPUS[a.cpu or this_cpu()]
     if a.profile:
-        profile(a.passes, a.start)
-    device = get_device(DEVICE)
-    data = {arch: load(arch) for arch in (*FIT_ARCHS, *HELD_ARCHS)}
+        profile(cpu, a.passes, a.start)
+    device = get_device(cpu.device)
+    data = {arch: load(cpu, arch) for arch in (*FIT_ARCHS, *HELD_ARCHS)}
     fit_rows = [r for arch in FIT_ARCHS for p in data[arch].values() for rows in p.values()
                 for r in rows]
     models: dict[str, CostCoefficients] = {
@@ -178,9 +264,9 @@ def main() -> None:
                                 for r in p["decode"]]
     sets["held out, all kinds"] = [r for arch in HELD_ARCHS for p in data[arch].values()
                                    for rows in p.values() for r in rows]
-    external = synthetic_rows()
+    external = synthetic_rows(cpu)
     if external:
-        sets["synthetic runs' T(b, 512), seeds 2-7"] = external
+        sets[f"synthetic runs' T(b, L) ({len(cpu.synthetic_runs)} runs)"] = external
     summary: dict[str, dict[str, Any]] = {}
     table = []
     for name, c in models.items():
@@ -189,8 +275,9 @@ def main() -> None:
             r = summary[name][s] = err_summary(c, rows, DTYPE)
             table.append([name, s, r["n"], percent(r["median_abs"]), percent(r["max_abs"]),
                           percent(r["mean_signed"], signed=True)])
-    print_table(f"CPU eager profiles, float32, {THREADS} thread (fit: {', '.join(FIT_ARCHS)};"
-                f" held out: {', '.join(HELD_ARCHS)}): |relative error|",
+    print_table(f"{cpu.device} eager profiles, float32, {THREADS} thread "
+                f"(fit: {', '.join(FIT_ARCHS)}; held out: {', '.join(HELD_ARCHS)}): "
+                "|relative error|",
                 ["model", "set", "rows", "median", "max", "mean (signed)"], table)
     print_coefficients(models, device, DTYPE)
     spread = pass_spread(data)
@@ -200,10 +287,12 @@ def main() -> None:
                     [[k, v["n"], percent(v["median_abs"]), percent(v["max_abs"]),
                       percent(v["mean_signed"], signed=True)] for k, v in spread.items()])
     chosen_name = best_extended(models, fit_rows, DTYPE)
-    files = sorted(str(p.relative_to(RESULTS.parent.parent)) for p in CPU_DIR.glob("*.json"))
+    files = sorted(str(p.relative_to(RESULTS.parent.parent))
+                   for p in cpu.results.glob("*.eager.pass*.json"))
     first = json.loads(Path(RESULTS.parent.parent / files[0]).read_text(encoding="utf-8"))
     write_preset(
-        PRESET_PATH, "cpu-this-eager", device, DTYPE, chosen_name, models[chosen_name],
+        PRESETS_DIR / f"{cpu.preset}.json", cpu.preset, device, DTYPE, chosen_name,
+        models[chosen_name],
         data={"files": files,
               "measured": f"{first['device']['name']} ({first['device']['multiprocessors']}"
                           f" cores, shared VM), torch {first['versions'].get('torch')}, "
@@ -214,10 +303,10 @@ def main() -> None:
         held_out_error={s: summary[chosen_name][s] for s in sets if s != "fit (all kinds)"},
         caveat="This machine is shared and noisy (see the noise floor); eager PyTorch "
                "on one thread, not a serving engine.")
-    write_json("cpu_costmodel", {
-        "device": DEVICE, "dtype": DTYPE, "threads": THREADS, "fit_archs": FIT_ARCHS,
+    write_json(f"cpu_costmodel_{cpu.device}", {
+        "device": cpu.device, "dtype": DTYPE, "threads": THREADS, "fit_archs": FIT_ARCHS,
         "held_archs": HELD_ARCHS, "models": {n: c.to_dict() for n, c in models.items()},
-        "summary": summary, "pass_spread": spread, "preset": str(PRESET_PATH.name),
+        "summary": summary, "pass_spread": spread, "preset": cpu.preset,
         "preset_variant": chosen_name})
 
 

@@ -38,7 +38,8 @@ from specmodel.hardware.costmodel import (
 from specmodel.hardware.devices import Device
 from specmodel.hardware.shape import Shape, dtype_bytes, load_shape
 
-__all__ = ["DEFAULT_CONTEXT_BUCKET", "PointSpec", "bucket", "device_preset_of",
+__all__ = ["CPU_NAMES", "DEFAULT_CONTEXT_BUCKET", "PointSpec", "bucket", "cpu_preset_of",
+           "device_preset_of",
            "forward_grid", "longest_context", "predict_like", "predict_profile",
            "predicted_profiles", "profile_points"]
 
@@ -123,14 +124,27 @@ def predict_profile(architecture: Shape | str, points: Iterable[PointSpec], *,
 GPU_NAMES = (("H200", "h200"), ("H100", "h100-sxm"), ("A100", "a100-80gb-sxm"),
              ("L40S", "l40s"))
 """(a word of the GPU's name as torch reports it, the device preset)."""
+CPU_NAMES = (("EPYC", "cpu-epyc"), ("XEON", "cpu-xeon"))
+"""(a word of the CPU's model name as ``/proc/cpuinfo`` gives it, the device preset
+measured on that CPU)."""
+
+
+def cpu_preset_of(name: str) -> str | None:
+    """The device preset measured on the CPU whose model name is ``name`` (``AMD EPYC
+    7B13`` -> ``cpu-epyc``), or None for a CPU never measured."""
+    if not isinstance(name, str):
+        raise ValueError(f"name must be a string, got {type(name).__name__}")
+    upper = name.upper()
+    return next((preset for word, preset in CPU_NAMES if word in upper), None)
 
 
 def device_preset_of(profile: HardwareProfile) -> str:
-    """The device preset a measured profile's device corresponds to: ``cpu-this`` for a
-    CPU, the preset whose GPU name the device's name contains (``NVIDIA H200`` ->
-    ``h200``), else ``h100-sxm``."""
+    """The device preset a measured profile's device corresponds to: for a CPU, the one
+    measured on that CPU (:func:`cpu_preset_of`; ``cpu-epyc``, where this project began,
+    for a CPU never measured); for a GPU, the preset whose name the device's name
+    contains (``NVIDIA H200`` -> ``h200``), else ``h100-sxm``."""
     if profile.device.type == "cpu":
-        return "cpu-this"
+        return cpu_preset_of(profile.device.name) or "cpu-epyc"
     name = profile.device.name.upper()
     return next((preset for word, preset in GPU_NAMES if word in name), "h100-sxm")
 
