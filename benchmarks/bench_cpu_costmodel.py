@@ -10,8 +10,10 @@ verification V(q, L) of q = 2-8 tokens for 1 and
 their prefix.  ``--profile`` measures them (every architecture once per pass, the
 passes one after the other; about 12 minutes a pass); without it the committed files
 are fitted and judged (milliseconds).  ``--profile`` first measures the CPU's nominal
-numbers (``device.json``: the device preset's bandwidth and matmul throughput) and
-refuses to file profiles under a CPU other than the one it runs on.
+numbers (``device.json``: the device preset's bandwidth and matmul throughput) and its
+GEMM row curve (``gemm_rows.json``: a weight product's time by rows, which the
+``extended, GEMM row curve`` variant prices with), and refuses to file profiles under a
+CPU other than the one it runs on; ``--row-curve`` measures the curve alone.
 
 Fit: SmolLM2-135M (Llama, head dim 64) and Qwen2.5-1.5B (head dim 128), every pass.
 Held out: Qwen2.5-0.5B and Qwen3-1.7B.  Between passes the same point is measured
@@ -161,6 +163,74 @@ def _smollm_folder(tmp: Path) -> str:
     return str(folder)
 
 
+ROW_GRID = (*range(1, 17), 20, 24, 32, 48, 64, 128, 256, 512)
+"""Rows at which the GEMM row curve is measured (every count up to 16: the steps)."""
+ROW_SHAPES = ((4096, 11008), (11008, 4096), (8192, 8192))
+"""(in, out) features of the weight products the curve is timed on (none of them an
+architecture the preset is judged on): 180-256 MB of float32 each, so that one row
+streams its weights from memory as a model's forward does.  Matrices that fit in the
+caches (4-16 MB) run one row from cache and give the same steps up to 16 rows but
+about twice the factor at 512 (39 against 20-22 here, on the Xeon)."""
+
+
+def measure_gemm_rows(out: Path, repeats: int = 9,
+                      shapes: tuple[tuple[int, int], ...] = ROW_SHAPES,
+                      grid: tuple[int, ...] = ROW_GRID) -> dict[str, Any]:
+    """This CPU's GEMM row curve (:attr:`CostCoefficients.gemm_row_curve`): for each of
+    ``shapes``, the median of ``repeats`` float32 ``torch.nn.functional.linear`` calls
+    of M rows on :data:`THREADS` thread(s) over that of one row, for M in ``grid``
+    (from 1); the curve is the median over the shapes.  Written to ``out``."""
+    import statistics
+
+    import torch
+
+    from profiler.environment import machine_description, package_versions
+
+    torch.set_num_threads(THREADS)
+    gen = torch.Generator().manual_seed(0)
+    if not grid or grid[0] != 1:
+        raise ValueError(f"grid must start at 1 row, got {grid!r}")
+    ratios: dict[int, list[float]] = {m: [] for m in grid}
+    with torch.inference_mode():
+        for k, n in shapes:
+            w = torch.randn(n, k, generator=gen)
+            times = {}
+            for m in grid:
+                x = torch.randn(m, k, generator=gen)
+                for _ in range(2):
+                    torch.nn.functional.linear(x, w)
+                ts = []
+                for _ in range(repeats):
+                    t0 = time.perf_counter()
+                    torch.nn.functional.linear(x, w)
+                    ts.append(time.perf_counter() - t0)
+                times[m] = statistics.median(ts)
+            for m in grid:
+                ratios[m].append(times[m] / times[1])
+    curve = [[m, 1.0 if m == 1 else round(statistics.median(r), 4)]
+             for m, r in ratios.items()]
+    result = {"machine": machine_description(), "versions": package_versions(),
+              "date": time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime()),
+              "threads": THREADS, "shapes": [list(s) for s in shapes],
+              "method": f"median of {repeats} float32 torch.nn.functional.linear calls of "
+                        "M rows over that of one row, per shape; the median over shapes",
+              "by_shape": {str(m): [round(v, 4) for v in r] for m, r in ratios.items()},
+              "gemm_row_curve": curve}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    print("GEMM row curve: " + ", ".join(f"{m}: {f:.2f}" for m, f in curve), flush=True)
+    return result
+
+
+def row_curve(cpu: CpuMachine) -> tuple[tuple[int, float], ...] | None:
+    """The CPU's measured GEMM row curve (``gemm_rows.json``), or None."""
+    path = cpu.results / "gemm_rows.json"
+    if not path.is_file():
+        return None
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return tuple((int(m), float(f)) for m, f in data["gemm_row_curve"])
+
+
 def profile(cpu: CpuMachine, passes: int, start: int = 1) -> None:
     """Measure this CPU's nominal numbers, then every architecture ``passes`` times into
     ``cpu.results`` (files numbered from ``start``)."""
@@ -168,6 +238,7 @@ def profile(cpu: CpuMachine, passes: int, start: int = 1) -> None:
         raise SystemExit(f"this machine is {this_cpu()}, not {cpu.device}: its profiles "
                          "would be filed under the wrong CPU")
     measure_device(cpu.results / "device.json")
+    measure_gemm_rows(cpu.results / "gemm_rows.json")
     with tempfile.TemporaryDirectory() as tmp:
         source = {"smollm2-135m": _smollm_folder(Path(tmp))}
         for k in range(start, start + passes):
@@ -236,6 +307,8 @@ def main() -> None:
     ap.add_argument("--start", type=int, default=1, help="number of the first pass's files")
     ap.add_argument("--cpu", choices=sorted(CPUS), default=None,
                     help="the CPU whose profiles to measure or fit (default: this one)")
+    ap.add_argument("--row-curve", action="store_true",
+                    help="measure this CPU's GEMM row curve (gemm_rows.json), then fit")
     a = ap.parse_args()
     if a.passes < 1:
         ap.error(f"--passes must be >= 1, got {a.passes}")
@@ -244,6 +317,10 @@ def main() -> None:
     cpu = CPUS[a.cpu or this_cpu()]
     if a.profile:
         profile(cpu, a.passes, a.start)
+    elif a.row_curve:
+        if this_cpu() != cpu.device:
+            raise SystemExit(f"this machine is {this_cpu()}, not {cpu.device}")
+        measure_gemm_rows(cpu.results / "gemm_rows.json")
     device = get_device(cpu.device)
     data = {arch: load(cpu, arch) for arch in (*FIT_ARCHS, *HELD_ARCHS)}
     fit_rows = [r for arch in FIT_ARCHS for p in data[arch].values() for rows in p.values()
@@ -256,6 +333,11 @@ def main() -> None:
         "extended, roofline GEMMs": fit(fit_rows, DTYPE, "max", device=device,
                                         extended=True, multiquery_units=THREADS),
     }
+    curve = row_curve(cpu)
+    if curve is not None:
+        models["extended, GEMM row curve"] = fit(fit_rows, DTYPE, device=device,
+                                                 extended=True, multiquery_units=THREADS,
+                                                 gemm_row_curve=curve, fixed_overhead=False)
     sets: dict[str, list[Row]] = {"fit (all kinds)": fit_rows}
     for arch in HELD_ARCHS:
         for kind in KINDS:

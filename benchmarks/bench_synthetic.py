@@ -166,10 +166,17 @@ def main(argv: list[str] | None = None) -> int:
                     help="with --predict-on: draft and target share the device (their "
                          "forwards contend; default on a GPU) or each has its own (default "
                          "on a CPU, where each model runs on its own core)")
+    ap.add_argument("--concurrent", type=float, default=None, metavar="X",
+                    help="with --predict-on: the target's and draft's slowdown beside each "
+                         "other, measured apart before registering (default: from "
+                         "--placement, 1 on two devices)")
     ap.add_argument("--registered", type=Path, default=None,
                     help="a registration (--predict-on) to hold the measured speedups "
                          "against as well")
     a = ap.parse_args(argv)
+    if a.concurrent is not None and not (a.predict_on and 1 <= a.concurrent < float("inf")):
+        ap.error(f"--concurrent must be a number >= 1, with --predict-on; got {a.concurrent}"
+                 + ("" if a.predict_on else " without --predict-on"))
     if a.placement is None:
         a.placement = ("two-devices" if (a.predict_on or "").startswith("cpu")
                        else "one-device")
@@ -253,7 +260,8 @@ def register(a: argparse.Namespace, dtype: str) -> dict[str, Any]:
     prompt = max(lengths)
     hardware = predicted_profiles(target, draft, configs, prompt, device=a.predict_on,
                                   dtype=dtype, context_bucket=DEFAULT_CONTEXT_BUCKET,
-                                  prefill=a.prefill, placement=a.placement)
+                                  prefill=a.prefill, placement=a.placement,
+                                  concurrent=a.concurrent)
     # the calibration's scalar costs (c1, c2, T(b)) where prepare_run times them, predicted
     coef, _, _, source = resolve_coefficients(a.predict_on)
     tshape, dshape = load_shape(target), load_shape(draft)
@@ -284,6 +292,8 @@ def register(a: argparse.Namespace, dtype: str) -> dict[str, Any]:
               + ", ".join(f"{k} {v:.2f}" for k, v in ms.items()))
     return {"registered": timestamp(), "commit": git_commit(), "device": a.predict_on,
             "placement": a.placement, "dtype": dtype, "cost_model": source,
+            "concurrent": hardware[0].concurrent.get(hardware[1].architecture.name)
+            if len(hardware) > 1 else None,
             "target": a.target, "draft": a.draft, "acceptance": a.acceptance,
             "problems": a.problems, "seed": a.seed, "max_steps": a.max_steps,
             "max_step_tokens": a.max_step_tokens, "k1": a.k1, "k2": a.k2,

@@ -4,7 +4,7 @@
 CPU and held them against the decoder model priced from *measured* hardware profiles
 of the run's architectures.  Here the same records are predicted again with every
 measured profile replaced by the analytical cost model's prediction of the same points
-(:func:`specmodel.hardware.predicted.predict_like`, preset ``cpu-this-eager``, which was
+(:func:`specmodel.hardware.predicted.predict_like`, preset ``cpu-epyc-eager``, which was
 fitted on other architectures: SmolLM2-135M and Qwen2.5-1.5B profiles, never on the
 synthetic runs' 8- and 2-layer shapes).  Nothing is re-run: the records are the
 committed ones.  Three pricings of each record, side by side:
@@ -43,9 +43,15 @@ from benchmarks.harness import RESULTS, percent, print_table, write_json  # noqa
 VARIANTS = ("measured", "predicted", "predicted + contention")
 
 
-def records(seed: int) -> list[Path]:
-    """The round records of one committed ``bench_synthetic`` seed."""
-    stem = "synthetic_cpu" if seed == 0 else f"synthetic_cpu_seed{seed}"
+def run_name(seed: int) -> str:
+    """The result name of a committed ``bench_synthetic`` seed of the first sweeps (the
+    full sweep, without ``--continuous``)."""
+    return "synthetic_cpu" if seed == 0 else f"synthetic_cpu_seed{seed}"
+
+
+def records(name: str) -> list[Path]:
+    """The round records of one committed ``bench_synthetic`` run (its result name)."""
+    stem = name
     out = sorted(RESULTS.glob(f"{stem}_round*.run.json"))
     if not out:
         raise SystemExit(f"no records {stem}_round*.run.json in {RESULTS}")
@@ -64,16 +70,19 @@ def repriced(cal: Any, variant: str, preset: str | None) -> Any:
     return cal.model_copy(update={"hardware": hardware})
 
 
-def sweep(seed: int, preset: str | None) -> dict[str, Any]:
-    """Every variant's decoder-model predictions of one seed's rounds."""
+def sweep(name: str, preset: str | None) -> dict[str, Any]:
+    """Every variant's decoder-model predictions of one run's rounds."""
     from specmodel.formats.run_record import load_run_record
     from specmodel.prediction import compare_rounds
 
-    paths = records(seed)
+    paths = records(name)
     recs = [load_run_record(p) for p in paths]
     cal = recs[0].calibration
     assert cal is not None
-    out: dict[str, Any] = {"seed": seed, "records": [str(p.relative_to(ROOT)) for p in paths],
+    seed = recs[0].settings.synthetic.seed if recs[0].settings.synthetic else None
+    out: dict[str, Any] = {"run": name, "seed": seed,
+                           "cpu": recs[0].machine.cpu if recs[0].machine else None,
+                           "records": [str(p.relative_to(ROOT)) for p in paths],
                            "rows": {}}
     priced = {variant: repriced(cal, variant, preset) for variant in VARIANTS}
     for variant in VARIANTS:
@@ -101,20 +110,25 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", default="2,3,4,5,6,7",
                     help="bench_synthetic seeds whose committed records to reprice")
+    ap.add_argument("--runs", default=None,
+                    help="instead of --seeds: result names of committed bench_synthetic "
+                         "runs (e.g. synthetic_cpu_continuous_seed14,...)")
     ap.add_argument("--preset", default=None,
-                    help="cost-model preset (default: the one measured on the device, "
-                         "cpu-this-eager)")
+                    help="cost-model preset (default: the one measured on the records' "
+                         "CPU, cpu-epyc-eager for seeds 0-7)")
     ap.add_argument("--out", default="whatif_synthetic",
                     help="result name under benchmarks/results (NAME.json)")
     ap.add_argument("--figure", default=None, metavar="STEM",
                     help="also write the figure STEM.html (and STEM.png)")
     a = ap.parse_args(argv)
     seeds = [int(s) for s in a.seeds.split(",") if s.strip()]
-    sweeps = [sweep(s, a.preset) for s in seeds]
+    names = ([n.strip() for n in a.runs.split(",") if n.strip()] if a.runs
+             else [run_name(s) for s in seeds])
+    sweeps = [sweep(n, a.preset) for n in names]
     table, errs = [], {v: [] for v in VARIANTS}
     for sw in sweeps:
         for cfg, row in sw["rows"].items():
-            cells = [sw["seed"], cfg, ", ".join(f"{m:.3f}" for m in row["measured_rounds"])]
+            cells = [sw["run"], cfg, ", ".join(f"{m:.3f}" for m in row["measured_rounds"])]
             for v in VARIANTS:
                 d = row[v]
                 cells += [None if d["decoder"] is None else f"{d['decoder']:.3f}",
@@ -122,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
                 if d["error"] is not None:
                     errs[v].append(abs(d["error"]))
             table.append(cells)
-    cols = ["seed", "configuration", "measured (rounds)"]
+    cols = ["run", "configuration", "measured (rounds)"]
     for v in VARIANTS:
         cols += [v, "err"]
     print_table("Decoder model priced by measured vs predicted profiles", cols, table)
@@ -139,16 +153,16 @@ def main(argv: list[str] | None = None) -> int:
         for name, d in sw["decode_surfaces"].items():
             ratios = [d["predicted_ms"][k] / d["measured_ms"][k] - 1
                       for k in d["predicted_ms"]]
-            surf.append([sw["seed"], name, len(ratios),
+            surf.append([sw["run"], name, len(ratios),
                          percent(statistics.median(abs(r) for r in ratios)),
                          percent(max(ratios, key=abs), signed=True),
                          percent(statistics.fmean(ratios), signed=True)])
     print_table("Predicted against measured decode T(b, L) of the runs' profiles",
-                ["seed", "architecture", "points", "median |err|", "max err", "mean err"],
+                ["run", "architecture", "points", "median |err|", "max err", "mean err"],
                 surf)
     write_json(a.out, {"benchmark": "decoder model priced without hardware "
                                     "(bench_whatif_synthetic.py)",
-                       "seeds": seeds, "preset": a.preset or "cpu-this-eager",
+                       "runs": names, "preset": a.preset or "the records' CPU's own",
                        "summary": summary, "sweeps": sweeps})
     if a.figure:
         for path in figure(sweeps, a.figure):
@@ -192,7 +206,7 @@ def figure(sweeps: list[dict[str, Any]], stem: str) -> list[Path]:
                     continue
                 xs.append(row["measured_mean"])
                 ys.append(row[v]["decoder"])
-                text.append(f"seed {sw['seed']}: {cfg}")
+                text.append(f"{sw['run']}: {cfg}")
         top, low = max([top, *xs, *ys]), min([low, *xs, *ys])
         name = ("decoder model, the runs' measured profiles" if v == "measured" else
                 "decoder model, predicted profiles (no hardware run)")
@@ -214,8 +228,9 @@ def figure(sweeps: list[dict[str, Any]], stem: str) -> list[Path]:
                                  line={"color": "grey", "width": 1, "dash": "dot"}))
     fig.update_layout(
         title="Predicted against measured speedup, CPU synthetic-acceptance runs<br><sup>"
-              "bench_synthetic on the 2-core AMD EPYC VM; repriced seeds " +
-              ", ".join(str(sw["seed"]) for sw in sweeps) + "; registered sweeps</sup>",
+              "bench_synthetic on 2-core CPU VMs; repriced: " +
+              ", ".join(sorted({f"{sw['cpu']} seed {sw['seed']}" for sw in sweeps})) +
+              "; registered sweeps</sup>",
         xaxis_title="measured speedup (mean of the rounds)",
         yaxis_title="predicted speedup", template="plotly_white",
         legend={"orientation": "h", "y": -0.18},

@@ -85,7 +85,7 @@ def optimize(
     ] = "same",
     device: Annotated[str, typer.Option(
         "--device", help="What-if: device preset (h100-sxm, h200, a100-80gb-sxm, l40s, "
-        "cpu-this).")] = "h100-sxm",
+        "cpu-epyc, cpu-xeon).")] = "h100-sxm",
     context: Annotated[int, typer.Option(
         "--context", help="What-if: tokens already in each request's context.")] = 4096,
     placement: Annotated[str, typer.Option(

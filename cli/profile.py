@@ -592,7 +592,7 @@ def hardware(
     predict_on: Annotated[str | None, typer.Option(
         "--predict-on", metavar="DEVICE",
         help="Run nothing: predict the same points on a device preset (h100-sxm, h200, "
-             "a100-80gb-sxm, l40s, cpu-this) with the analytical cost model (path "
+             "a100-80gb-sxm, l40s, cpu-epyc, cpu-xeon) with the analytical cost model (path "
              "'predicted'); --device, --path, --attention, --repeats, --warmup and "
              "--threads do not apply.")] = None,
     attention: Annotated[str, typer.Option(

@@ -48,7 +48,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
+from itertools import pairwise
 from typing import Any, Literal
 
 import numpy as np
@@ -64,6 +65,7 @@ __all__ = [
     "PLACEMENTS",
     "CostCoefficients",
     "Features",
+    "RowCurve",
     "Workload",
     "concurrent_seconds",
     "contention",
@@ -75,6 +77,8 @@ __all__ = [
     "predict_seconds",
     "relative_errors",
     "resolve_coefficients",
+    "check_row_curve",
+    "row_factor",
     "transfer",
 ]
 
@@ -181,6 +185,50 @@ class Workload:
         return self.batch * self.q
 
 
+RowCurve = tuple[tuple[int, float], ...]
+"""A measured GEMM row curve: (rows M, time of a weight product of M rows over that of
+one row), M increasing from 1 (factor 1)."""
+
+
+def check_row_curve(name: str, curve: object) -> RowCurve:
+    """``curve`` as a :data:`RowCurve` (pairs of an integer M >= 1, increasing, and a
+    finite factor > 0; the first M is 1 with factor 1); anything else is a one-line
+    ``ValueError`` naming ``name``."""
+    try:
+        pairs = tuple((m, f) for m, f in curve)  # type: ignore[attr-defined]
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a sequence of (rows, factor) pairs, "
+                         f"got {curve!r}") from None
+    out = []
+    for i, (m, f) in enumerate(pairs):
+        if isinstance(m, bool) or not isinstance(m, int) or m < 1 \
+                or (out and m <= out[-1][0]):
+            raise ValueError(f"{name}[{i}] rows must be an integer >= 1, increasing, "
+                             f"got {m!r}")
+        if isinstance(f, bool) or not isinstance(f, int | float) or not math.isfinite(f) \
+                or f <= 0:
+            raise ValueError(f"{name}[{i}] factor must be a finite number > 0, got {f!r}")
+        out.append((m, float(f)))
+    if not out or out[0] != (1, 1.0):
+        raise ValueError(f"{name} must start at (1, 1.0), got {out[:1]!r}")
+    return tuple(out)
+
+
+def row_factor(curve: RowCurve, rows: int) -> float:
+    """The curve's factor at ``rows`` (>= 1): linear between its measured rows; beyond
+    the last, that factor grown in proportion to the rows (products that wide are
+    compute-bound)."""
+    if isinstance(rows, bool) or not isinstance(rows, int) or rows < 1:
+        raise ValueError(f"rows must be an integer >= 1, got {rows!r}")
+    last_m, last_f = curve[-1]
+    if rows >= last_m:
+        return last_f * rows / last_m
+    for (m0, f0), (m1, f1) in pairwise(curve):
+        if m0 <= rows <= m1:
+            return f0 + (f1 - f0) * (rows - m0) / (m1 - m0)
+    return curve[0][1]
+
+
 @dataclass(frozen=True)
 class Features:
     """The counts a forward's time is priced from (bytes, flops, layers)."""
@@ -227,6 +275,13 @@ class Features:
     gemv_weight_bytes: float = 0.0
     """The part of :attr:`weight_bytes` streamed by one-row products (GEMV kernels):
     all of it when the forward processes one token (b·q = 1), else none."""
+    gemm_rows: int = 0
+    """Rows of the forward's layer weight products: the b·q tokens it processes (what a
+    :attr:`CostCoefficients.gemm_row_curve` is read at)."""
+    head_weight_bytes: float = 0.0
+    """The LM head's part of :attr:`weight_bytes`."""
+    head_rows: int = 0
+    """Rows of the LM head's product: the positions whose logits are needed."""
 
     @property
     def kv_bytes(self) -> float:
@@ -238,7 +293,8 @@ class Features:
         """All arithmetic: matmul plus attention flops."""
         return self.matmul_flops + self.attention_flops
 
-    def vector(self, extended: bool = False, units: float = 132.0) -> np.ndarray:
+    def vector(self, extended: bool = False, units: float = 132.0,
+               row_curve: RowCurve | None = None) -> np.ndarray:
         """The regressors the model prices.  Five-term model: 1, layers, weight bytes,
         KV bytes, flops (in the order of :meth:`CostCoefficients.vector`).  Extended
         (:data:`EXTENDED_TERMS`): 1, layers, weight bytes, matmul flops, the KV bytes the
@@ -246,17 +302,29 @@ class Features:
         for the multi-query kernel waves·block bytes and waves·positions, where
         ``waves = ceil(multiquery_ctas / units)`` (``units``: the device's SMs), then
         extra attention kernels, activation bytes and the GEMV weight bytes (the GEMM
-        weight bytes exclude them)."""
+        weight bytes exclude them).  With a ``row_curve`` (extended only) every weight
+        product is priced as one-row products slowed by the curve's factor at
+        :attr:`gemm_rows` (:func:`row_factor`; the LM head's at :attr:`head_rows`): the
+        last column carries the weight bytes times those factors, and the GEMM
+        weight-byte and matmul-flop columns are 0 (the measured curve holds the
+        products' arithmetic as well)."""
         if not extended:
             return np.array([1.0, self.layers, self.weight_bytes, self.kv_bytes,
                              self.flops])
         waves = math.ceil(self.multiquery_ctas / units) if self.multiquery_ctas else 0
-        return np.array([1.0, self.layers, self.weight_bytes - self.gemv_weight_bytes,
-                         self.matmul_flops, self.kv_bytes - self.multiquery_kv_read_bytes,
+        gemm, flops, gemv = (self.weight_bytes - self.gemv_weight_bytes, self.matmul_flops,
+                             self.gemv_weight_bytes)
+        if row_curve is not None:
+            gemm, flops = 0.0, 0.0
+            body = self.weight_bytes - self.head_weight_bytes
+            gemv = (body * row_factor(row_curve, max(self.gemm_rows, 1))
+                    + self.head_weight_bytes * row_factor(row_curve, max(self.head_rows, 1)))
+        return np.array([1.0, self.layers, gemm,
+                         flops, self.kv_bytes - self.multiquery_kv_read_bytes,
                          self.attention_flops, waves * self.multiquery_cta_bytes,
                          waves * self.multiquery_positions,
                          float(self.extra_attention_kernels), self.activation_bytes,
-                         self.gemv_weight_bytes])
+                         gemv])
 
     def to_dict(self) -> dict[str, Any]:
         """The fields, JSON-ready."""
@@ -304,7 +372,9 @@ def features(shape: Shape, workload: Workload, dtype: str = "bfloat16") -> Featu
         extra_attention_kernels=layers if multiquery else 0,
         activation_bytes=float(new * layers * (shape.hidden_size + shape.intermediate_size)
                                * el),
-        gemv_weight_bytes=float(shape.weight_bytes(dtype) if new == 1 else 0))
+        gemv_weight_bytes=float(shape.weight_bytes(dtype) if new == 1 else 0),
+        gemm_rows=new, head_weight_bytes=float(shape.embedding_params * el),
+        head_rows=logit_rows)
 
 
 @dataclass(frozen=True)
@@ -358,6 +428,13 @@ class CostCoefficients:
     """Blocks the device runs at once in the multi-query kernel: its SMs (132 on an
     H100; :func:`transfer` takes the target device's
     :attr:`~specmodel.hardware.devices.Device.compute_units`)."""
+    gemm_row_curve: RowCurve | None = None
+    """Extended model only: the weight products' time by rows, measured on the device
+    (:data:`RowCurve`); None: the roofline of bytes and flops.  A CPU's GEMM library
+    picks its kernel by row count, so a product's time is a step function of the rows
+    no bandwidth or throughput expresses (on the Intel Xeon VM one thread prices 1-3
+    rows alike, 4-6 rows twice that, 8 three times).  With it every weight product is
+    priced at :attr:`gemv_bandwidth` times the curve's factor."""
 
     def __post_init__(self) -> None:
         _check_real("overhead_s", self.overhead_s)
@@ -374,6 +451,12 @@ class CostCoefficients:
         _check_real("multiquery_position_s", self.multiquery_position_s)
         _check_real("attention_kernel_s", self.attention_kernel_s)
         _check_real("multiquery_units", self.multiquery_units, strict=True)
+        if self.gemm_row_curve is not None:
+            if self.multiquery_cta_bandwidth is None:
+                raise ValueError("gemm_row_curve needs the extended model "
+                                 "(multiquery_cta_bandwidth set), got the five-term one")
+            object.__setattr__(self, "gemm_row_curve",
+                               check_row_curve("gemm_row_curve", self.gemm_row_curve))
 
     @property
     def extended(self) -> bool:
@@ -400,7 +483,8 @@ class CostCoefficients:
 
     @classmethod
     def from_vector(cls, x: Sequence[float], combine: str = "additive",
-                    multiquery_units: float = 132.0) -> CostCoefficients:
+                    multiquery_units: float = 132.0,
+                    gemm_row_curve: RowCurve | None = None) -> CostCoefficients:
         """The inverse of :meth:`vector` (a zero reciprocal becomes ``inf``, a negative
         time 0); 5 entries for the five-term model, 10 for the extended one."""
         if len(x) not in (5, 10):
@@ -417,7 +501,8 @@ class CostCoefficients:
                    multiquery_cta_bandwidth=inv(x[5]),
                    multiquery_position_s=max(float(x[6]), 0.0),
                    attention_kernel_s=max(float(x[7]), 0.0), activation_bandwidth=inv(x[8]),
-                   gemv_bandwidth=inv(x[9]), multiquery_units=multiquery_units)
+                   gemv_bandwidth=inv(x[9]), multiquery_units=multiquery_units,
+                   gemm_row_curve=gemm_row_curve)
 
     def efficiencies(self, device: Device, dtype: str = "bfloat16") -> dict[str, float]:
         """The throughputs that scale with the device, as fractions of ``device``'s
@@ -502,7 +587,7 @@ def _linear_design(V: np.ndarray) -> np.ndarray:
 
 
 def _seconds(f: Features, c: CostCoefficients) -> float:
-    v = f.vector(extended=c.extended, units=c.multiquery_units)
+    v = f.vector(extended=c.extended, units=c.multiquery_units, row_curve=c.gemm_row_curve)
     return float(_times(v[None, :], c.vector(), c.combine)[0])
 
 
@@ -516,14 +601,15 @@ def predict_seconds(shape: Shape, workload: Workload, coefficients: CostCoeffici
 
 
 def _check_rows(rows: Iterable[Row], dtype: str, extended: bool = False,
-                units: float = 132.0) -> tuple[np.ndarray, np.ndarray]:
+                units: float = 132.0, row_curve: RowCurve | None = None
+                ) -> tuple[np.ndarray, np.ndarray]:
     X, t = [], []
     for i, row in enumerate(rows):
         if not isinstance(row, tuple | list) or len(row) != 3:
             raise ValueError(f"rows[{i}] must be a (Shape, Workload, seconds) triple")
         shape, workload, seconds = row
         t.append(_check_real(f"rows[{i}] seconds", seconds, strict=True))
-        X.append(features(shape, workload, dtype).vector(extended, units))
+        X.append(features(shape, workload, dtype).vector(extended, units, row_curve))
     if not X:
         raise ValueError("rows must hold at least one measurement, got none")
     return np.array(X), np.array(t)
@@ -532,7 +618,9 @@ def _check_rows(rows: Iterable[Row], dtype: str, extended: bool = False,
 def fit(rows: Iterable[Row], dtype: str = "bfloat16",
         combine: Literal["additive", "max"] = "additive",
         device: Device | None = None, extended: bool = False,
-        multiquery_units: float | None = None) -> CostCoefficients:
+        multiquery_units: float | None = None,
+        gemm_row_curve: RowCurve | None = None,
+        fixed_overhead: bool = True) -> CostCoefficients:
     """Coefficients that minimise the squared relative error over ``rows`` of
     (Shape, Workload, measured seconds), all non-negative.
 
@@ -556,7 +644,14 @@ def fit(rows: Iterable[Row], dtype: str = "bfloat16",
     then applies to the GEMMs alone).  Its rows must include verification or
     shared-prefix forwards and forwards of many tokens, or those terms are not
     identified (NNLS leaves them at their bounds).  ``multiquery_units``: the SMs the
-    waves are counted in (default: ``device``'s, else 132).
+    waves are counted in (default: ``device``'s, else 132).  ``gemm_row_curve``
+    (extended only): the device's measured weight-product time by rows
+    (:attr:`CostCoefficients.gemm_row_curve`), kept in the result.
+    ``fixed_overhead=False`` holds :attr:`CostCoefficients.overhead_s` at 0: where every
+    cost is per operation (eager PyTorch on a CPU: no graph or launch to pay once) and
+    the fit rows' architectures have about as many layers each, a fixed cost and a
+    per-layer one are not told apart, and the fit may put per-layer cost into a fixed
+    one that a shallow architecture then pays in full.
     """
     from scipy.optimize import least_squares, nnls
 
@@ -566,7 +661,11 @@ def fit(rows: Iterable[Row], dtype: str = "bfloat16",
     units = _check_real("multiquery_units", multiquery_units if multiquery_units is not None
                         else (device.compute_units if device is not None else 132.0),
                         strict=True)
-    V, t = _check_rows(rows, dtype, extended, units)
+    if gemm_row_curve is not None:
+        if not extended:
+            raise ValueError("gemm_row_curve needs extended=True")
+        gemm_row_curve = check_row_curve("gemm_row_curve", gemm_row_curve)
+    V, t = _check_rows(rows, dtype, extended, units, gemm_row_curve)
     X = _linear_design(V)
     lower = np.zeros(X.shape[1])
     if device is not None:
@@ -577,15 +676,22 @@ def fit(rows: Iterable[Row], dtype: str = "bfloat16",
             lower[8] = bw
             lower[9] = bw
     A = X / t[:, None]
+    if not fixed_overhead:
+        A[:, 0] = 0.0  # NNLS leaves the coefficient of a zero column at 0
     scale = np.linalg.norm(A, axis=0)
     scale[scale == 0] = 1.0
     rhs = np.ones(len(t)) - A @ lower
     z, _ = nnls(A / scale, rhs, maxiter=50 * A.shape[1])
     if combine == "additive":
-        return CostCoefficients.from_vector(lower + z / scale, multiquery_units=units)
+        return CostCoefficients.from_vector(lower + z / scale, multiquery_units=units,
+                                            gemm_row_curve=gemm_row_curve)
+
+    keep = np.ones_like(z)
+    if not fixed_overhead:
+        keep[0] = 0.0
 
     def residual(zz: np.ndarray) -> np.ndarray:
-        return _times(V, lower + zz / scale, "max") / t - 1.0
+        return _times(V, lower + keep * zz / scale, "max") / t - 1.0
 
     # The max is not linear: start from the additive fit and from variants whose
     # compute term is large enough to bind on some rows; keep the best.
@@ -602,8 +708,9 @@ def fit(rows: Iterable[Row], dtype: str = "bfloat16",
         if best is None or r.cost < best.cost:
             best = r
     assert best is not None
-    return CostCoefficients.from_vector(lower + best.x / scale, combine="max",
-                                        multiquery_units=units)
+    return CostCoefficients.from_vector(lower + keep * best.x / scale, combine="max",
+                                        multiquery_units=units,
+                                        gemm_row_curve=gemm_row_curve)
 
 
 def relative_errors(rows: Iterable[Row], coefficients: CostCoefficients,
@@ -623,7 +730,8 @@ def transfer(coefficients: CostCoefficients, from_device: Device, to_device: Dev
     the nominal numbers; the fixed, per-layer and per-kernel costs are kept as they are,
     and so are the multi-query kernel's per-block bandwidth and per-position cost (what
     one SM pulls is bound by its latency and the loads it keeps in flight, not by the
-    device's bandwidth), its waves counted in ``to_device``'s SMs.
+    device's bandwidth), its waves counted in ``to_device``'s SMs, and the GEMM row
+    curve (the kernel library's choice by rows) is kept too.
 
     This is an extrapolation for a device never measured, not a measurement: real
     efficiencies move with the memory technology, the kernel library and the ratio of
@@ -635,13 +743,14 @@ def transfer(coefficients: CostCoefficients, from_device: Device, to_device: Dev
     from_device = _check_device("from_device", from_device)
     to_device = _check_device("to_device", to_device)
     eff = coefficients.efficiencies(from_device, dtype)
-    return CostCoefficients.from_efficiencies(
+    carried = CostCoefficients.from_efficiencies(
         to_device, overhead_s=coefficients.overhead_s, per_layer_s=coefficients.per_layer_s,
         dtype=dtype, combine=coefficients.combine,
         multiquery_cta_bandwidth=coefficients.multiquery_cta_bandwidth,
         multiquery_position_s=coefficients.multiquery_position_s,
         attention_kernel_s=coefficients.attention_kernel_s,
         multiquery_units=float(to_device.compute_units), **eff)
+    return replace(carried, gemm_row_curve=coefficients.gemm_row_curve)
 
 
 def concurrent_seconds(t_draft: float, t_target: float,
@@ -689,11 +798,12 @@ def seconds_of(f: Features, coefficients: CostCoefficients) -> float:
     return _seconds(f, coefficients)
 
 
-HARDWARE_PRESETS = ("h100-sxm-graph", "cpu-this-eager")
+HARDWARE_PRESETS = ("h100-sxm-graph", "cpu-epyc-eager", "cpu-xeon-eager")
 """Fitted coefficient presets (``specmodel/presets/hardware/NAME.json``): the H100 one
-(reference decoder as CUDA graphs, bf16) and this machine's CPU (the same decoder op
-by op, float32, one thread)."""
-PRESET_DEVICES = {"h100-sxm-graph": "h100-sxm", "cpu-this-eager": "cpu-this"}
+(reference decoder as CUDA graphs, bf16) and one per CPU the project has run on (the
+same decoder op by op, float32, one thread)."""
+PRESET_DEVICES = {"h100-sxm-graph": "h100-sxm", "cpu-epyc-eager": "cpu-epyc",
+                  "cpu-xeon-eager": "cpu-xeon"}
 """The device each preset was measured on (its JSON says the same; a test checks)."""
 
 
@@ -717,6 +827,8 @@ def load_coefficients(name: str = "h100-sxm-graph") -> tuple[CostCoefficients, D
     path = resources.files("specmodel") / "presets" / "hardware" / f"{name}.json"
     data = json.loads(path.read_text(encoding="utf-8"))
     raw = {k: (math.inf if v == "inf" else v) for k, v in data["coefficients"].items()}
+    if raw.get("gemm_row_curve") is not None:
+        raw["gemm_row_curve"] = tuple((int(m), float(f)) for m, f in raw["gemm_row_curve"])
     return CostCoefficients(**raw), get_device(data["device"]), data
 
 

@@ -1,7 +1,8 @@
 """Nominal numbers of the devices a forward can be priced on.
 
-A :class:`Device` holds what a datasheet (or, for ``cpu-this``, a measurement on this
-machine) says: peak memory bandwidth, peak dense matmul throughput per dtype, memory.
+A :class:`Device` holds what a datasheet (or, for the CPUs ``cpu-epyc`` and
+``cpu-xeon``, a measurement on that CPU) says: peak memory bandwidth, peak dense matmul
+throughput per dtype, memory.
 The analytical cost model (:mod:`specmodel.hardware.costmodel`) expresses its fitted
 coefficients as efficiencies relative to these numbers, which is what lets
 :func:`~specmodel.hardware.costmodel.transfer` move a fit to a device never measured.
@@ -21,7 +22,7 @@ class Device:
     """One accelerator's (or CPU's) nominal numbers."""
 
     name: str
-    """Preset name (``h100-sxm``, ``cpu-this``, …)."""
+    """Preset name (``h100-sxm``, ``cpu-xeon``, …)."""
     memory_bandwidth: float
     """Peak memory bandwidth in bytes per second (HBM for a GPU, DRAM for a CPU)."""
     matmul_bf16: float
@@ -89,15 +90,28 @@ DEVICES: dict[str, Device] = {
                "NVIDIA L40S datasheet: 864 GB/s GDDR6, 362.05 TFLOPS dense BF16/FP16 "
                "(733 with sparsity), 91.6 TFLOPS FP32 (TF32 tensor cores: 183 dense), "
                "48 GB; 142 SMs (AD102 as configured for the L40S).", compute_units=142),
-        Device("cpu-this", 32.7 * GB, 188 * 1e9, 188 * 1e9, 25.28 * GB,
-               "Measured on this project's development machine (2-core AMD EPYC under "
-               "KVM, 25.3 GB RAM from `free -b`), 2026-11-23, NumPy 2.3.5 with "
+        Device("cpu-epyc", 32.7 * GB, 188 * 1e9, 188 * 1e9, 25.28 * GB,
+               "Measured on the machine this project began on (2-core AMD EPYC under "
+               "KVM, 25.3 GB RAM from `free -b`; preset `cpu-this` until 2026-11-25), "
+               "2026-11-23, NumPy 2.3.5 with "
                "scipy-openblas 0.3.30: memory_bandwidth = best of 10 np.copyto of a "
                "256 MiB float64 array, counting the bytes read plus the bytes written "
                "(32.7 GB/s; median 31.6); matmul_fp32 = best of 10 float32 2048x2048 "
                "@ 2048x2048 products on 2 OpenBLAS threads, 2*n^3 flops (188 GFLOP/s; "
                "median 184).  NumPy has no bfloat16 GEMM, so matmul_bf16 is set to the "
                "float32 number (a CPU bf16 forward upcasts or runs no faster); 2 cores.",
+               compute_units=2),
+        Device("cpu-xeon", 25.7 * GB, 390 * 1e9, 390 * 1e9, 25.28 * GB,
+               "Measured on the 2-core Intel Xeon VM (`Intel(R) Xeon(R) Processor` in "
+               "/proc/cpuinfo, 25.3 GB RAM from `free -b`) the project's sessions have "
+               "run on since 2026-11-25, that day, NumPy 2.3.5 with scipy-openblas "
+               "0.3.31: memory_bandwidth = best of 10 np.copyto of a 256 MiB float64 "
+               "array, bytes read plus bytes written (25.7 GB/s; median 25.5); "
+               "matmul_fp32 = best of 10 float32 2048x2048 @ 2048x2048 products on 2 "
+               "OpenBLAS threads, 2*n^3 flops (390 GFLOP/s; median 388); "
+               "`python -m benchmarks.bench_cpu_costmodel --profile` measures both "
+               "(benchmarks/results/cpu-xeon/device.json).  matmul_bf16 is set to the "
+               "float32 number, as for cpu-epyc; 2 cores.",
                compute_units=2),
     )
 }

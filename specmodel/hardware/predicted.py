@@ -22,6 +22,7 @@ Which forwards a decoder run can take is :func:`forward_grid` / :func:`profile_p
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
@@ -268,14 +269,20 @@ def predicted_profiles(target: str, draft: str | None, configs: Sequence[Any],
                        placement: Literal["one-device", "two-devices"] = "one-device",
                        overlap: float = 0.10, preset: str | None = None,
                        contexts: Sequence[int] | None = None,
-                       shapes: Mapping[str, Shape] | None = None) -> list[HardwareProfile]:
+                       shapes: Mapping[str, Shape] | None = None,
+                       concurrent: float | None = None) -> list[HardwareProfile]:
     """What ``profiler.engines.synthetic.profile_costs`` would measure, predicted without
     hardware: the same forwards (:func:`profile_points`) priced by the analytical cost
     model on the device preset ``device`` (:func:`predict_profile`), and the target's
     and draft's ``concurrent`` slowdown from their ``placement``
     (:func:`~specmodel.hardware.costmodel.contention`: ``2 − overlap`` when they share
-    one device, 1 on two).  Architectures are embedded names or config paths, or keys of
-    ``shapes`` (name -> :class:`Shape`)."""
+    one device, 1 on two), or ``concurrent`` (>= 1) where that slowdown was measured
+    apart (e.g. two CPU cores that share caches and memory).  Architectures are embedded
+    names or config paths, or keys of ``shapes`` (name -> :class:`Shape`)."""
+    if concurrent is not None and (isinstance(concurrent, bool)
+                                   or not isinstance(concurrent, int | float)
+                                   or not 1 <= concurrent < math.inf):
+        raise ValueError(f"concurrent must be a finite number >= 1 or None, got {concurrent!r}")
     jobs = profile_points(target, draft, configs, prompt_tokens,
                           context_bucket=context_bucket, prefill=prefill, contexts=contexts)
     known = dict(shapes or {})
@@ -283,7 +290,7 @@ def predicted_profiles(target: str, draft: str | None, configs: Sequence[Any],
                            preset=preset)
            for arch, dec, ver in jobs]
     if draft is not None and len(out) > 1:
-        slow = contention(placement, overlap)
+        slow = contention(placement, overlap) if concurrent is None else float(concurrent)
         t, d = out[0], out[1]
         out[0] = t.model_copy(update={"concurrent": {d.architecture.name: slow}})
         out[1] = d.model_copy(update={"concurrent": {t.architecture.name: slow}})

@@ -10,7 +10,7 @@ import pytest
 
 from benchmarks.bench_synthetic import REGISTERED_KEYS, main, registration
 
-ARGS = ["--predict-on", "cpu-this", "--problems", "2", "--max-steps", "3",
+ARGS = ["--predict-on", "cpu-epyc", "--problems", "2", "--max-steps", "3",
         "--max-step-tokens", "16", "--k1", "2", "--k2", "2"]
 
 
@@ -20,8 +20,8 @@ def test_register_then_refuse_to_overwrite_and_check_settings(tmp_path: Path, ca
     assert main([*ARGS, "--out", str(out)]) == 0
     path = tmp_path / "sweep.registered.json"
     reg = json.loads(path.read_text())
-    assert reg["device"] == "cpu-this" and reg["placement"] == "two-devices"
-    assert reg["dtype"] == "float32" and "cpu-this-eager" in reg["cost_model"]
+    assert reg["device"] == "cpu-epyc" and reg["placement"] == "two-devices"
+    assert reg["dtype"] == "float32" and "cpu-epyc-eager" in reg["cost_model"]
     assert {r["config"] for r in reg["rows"]} >= {"target", "sync k1=2 k2=1",
                                                   "async k1=2 k2=2"}
     target = next(r for r in reg["rows"] if r["config"] == "target")
@@ -65,3 +65,28 @@ def test_a_continuous_sweep_is_registered_apart_and_only_async_keeps_async(
                            continuous=True, only_async=True)
     assert [c.label for c in _configs(a)] == ["target", "async k1=3 k2=1",
                                               "async k1=3 k2=1 continuous"]
+
+
+def test_a_contention_measured_apart_is_registered_and_slows_the_async_rows(
+        tmp_path: Path, capsys) -> None:
+    """--concurrent X prices the target's and draft's forwards X times slower while both
+    run (measured apart, e.g. two CPU cores sharing caches): recorded, and every async
+    row predicted slower than on two devices; sync and the baseline are unchanged."""
+    assert main([*ARGS, "--out", str(tmp_path / "free.json")]) == 0
+    assert main([*ARGS, "--concurrent", "1.3", "--out", str(tmp_path / "slow.json")]) == 0
+    free = json.loads((tmp_path / "free.registered.json").read_text())
+    slow = json.loads((tmp_path / "slow.registered.json").read_text())
+    assert free["concurrent"] == 1.0 and slow["concurrent"] == 1.3
+    got = {r["config"]: r["predicted_decoder"] for r in slow["rows"]}
+    for r in free["rows"]:
+        if r["config"].startswith("async"):
+            assert got[r["config"]] < r["predicted_decoder"]
+        else:
+            assert got[r["config"]] == pytest.approx(r["predicted_decoder"], rel=1e-9)
+    for bad in (["--concurrent", "0.5"], ["--concurrent", "nan"]):
+        with pytest.raises(SystemExit):
+            main([*ARGS, *bad, "--out", str(tmp_path / "bad.json")])
+        assert "--concurrent must be a number >= 1" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["--concurrent", "1.2", "--out", str(tmp_path / "bad.json")])
+    assert "without --predict-on" in capsys.readouterr().err

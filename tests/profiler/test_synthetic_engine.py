@@ -320,7 +320,7 @@ def test_profile_costs_feed_the_decoder_model(arch: str, arch2: str) -> None:
     assert architectures(arch, arch2, cfgs) == names  # from the architectures alone
     # what profile_points says and predicted_profiles predicts, no more, no less
     grid = profile_points(arch, arch2, cfgs, 5)
-    pred = predicted_profiles(arch, arch2, cfgs, 5, device="cpu-this")
+    pred = predicted_profiles(arch, arch2, cfgs, 5, device="cpu-epyc")
     for prof, guess, (_, dec, ver) in zip(profs, pred, grid, strict=True):
         keys = {(p.kind, p.batch, p.new_tokens, p.context) for p in prof.points}
         assert keys == set(dec) | set(ver)

@@ -52,6 +52,18 @@ def test_predicted_profiles_carry_the_placements_contention(placement, slow) -> 
     assert t.path == d.path == "predicted" and t.dtype == "bfloat16"
 
 
+def test_a_contention_measured_apart_overrides_the_placements() -> None:
+    cfgs = [SpecConfig(mode="async", k1=2, k2=1, **COMMON)]
+    t, d = predicted_profiles("qwen2.5-1.5b", "qwen2.5-0.5b", cfgs, 30, device="cpu-xeon",
+                              placement="two-devices", concurrent=1.3)
+    assert t.concurrent == {d.architecture.name: 1.3}
+    assert d.concurrent == {t.architecture.name: 1.3}
+    for bad in (0.9, float("inf"), True, "1.2"):
+        with pytest.raises(ValueError, match="concurrent"):
+            predicted_profiles("qwen2.5-1.5b", "qwen2.5-0.5b", cfgs, 30, device="cpu-xeon",
+                               concurrent=bad)
+
+
 def test_a_registration_prices_as_the_record_would() -> None:
     rec = load_run_record(sorted(RESULTS.glob("synthetic_cpu_seed2_round1.run.json"))[0])
     cal = rec.calibration

@@ -177,7 +177,8 @@ def test_device_presets_are_sane() -> None:
         assert d.matmul_bf16 >= d.matmul_fp32 > 0 and d.memory_bandwidth > 0 and d.source
     assert get_device("h100-sxm").memory_bandwidth == 3.35e12
     assert get_device("h200").memory == 141e9
-    assert "2026-11-23" in get_device("cpu-this").source
+    assert "2026-11-23" in get_device("cpu-epyc").source
+    assert "2026-11-25" in get_device("cpu-xeon").source
 
 
 def test_shared_file_rows_load_as_described() -> None:
@@ -338,23 +339,38 @@ def test_graph_preset_is_the_benchmark_fit_and_meets_the_targets_held_out() -> N
         assert np.median(e) <= 0.10 and np.max(e) <= 0.25, name
 
 
-def test_cpu_preset_is_the_benchmark_fit_of_the_committed_cpu_profiles() -> None:
-    """``cpu-this-eager`` is what ``benchmarks/bench_cpu_costmodel.py`` fits on the
-    committed CPU profiles of its fit architectures, in float32 with one thread, and its
-    held-out error is recorded beside it (what it is, not a target: see docs/hardware.md)."""
-    from benchmarks.bench_cpu_costmodel import DTYPE, FIT_ARCHS, THREADS, load
+@pytest.mark.parametrize("cpu", ["cpu-epyc", "cpu-xeon"])
+def test_cpu_preset_is_the_benchmark_fit_of_the_committed_cpu_profiles(cpu) -> None:
+    """Each CPU's ``<device>-eager`` preset is what ``benchmarks/bench_cpu_costmodel.py``
+    fits on that CPU's committed profiles of its fit architectures, in float32 with one
+    thread, and its held-out error is recorded beside it (what it is, not a target: see
+    docs/hardware.md)."""
+    from benchmarks.bench_cpu_costmodel import (
+        CPUS,
+        DTYPE,
+        FIT_ARCHS,
+        THREADS,
+        load,
+        row_curve,
+    )
     from benchmarks.bench_hardware_costmodel import fit_error
     from specmodel.hardware.costmodel import load_coefficients
 
-    rows = [r for arch in FIT_ARCHS for p in load(arch).values() for rs in p.values()
-            for r in rs]
-    preset, device, data = load_coefficients("cpu-this-eager")
-    assert device.name == "cpu-this" and data["dtype"] == DTYPE == "float32"
+    machine = CPUS[cpu]
+    rows = [r for arch in FIT_ARCHS for p in load(machine, arch).values()
+            for rs in p.values() for r in rs]
+    preset, device, data = load_coefficients(machine.preset)
+    assert device.name == cpu and data["dtype"] == DTYPE == "float32"
+    folder = f"{machine.results.relative_to(machine.results.parents[2])}/"
+    assert data["data"]["files"] and all(f.startswith(folder) for f in data["data"]["files"])
     assert preset.multiquery_units == THREADS
+    curve = row_curve(machine)  # measured on that CPU; the variant fitted without one
     got = fit(rows, DTYPE, preset.combine, device=device, extended=True,
-              multiquery_units=THREADS)
+              multiquery_units=THREADS, gemm_row_curve=preset.gemm_row_curve,
+              fixed_overhead=preset.gemm_row_curve is None)
+    assert preset.gemm_row_curve == curve
     np.testing.assert_allclose(got.vector(), preset.vector(), rtol=1e-3, atol=1e-15)
-    other = fit(rows, DTYPE, "max" if preset.combine == "additive" else "additive",
-                device=device, extended=True, multiquery_units=THREADS)
-    assert fit_error(got, rows, DTYPE) <= fit_error(other, rows, DTYPE)
+    others = [fit(rows, DTYPE, c, device=device, extended=True, multiquery_units=THREADS)
+              for c in ("additive", "max")]
+    assert all(fit_error(got, rows, DTYPE) <= fit_error(o, rows, DTYPE) for o in others)
     assert {"held out, decode", "held out, all kinds"} <= set(data["held_out_error"])

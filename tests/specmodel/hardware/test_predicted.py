@@ -49,7 +49,7 @@ def point_specs(draw: st.DrawFn) -> tuple[str, int, int, int, bool]:
 @settings(max_examples=40, deadline=None)
 @given(st.sampled_from(sorted(list_architectures())), st.lists(point_specs(), min_size=1,
                                                                max_size=6),
-       st.sampled_from(["h100-sxm", "h200", "a100-80gb-sxm", "l40s", "cpu-this"]))
+       st.sampled_from(["h100-sxm", "h200", "a100-80gb-sxm", "l40s", "cpu-epyc"]))
 def test_every_point_is_the_cost_model_formula(arch, points, device) -> None:
     prof = predict_profile(arch, points, device=device)
     coef, dev, dtype, _ = resolve_coefficients(device)
@@ -86,7 +86,10 @@ def test_a_measured_profile_is_predicted_on_its_own_grid() -> None:
     errs = sorted(abs(got[k] / want[k] - 1) for k in want if k in got and k[0] <= 32)
     assert errs and errs[len(errs) // 2] < 0.10
     cpu = load_hardware_profile(sorted(CPU.glob("*.eager.pass1.json"))[0])
-    assert predict_like(cpu).device.name == "cpu-this"
+    assert predict_like(cpu).device.name == "cpu-epyc"
+    xeon = cpu.model_copy(update={"device": cpu.device.model_copy(
+        update={"name": "Intel(R) Xeon(R) Processor"})})
+    assert device_preset_of(xeon) == "cpu-xeon"
     h200 = load_hardware_profile(GPU.parent / "h200-2026-11-23" / "qwen2.5-7b.graph.json")
     assert device_preset_of(h200) == "h200" and predict_like(h200).device.name == "h200"
 
@@ -142,8 +145,8 @@ def test_resolve_coefficients_picks_the_device_preset_and_transfers() -> None:
     coef, _, _, source = resolve_coefficients("h200")
     assert coef == transfer(h100, h100_dev, get_device("h200"), "bfloat16")
     assert "transferred to h200" in source
-    _, _, dtype, source = resolve_coefficients("cpu-this")
-    assert dtype == "float32" and "cpu-this-eager" in source
+    _, _, dtype, source = resolve_coefficients("cpu-epyc")
+    assert dtype == "float32" and "cpu-epyc-eager" in source
     given_, _, _, source = resolve_coefficients("h100-sxm", coefficients=h100)
     assert given_ == h100 and source.startswith("given coefficients")
 
@@ -252,3 +255,21 @@ def test_explicit_contexts_replace_the_buckets() -> None:
 
     grid = forward_grid([SpecConfig(k1=2)], 100, 256, contexts=[4000, 100, 4000])
     assert grid["contexts"] == [100, 4000]
+
+
+def test_cpu_names_map_to_the_preset_measured_on_that_cpu() -> None:
+    from benchmarks.bench_cpu_costmodel import CPUS
+    from specmodel.hardware.costmodel import HARDWARE_PRESETS, PRESET_DEVICES
+    from specmodel.hardware.devices import DEVICES
+    from specmodel.hardware.predicted import CPU_NAMES, cpu_preset_of
+
+    assert cpu_preset_of("AMD EPYC 7B13") == "cpu-epyc"
+    assert cpu_preset_of("Intel(R) Xeon(R) Processor") == "cpu-xeon"
+    assert cpu_preset_of("Apple M2") is None
+    with pytest.raises(ValueError, match="name"):
+        cpu_preset_of(3)  # type: ignore[arg-type]
+    # one CPU, one device preset, one coefficient preset, one results folder
+    assert {preset for _, preset in CPU_NAMES} == set(CPUS)
+    for device, machine in CPUS.items():
+        assert device in DEVICES and machine.preset in HARDWARE_PRESETS
+        assert PRESET_DEVICES[machine.preset] == device

@@ -84,9 +84,9 @@ def test_presets_load_and_name_their_device(name) -> None:
 def test_what_if_prices_a_device_with_its_own_preset() -> None:
     """On this CPU the what-if uses the CPU's own fitted preset in float32; on a device
     without one it transfers the H100's."""
-    cpu = what_if("qwen2.5-1.5b", "qwen2.5-0.5b", alpha1=0.6, alpha2=0.3, device="cpu-this",
+    cpu = what_if("qwen2.5-1.5b", "qwen2.5-0.5b", alpha1=0.6, alpha2=0.3, device="cpu-epyc",
                   context=1024)
-    assert "cost model cpu-this-eager (measured on cpu-this)" in cpu.predictions["SD"].model
+    assert "cost model cpu-epyc-eager (measured on cpu-epyc)" in cpu.predictions["SD"].model
     assert "transferred" not in cpu.costs["model"] and cpu.inputs["dtype"] == "float32"
     a100 = what_if(T, D, alpha1=0.6, alpha2=0.3, device="a100-80gb-sxm")
     assert "h100-sxm-graph" in a100.costs["model"] and "transferred" in a100.costs["model"]
