@@ -189,6 +189,15 @@ def registered_runs() -> list[tuple[str, list[tuple[str, float, float]]]]:
     return out
 
 
+def _repriced(sweeps: list[dict[str, Any]]) -> str:
+    """The repriced runs in words, seeds grouped by CPU (``AMD EPYC seeds 2, 3``)."""
+    by_cpu: dict[str, list[str]] = {}
+    for sw in sweeps:
+        by_cpu.setdefault(" ".join(str(sw["cpu"]).split()[:2]), []).append(str(sw["seed"]))
+    return "; ".join(f"{cpu} seed{'s' if len(seeds) > 1 else ''} {', '.join(seeds)}"
+                     for cpu, seeds in by_cpu.items())
+
+
 def figure(sweeps: list[dict[str, Any]], stem: str) -> list[Path]:
     """Predicted against measured speedup: the decoder model priced by the runs' own
     profiles and by predicted ones (the repriced seeds), and the registered sweeps."""
@@ -228,8 +237,7 @@ def figure(sweeps: list[dict[str, Any]], stem: str) -> list[Path]:
                                  line={"color": "grey", "width": 1, "dash": "dot"}))
     fig.update_layout(
         title="Predicted against measured speedup, CPU synthetic-acceptance runs<br><sup>"
-              "bench_synthetic on 2-core CPU VMs; repriced: " +
-              ", ".join(sorted({f"{sw['cpu']} seed {sw['seed']}" for sw in sweeps})) +
+              "bench_synthetic on 2-core CPU VMs; repriced: " + _repriced(sweeps) +
               "; registered sweeps</sup>",
         xaxis_title="measured speedup (mean of the rounds)",
         yaxis_title="predicted speedup", template="plotly_white",
