@@ -58,7 +58,19 @@ THREADS = 1
 """One thread per model, as the project's decoders run on this machine: the blocks of
 an attention kernel run one after another (``multiquery_units`` = 1)."""
 FIT_ARCHS = ("smollm2-135m", "qwen2.5-1.5b")
+"""The architectures every CPU's preset is fitted on."""
 HELD_ARCHS = ("qwen2.5-0.5b", "qwen3-1.7b")
+"""The architectures every CPU's preset is judged on, never fitted."""
+SMALL_ARCHS = {
+    "cpu-small": {"model_type": "llama", "hidden_size": 384, "intermediate_size": 1024,
+                  "num_hidden_layers": 4, "num_attention_heads": 6,
+                  "num_key_value_heads": 2, "vocab_size": 16384,
+                  "tie_word_embeddings": True},
+}
+"""Shallow, narrow shapes fitted beside the models on a CPU whose preset must price
+small models too (4 layers of width 384, about 13 M weights): with only 24-30-layer
+models of width 576-2048 in the fit, a per-layer cost fitted there is charged in
+full to a 2-layer model of width 256.  None is a shape the preset is judged on."""
 GRID = ["--contexts", "256,1024,2048", "--batches", "1,2,4,8", "--verify-tokens", "2,4,8",
         "--verify-batches", "1,4", "--prefill", "32,128,512", "--shared-batches", "4,8",
         "--repeats", "5", "--warmup", "2"]
@@ -74,6 +86,9 @@ class CpuMachine:
     """The device preset (:mod:`specmodel.hardware.devices`) of this CPU."""
     results: Path
     """Folder of its profiles (``ARCH.eager.passN.json``) and ``device.json``."""
+    fit_archs: tuple[str, ...]
+    """The architectures its preset is fitted on (:data:`FIT_ARCHS`, and shapes of
+    :data:`SMALL_ARCHS` where profiled)."""
     synthetic_runs: tuple[str, ...]
     """Synthetic-acceptance runs decoded on this CPU (``results/NAME.json``) whose
     merged profiles priced their decode: a third held-out set, measured in other runs by
@@ -86,9 +101,9 @@ class CpuMachine:
 
 
 CPUS = {m.device: m for m in (
-    CpuMachine("cpu-epyc", RESULTS / "cpu",
+    CpuMachine("cpu-epyc", RESULTS / "cpu", FIT_ARCHS,
                tuple(f"synthetic_cpu_seed{s}" for s in (2, 3, 4, 5, 6, 7))),
-    CpuMachine("cpu-xeon", RESULTS / "cpu-xeon",
+    CpuMachine("cpu-xeon", RESULTS / "cpu-xeon", (*FIT_ARCHS, "cpu-small"),
                tuple(f"synthetic_cpu_continuous_seed{s}" for s in (14, 15))),
 )}
 """The CPUs measured so far (the project's shared VMs have run on both)."""
@@ -151,16 +166,21 @@ def measure_device(out: Path, repeats: int = 10) -> dict[str, Any]:
     return result
 
 
-def _smollm_folder(tmp: Path) -> str:
-    """SmolLM2-135M's ``config.json`` from its pack (the architecture alone, named by
-    its folder)."""
+def _folders(tmp: Path) -> dict[str, str]:
+    """Folders holding the ``config.json`` of the architectures that are not embedded
+    names (named by their folder): SmolLM2-135M's from its pack, and
+    :data:`SMALL_ARCHS`."""
     from profiler.packs import resolve_model
 
-    folder = tmp / "smollm2-135m"
-    folder.mkdir(parents=True, exist_ok=True)
-    src = resolve_model("smollm2-135m") / "config.json"
-    (folder / "config.json").write_text(src.read_text(encoding="utf-8"), encoding="utf-8")
-    return str(folder)
+    configs = {"smollm2-135m": (resolve_model("smollm2-135m") / "config.json").read_text(
+        encoding="utf-8"), **{k: json.dumps(v) for k, v in SMALL_ARCHS.items()}}
+    out = {}
+    for name, text in configs.items():
+        folder = tmp / name
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "config.json").write_text(text, encoding="utf-8")
+        out[name] = str(folder)
+    return out
 
 
 ROW_GRID = (*range(1, 17), 20, 24, 32, 48, 64, 128, 256, 512)
@@ -231,18 +251,23 @@ def row_curve(cpu: CpuMachine) -> tuple[tuple[int, float], ...] | None:
     return tuple((int(m), float(f)) for m, f in data["gemm_row_curve"])
 
 
-def profile(cpu: CpuMachine, passes: int, start: int = 1) -> None:
-    """Measure this CPU's nominal numbers, then every architecture ``passes`` times into
-    ``cpu.results`` (files numbered from ``start``)."""
+def profile(cpu: CpuMachine, passes: int, start: int = 1,
+            archs: tuple[str, ...] | None = None) -> None:
+    """Measure this CPU's nominal numbers, then every architecture (or ``archs``)
+    ``passes`` times into ``cpu.results`` (files numbered from ``start``)."""
+    every = (*cpu.fit_archs, *HELD_ARCHS)
+    unknown = sorted(set(archs or ()) - set(every))
+    if unknown:
+        raise SystemExit(f"--archs must be among {', '.join(every)}, got {unknown}")
     if this_cpu() != cpu.device:
         raise SystemExit(f"this machine is {this_cpu()}, not {cpu.device}: its profiles "
                          "would be filed under the wrong CPU")
     measure_device(cpu.results / "device.json")
     measure_gemm_rows(cpu.results / "gemm_rows.json")
     with tempfile.TemporaryDirectory() as tmp:
-        source = {"smollm2-135m": _smollm_folder(Path(tmp))}
+        source = _folders(Path(tmp))
         for k in range(start, start + passes):
-            for arch in (*FIT_ARCHS, *HELD_ARCHS):
+            for arch in archs or every:
                 out = cpu.results / f"{arch}.eager.pass{k}.json"
                 t0 = time.perf_counter()
                 cmd = [sys.executable, "-m", "profiler.hardware", source.get(arch, arch),
@@ -307,6 +332,8 @@ def main() -> None:
     ap.add_argument("--start", type=int, default=1, help="number of the first pass's files")
     ap.add_argument("--cpu", choices=sorted(CPUS), default=None,
                     help="the CPU whose profiles to measure or fit (default: this one)")
+    ap.add_argument("--archs", default=None,
+                    help="with --profile: only these architectures (comma-separated)")
     ap.add_argument("--row-curve", action="store_true",
                     help="measure this CPU's GEMM row curve (gemm_rows.json), then fit")
     a = ap.parse_args()
@@ -316,14 +343,15 @@ def main() -> None:
         ap.error(f"--start must be >= 1, got {a.start}")
     cpu = CPUS[a.cpu or this_cpu()]
     if a.profile:
-        profile(cpu, a.passes, a.start)
+        profile(cpu, a.passes, a.start,
+                None if a.archs is None else tuple(x.strip() for x in a.archs.split(",")))
     elif a.row_curve:
         if this_cpu() != cpu.device:
             raise SystemExit(f"this machine is {this_cpu()}, not {cpu.device}")
         measure_gemm_rows(cpu.results / "gemm_rows.json")
     device = get_device(cpu.device)
-    data = {arch: load(cpu, arch) for arch in (*FIT_ARCHS, *HELD_ARCHS)}
-    fit_rows = [r for arch in FIT_ARCHS for p in data[arch].values() for rows in p.values()
+    data = {arch: load(cpu, arch) for arch in (*cpu.fit_archs, *HELD_ARCHS)}
+    fit_rows = [r for arch in cpu.fit_archs for p in data[arch].values() for rows in p.values()
                 for r in rows]
     models: dict[str, CostCoefficients] = {
         "5-term, decode fit": fit([r for r in fit_rows if r[1].q == 1
@@ -358,7 +386,7 @@ def main() -> None:
             table.append([name, s, r["n"], percent(r["median_abs"]), percent(r["max_abs"]),
                           percent(r["mean_signed"], signed=True)])
     print_table(f"{cpu.device} eager profiles, float32, {THREADS} thread "
-                f"(fit: {', '.join(FIT_ARCHS)}; held out: {', '.join(HELD_ARCHS)}): "
+                f"(fit: {', '.join(cpu.fit_archs)}; held out: {', '.join(HELD_ARCHS)}): "
                 "|relative error|",
                 ["model", "set", "rows", "median", "max", "mean (signed)"], table)
     print_coefficients(models, device, DTYPE)
@@ -380,13 +408,13 @@ def main() -> None:
                           f" cores, shared VM), torch {first['versions'].get('torch')}, "
                           f"{first['date'][:10]}; float32 random weights; reference "
                           f"decoder op by op, {THREADS} thread; median of 5 forwards",
-              "fit_rows": f"{', '.join(FIT_ARCHS)}: every kind, every pass",
+              "fit_rows": f"{', '.join(cpu.fit_archs)}: every kind, every pass",
               "held_out": f"{', '.join(HELD_ARCHS)} (every kind)"},
         held_out_error={s: summary[chosen_name][s] for s in sets if s != "fit (all kinds)"},
         caveat="This machine is shared and noisy (see the noise floor); eager PyTorch "
                "on one thread, not a serving engine.")
     write_json(f"cpu_costmodel_{cpu.device}", {
-        "device": cpu.device, "dtype": DTYPE, "threads": THREADS, "fit_archs": FIT_ARCHS,
+        "device": cpu.device, "dtype": DTYPE, "threads": THREADS, "fit_archs": cpu.fit_archs,
         "held_archs": HELD_ARCHS, "models": {n: c.to_dict() for n, c in models.items()},
         "summary": summary, "pass_spread": spread, "preset": cpu.preset,
         "preset_variant": chosen_name})

@@ -348,7 +348,6 @@ def test_cpu_preset_is_the_benchmark_fit_of_the_committed_cpu_profiles(cpu) -> N
     from benchmarks.bench_cpu_costmodel import (
         CPUS,
         DTYPE,
-        FIT_ARCHS,
         THREADS,
         load,
         row_curve,
@@ -357,7 +356,7 @@ def test_cpu_preset_is_the_benchmark_fit_of_the_committed_cpu_profiles(cpu) -> N
     from specmodel.hardware.costmodel import load_coefficients
 
     machine = CPUS[cpu]
-    rows = [r for arch in FIT_ARCHS for p in load(machine, arch).values()
+    rows = [r for arch in machine.fit_archs for p in load(machine, arch).values()
             for rs in p.values() for r in rs]
     preset, device, data = load_coefficients(machine.preset)
     assert device.name == cpu and data["dtype"] == DTYPE == "float32"
