@@ -253,8 +253,9 @@ def row_curve(cpu: CpuMachine) -> tuple[tuple[int, float], ...] | None:
 
 def profile(cpu: CpuMachine, passes: int, start: int = 1,
             archs: tuple[str, ...] | None = None) -> None:
-    """Measure this CPU's nominal numbers, then every architecture (or ``archs``)
-    ``passes`` times into ``cpu.results`` (files numbered from ``start``)."""
+    """Measure this CPU's nominal numbers and GEMM row curve, then every architecture
+    ``passes`` times into ``cpu.results`` (files numbered from ``start``); with
+    ``archs``, those architectures only (the device files are kept)."""
     every = (*cpu.fit_archs, *HELD_ARCHS)
     unknown = sorted(set(archs or ()) - set(every))
     if unknown:
@@ -262,8 +263,9 @@ def profile(cpu: CpuMachine, passes: int, start: int = 1,
     if this_cpu() != cpu.device:
         raise SystemExit(f"this machine is {this_cpu()}, not {cpu.device}: its profiles "
                          "would be filed under the wrong CPU")
-    measure_device(cpu.results / "device.json")
-    measure_gemm_rows(cpu.results / "gemm_rows.json")
+    if archs is None:  # a whole profile: the device's numbers and curve first
+        measure_device(cpu.results / "device.json")
+        measure_gemm_rows(cpu.results / "gemm_rows.json")
     with tempfile.TemporaryDirectory() as tmp:
         source = _folders(Path(tmp))
         for k in range(start, start + passes):
