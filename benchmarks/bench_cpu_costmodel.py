@@ -49,7 +49,14 @@ from benchmarks.bench_hardware_costmodel import (
     print_coefficients,
     write_preset,
 )
-from benchmarks.harness import RESULTS, percent, print_table, write_json
+from benchmarks.harness import (
+    RESULTS,
+    best_of,
+    machine,
+    percent,
+    print_table,
+    write_json,
+)
 from specmodel.hardware.costmodel import CostCoefficients, fit
 from specmodel.hardware.devices import get_device
 
@@ -127,43 +134,48 @@ def measure_device(out: Path, repeats: int = 10) -> dict[str, Any]:
     """This CPU's nominal numbers, as the device presets record them: memory bandwidth
     (best of ``repeats`` ``np.copyto`` of a 256 MiB float64 array, bytes read plus
     bytes written) and float32 matmul throughput (best of ``repeats`` 2048 x 2048
-    products on every core, 2 n^3 flops); written to ``out``."""
-    from profiler.environment import machine_description, package_versions
+    products on every core, 2 n^3 flops); written to ``out`` with the machine."""
+    from profiler.environment import package_versions
 
     src = np.ones(2**25)
     dst = np.empty_like(src)
-    copies = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        np.copyto(dst, src)
-        copies.append(time.perf_counter() - t0)
     a = np.random.default_rng(0).standard_normal((2048, 2048), dtype=np.float32)
     b = a.T.copy()
     a @ b
-    products = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        a @ b
-        products.append(time.perf_counter() - t0)
+    copy = best_of(lambda: np.copyto(dst, src), repeats)
+    product = best_of(lambda: a @ b, repeats)
     moved, flops = 2 * src.nbytes, 2 * 2048**3
     result = {
-        "machine": machine_description(), "versions": package_versions(),
-        "numpy": np.__version__, "date": time.strftime("%Y-%m-%dT%H:%M:%S+00:00",
-                                                       time.gmtime()),
-        "memory_bandwidth": moved / min(copies),
-        "memory_bandwidth_median": moved / float(np.median(copies)),
-        "matmul_fp32": flops / min(products),
-        "matmul_fp32_median": flops / float(np.median(products)),
+        "machine": machine(), "versions": package_versions(),
+        "memory_bandwidth": moved / copy["best_s"],
+        "memory_bandwidth_median": moved / copy["median_s"],
+        "matmul_fp32": flops / product["best_s"],
+        "matmul_fp32_median": flops / product["median_s"],
         "method": f"best of {repeats} np.copyto of a 256 MiB float64 array (bytes read + "
                   f"written); best of {repeats} float32 2048x2048 @ 2048x2048, 2 n^3 flops",
     }
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    _write(out, result)
     print(f"{result['machine']['cpu']}: {result['memory_bandwidth'] / 1e9:.1f} GB/s "
           f"(median {result['memory_bandwidth_median'] / 1e9:.1f}), "
           f"{result['matmul_fp32'] / 1e9:.0f} GFLOP/s float32 "
           f"(median {result['matmul_fp32_median'] / 1e9:.0f})", flush=True)
     return result
+
+
+def _write(out: Path, payload: dict[str, Any]) -> None:
+    """``payload`` at ``out`` (:func:`benchmarks.harness.write_json`: atomically, with
+    the machine and the date)."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_json(out.stem, payload, out.parent)
+
+
+def _check_here(cpu: CpuMachine) -> None:
+    """Refuse (one-line ``SystemExit``) to measure ``cpu`` on another CPU: its files
+    would be filed under the wrong one."""
+    here = this_cpu()
+    if here != cpu.device:
+        raise SystemExit(f"this machine is {here}, not {cpu.device}: its measurements "
+                         "would be filed under the wrong CPU")
 
 
 def _folders(tmp: Path) -> dict[str, str]:
@@ -204,7 +216,7 @@ def measure_gemm_rows(out: Path, repeats: int = 9,
 
     import torch
 
-    from profiler.environment import machine_description, package_versions
+    from profiler.environment import package_versions
 
     torch.set_num_threads(THREADS)
     gen = torch.Generator().manual_seed(0)
@@ -219,25 +231,19 @@ def measure_gemm_rows(out: Path, repeats: int = 9,
                 x = torch.randn(m, k, generator=gen)
                 for _ in range(2):
                     torch.nn.functional.linear(x, w)
-                ts = []
-                for _ in range(repeats):
-                    t0 = time.perf_counter()
-                    torch.nn.functional.linear(x, w)
-                    ts.append(time.perf_counter() - t0)
-                times[m] = statistics.median(ts)
+                times[m] = best_of(lambda x=x, w=w: torch.nn.functional.linear(x, w),
+                                   repeats)["median_s"]
             for m in grid:
                 ratios[m].append(times[m] / times[1])
     curve = [[m, 1.0 if m == 1 else round(statistics.median(r), 4)]
              for m, r in ratios.items()]
-    result = {"machine": machine_description(), "versions": package_versions(),
-              "date": time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime()),
-              "threads": THREADS, "shapes": [list(s) for s in shapes],
+    result = {"machine": machine(), "versions": package_versions(), "threads": THREADS,
+              "shapes": [list(s) for s in shapes],
               "method": f"median of {repeats} float32 torch.nn.functional.linear calls of "
                         "M rows over that of one row, per shape; the median over shapes",
               "by_shape": {str(m): [round(v, 4) for v in r] for m, r in ratios.items()},
               "gemm_row_curve": curve}
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    _write(out, result)
     print("GEMM row curve: " + ", ".join(f"{m}: {f:.2f}" for m, f in curve), flush=True)
     return result
 
@@ -260,9 +266,7 @@ def profile(cpu: CpuMachine, passes: int, start: int = 1,
     unknown = sorted(set(archs or ()) - set(every))
     if unknown:
         raise SystemExit(f"--archs must be among {', '.join(every)}, got {unknown}")
-    if this_cpu() != cpu.device:
-        raise SystemExit(f"this machine is {this_cpu()}, not {cpu.device}: its profiles "
-                         "would be filed under the wrong CPU")
+    _check_here(cpu)
     if archs is None:  # a whole profile: the device's numbers and curve first
         measure_device(cpu.results / "device.json")
         measure_gemm_rows(cpu.results / "gemm_rows.json")
@@ -348,8 +352,7 @@ def main() -> None:
         profile(cpu, a.passes, a.start,
                 None if a.archs is None else tuple(x.strip() for x in a.archs.split(",")))
     elif a.row_curve:
-        if this_cpu() != cpu.device:
-            raise SystemExit(f"this machine is {this_cpu()}, not {cpu.device}")
+        _check_here(cpu)
         measure_gemm_rows(cpu.results / "gemm_rows.json")
     device = get_device(cpu.device)
     data = {arch: load(cpu, arch) for arch in (*cpu.fit_archs, *HELD_ARCHS)}

@@ -201,14 +201,11 @@ def check_row_curve(name: str, curve: object) -> RowCurve:
                          f"got {curve!r}") from None
     out = []
     for i, (m, f) in enumerate(pairs):
-        if isinstance(m, bool) or not isinstance(m, int) or m < 1 \
-                or (out and m <= out[-1][0]):
-            raise ValueError(f"{name}[{i}] rows must be an integer >= 1, increasing, "
-                             f"got {m!r}")
-        if isinstance(f, bool) or not isinstance(f, int | float) or not math.isfinite(f) \
-                or f <= 0:
-            raise ValueError(f"{name}[{i}] factor must be a finite number > 0, got {f!r}")
-        out.append((m, float(f)))
+        rows = _check_int(f"{name}[{i}] rows", m, 1)
+        if out and rows <= out[-1][0]:
+            raise ValueError(f"{name}[{i}] rows must be increasing, got {m!r} after "
+                             f"{out[-1][0]}")
+        out.append((rows, _check_real(f"{name}[{i}] factor", f, strict=True)))
     if not out or out[0] != (1, 1.0):
         raise ValueError(f"{name} must start at (1, 1.0), got {out[:1]!r}")
     return tuple(out)
@@ -218,8 +215,7 @@ def row_factor(curve: RowCurve, rows: int) -> float:
     """The curve's factor at ``rows`` (>= 1): linear between its measured rows; beyond
     the last, that factor grown in proportion to the rows (products that wide are
     compute-bound)."""
-    if isinstance(rows, bool) or not isinstance(rows, int) or rows < 1:
-        raise ValueError(f"rows must be an integer >= 1, got {rows!r}")
+    rows = _check_int("rows", rows, 1)
     last_m, last_f = curve[-1]
     if rows >= last_m:
         return last_f * rows / last_m

@@ -22,7 +22,6 @@ Which forwards a decoder run can take is :func:`forward_grid` / :func:`profile_p
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
@@ -31,6 +30,7 @@ from specmodel.formats.jsonio import timestamp
 from specmodel.hardware.costmodel import (
     LAYOUTS,
     CostCoefficients,
+    _check_real,
     contention,
     features,
     resolve_coefficients,
@@ -279,10 +279,8 @@ def predicted_profiles(target: str, draft: str | None, configs: Sequence[Any],
     one device, 1 on two), or ``concurrent`` (>= 1) where that slowdown was measured
     apart (e.g. two CPU cores that share caches and memory).  Architectures are embedded
     names or config paths, or keys of ``shapes`` (name -> :class:`Shape`)."""
-    if concurrent is not None and (isinstance(concurrent, bool)
-                                   or not isinstance(concurrent, int | float)
-                                   or not 1 <= concurrent < math.inf):
-        raise ValueError(f"concurrent must be a finite number >= 1 or None, got {concurrent!r}")
+    if concurrent is not None:
+        concurrent = _check_real("concurrent", concurrent, low=1.0)
     jobs = profile_points(target, draft, configs, prompt_tokens,
                           context_bucket=context_bucket, prefill=prefill, contexts=contexts)
     known = dict(shapes or {})
