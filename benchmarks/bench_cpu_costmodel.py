@@ -15,7 +15,8 @@ GEMM row curve (``gemm_rows.json``: a weight product's time by rows, which the
 ``extended, GEMM row curve`` variant prices with), and refuses to file profiles under a
 CPU other than the one it runs on; ``--row-curve`` measures the curve alone.
 
-Fit: SmolLM2-135M (Llama, head dim 64) and Qwen2.5-1.5B (head dim 128), every pass.
+Fit: SmolLM2-135M (Llama, head dim 64) and Qwen2.5-1.5B (head dim 128), every pass, and
+on the Xeon the small shape ``cpu-small`` (:data:`SMALL_ARCHS`).
 Held out: Qwen2.5-0.5B and Qwen3-1.7B.  Between passes the same point is measured
 again, which gives the noise floor the model's error is read against.
 
