@@ -1,23 +1,29 @@
-"""Forward audit of the async schedules: where a synthetic run's time went, forward by
-forward, beside where the decoder model puts it.
+"""Forward audit of the decoder's schedules: where a synthetic run's time went, forward
+by forward, beside where the decoder model puts it.
 
-Runs the target alone, async with one target call at a time and async with continuous
-target batching on the synthetic engines (``bench_synthetic``'s architectures, problems
-and acceptance), logging every decode forward of both models (rows, context, start and
-end), and profiles the forwards before and after the rounds as ``bench_synthetic``
-does.  For each configuration it sets side by side:
+Runs the target alone and the chosen speculative schedules (sync, async with one
+target call at a time, async with continuous target batching; ``--configs``) on the
+synthetic engines (``bench_synthetic``'s architectures, problems and acceptance),
+logging every forward of both models (role, rows, new tokens, context, start and end:
+decodes, token verifications and prefills), and profiles the forwards before and after
+the rounds as ``bench_synthetic`` does.  For each configuration it sets side by side:
 
 * the measured time per token, and the decoder model's, at the calibration's step
   acceptance and at the acceptance the run drew (:func:`specmodel.prediction.at_run_acceptance`);
 * the target's decode iterations per committed step by the rows they ran, measured and
   as the decoder model simulates them at the run's acceptance (its counters
   ``target_iterations_b<b>``);
-* each kind of forward's measured time over its profiled price (the surface the model
-  prices with), alone and beside a forward of the other model.
+* each kind of decode forward's measured time over its profiled price (the surface the
+  model prices with), alone and beside a forward of the other model;
+* per role, per committed token: the model's time inside the role's calls (its
+  counters ``<role>_seconds``), the forwards the run ran priced by the same surfaces
+  (``priced``), their measured time (``forwards``) and the measured time inside the
+  calls (``calls``), with the forwards by kind (decode, verify, prefill).
 
-So an error of the decoder model splits into the acceptance the run drew, the
-schedule (how many iterations of how many rows) and the price of a forward.  Timing
-never decides a test; this is a measurement.
+So an error of the decoder model splits into the acceptance the run drew, the schedule
+(model against ``priced``: how many forwards of which shape), the price of a forward
+(``priced`` against ``forwards``) and the time in a call outside its forwards
+(``forwards`` against ``calls``).  Timing never decides a test; this is a measurement.
 
 Usage::
 
@@ -28,7 +34,6 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import threading
 import time
@@ -47,12 +52,18 @@ ROWS = (1, 2, 3, 4)
 into the last)."""
 
 
+Forward = tuple[str, str, int, int, int, float, float]
+"""A logged forward: (role, kind, rows b, new tokens q, context L, start, end); kind is
+decode (q = 1), verify (a token-speculation pass) or prefill (eager, ``graph`` False)."""
+KINDS = ("decode", "verify", "prefill")
+
+
 class ForwardLog:
-    """Every decode forward (q = 1) of the engines it wraps: (role, rows, context,
-    start, end), appended by whichever thread ran it."""
+    """Every forward of the engines it wraps (:data:`Forward`), appended by whichever
+    thread ran it."""
 
     def __init__(self) -> None:
-        self.rows: list[tuple[str, int, int, float, float]] = []
+        self.rows: list[Forward] = []
         self._lock = threading.Lock()
 
     def wrap(self, forwards: Any, role: str) -> None:
@@ -63,13 +74,13 @@ class ForwardLog:
             t0 = time.perf_counter()
             run(b, q, L, graph)
             t1 = time.perf_counter()
-            if q == 1:
-                with self._lock:
-                    self.rows.append((role, b, L, t0, t1))
+            kind = "prefill" if not graph else "decode" if q == 1 else "verify"
+            with self._lock:
+                self.rows.append((role, kind, b, q, L, t0, t1))
 
         forwards.run = logged
 
-    def take(self) -> list[tuple[str, int, int, float, float]]:
+    def take(self) -> list[Forward]:
         with self._lock:
             out, self.rows = self.rows, []
         return out
@@ -93,17 +104,21 @@ def _bucket(b: int) -> int:
 
 
 def measured_mix(runs: list[dict[str, Any]], price: Any) -> dict[str, Any]:
-    """Per committed token: the target's decode iterations by rows, and each kind of
-    forward's measured time over its price (``price(role, b, L)`` seconds), alone or
-    beside a forward of the other model (more than 95 % of it covered)."""
+    """Per committed token: the target's decode iterations by rows (a decode forward, or
+    with token speculation a pass's verification forward), and the iterations' measured
+    time over their price (``price(role, b, q, L)`` seconds) by role and rows, alone or
+    beside a forward of the other model (more than 95 % of it covered); prefills are
+    not iterations."""
     tokens = sum(r["tokens"] for r in runs)
     by_rows: dict[int, int] = defaultdict(int)
     ratio: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0, 0])
     for r in runs:
         log = r["log"]
-        spans = {role: sorted((s, e) for ro, _, _, s, e in log if ro == role)
+        spans = {role: sorted((s, e) for ro, _, _, _, _, s, e in log if ro == role)
                  for role in ("target", "draft")}
-        for role, b, L, s, e in log:
+        for role, kind, b, q, L, s, e in log:
+            if kind == "prefill":
+                continue
             other = spans["draft" if role == "target" else "target"]
             covered = _overlap((s, e), other) / max(e - s, 1e-12)
             where = "alone" if covered < 0.05 else "beside" if covered > 0.95 else "part"
@@ -113,7 +128,7 @@ def measured_mix(runs: list[dict[str, Any]], price: Any) -> dict[str, Any]:
                     continue
                 acc = ratio[key]
                 acc[0] += e - s
-                acc[1] += price(role, b, L)
+                acc[1] += price(role, b, q, L)
                 acc[2] += 1
             if role == "target":
                 by_rows[_bucket(b)] += 1
@@ -123,6 +138,39 @@ def measured_mix(runs: list[dict[str, Any]], price: Any) -> dict[str, Any]:
                             "measured_over_price": v[0] / v[1] if v[1] > 0 else None}
                         for k, v in sorted(ratio.items())},
     }
+
+
+def role_split(runs: list[dict[str, Any]], price: Any, counters: dict[str, float]
+               ) -> dict[str, dict[str, Any]]:
+    """Per role, ms per committed token: ``model`` (the decoder model's time inside the
+    role's calls, its counters ``<role>_seconds``), ``priced`` (the forwards the run ran
+    at ``price(role, b, q, L)``), ``forwards`` (their measured time), ``calls`` (the
+    measured time inside the role's calls), and ``by_kind``: decode, verify and prefill
+    forwards per token with their priced and measured ms per token."""
+    tokens = sum(r["tokens"] for r in runs)
+    out: dict[str, dict[str, Any]] = {}
+    for role in ("target", "draft"):
+        kinds = {k: [0, 0.0, 0.0] for k in KINDS}
+        for r in runs:
+            for ro, kind, b, q, L, s, e in r["log"]:
+                if ro == role:
+                    acc = kinds[kind]
+                    acc[0] += 1
+                    acc[1] += price(role, b, q, L)
+                    acc[2] += e - s
+        if not any(v[0] for v in kinds.values()):
+            continue
+        per = 1e3 / tokens
+        model = counters.get(f"{role}_seconds")
+        out[role] = {
+            "model": None if model is None else 1e3 * model / counters["output_tokens"],
+            "priced": per * sum(v[1] for v in kinds.values()),
+            "forwards": per * sum(v[2] for v in kinds.values()),
+            "calls": per * sum(r[f"{role}_seconds"] for r in runs),
+            "by_kind": {k: {"forwards_per_token": v[0] / tokens, "priced": per * v[1],
+                            "forwards": per * v[2]} for k, v in kinds.items() if v[0]},
+        }
+    return out
 
 
 def model_mix(counters: dict[str, float]) -> dict[str, float]:
@@ -140,30 +188,35 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--draft", default="bench-draft")
     ap.add_argument("--acceptance", default="lr-paper-gsm8k-deepseek")
     ap.add_argument("--k1", type=int, default=3)
+    ap.add_argument("--k2", type=int, default=3,
+                    help="tokens per pass of the hybrids' token speculation (1: no hybrid)")
     ap.add_argument("--problems", type=int, default=24)
     ap.add_argument("--max-steps", type=int, default=12)
     ap.add_argument("--max-step-tokens", type=int, default=48)
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--seed", type=int, default=13)
+    ap.add_argument("--draws", default="position", choices=["position", "prefix"],
+                    help="what keys a synthetic step's draws (bench_synthetic --draws; "
+                         "prefix reproduces the audits before 2026-11-25)")
     ap.add_argument("--profile-repeats", type=int, default=3)
     ap.add_argument("--out", default=None,
                     help="summary JSON (default: benchmarks/results/schedule_audit.json)")
     a = ap.parse_args(argv)
-    for name in ("k1", "problems", "rounds", "max_steps", "max_step_tokens"):
+    for name in ("k1", "k2", "problems", "rounds", "max_steps", "max_step_tokens"):
         if getattr(a, name) < (2 if name == "k1" else 1):
             print(f"error: --{name.replace('_', '-')} must be >= "
                   f"{2 if name == 'k1' else 1}", file=sys.stderr)
             return 2
+    from benchmarks.harness import write_json
+
     out = Path(a.out or ROOT / "benchmarks" / "results" / "schedule_audit.json")
     summary = run(a)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
-    print(f"wrote {out}")
+    write_json(out.name.removesuffix(".json"), summary, out.parent)
     return 0
 
 
 def run(a: argparse.Namespace) -> dict[str, Any]:
-    from benchmarks.bench_synthetic import _problems, _settings, engines
+    from benchmarks.bench_synthetic import _configs, _problems, _settings, engines
     from profiler.decoder import LookaheadDecoder
     from profiler.engines.synthetic import (
         merge_profiles,
@@ -171,9 +224,8 @@ def run(a: argparse.Namespace) -> dict[str, Any]:
         profile_costs,
         with_costs,
     )
-    from profiler.environment import machine_description, package_versions
+    from profiler.environment import package_versions
     from profiler.problems import format_prompt
-    from specmodel.config import SpecConfig
     from specmodel.decodermodel import CostModel, EngineBehaviour
     from specmodel.prediction import at_run_acceptance, decoder_prediction
 
@@ -181,12 +233,8 @@ def run(a: argparse.Namespace) -> dict[str, Any]:
     acc, (target, tgt), (draft, drf) = engines(a, "float32")
     problems = _problems(a.problems, 0)
     lengths = [tgt.count_tokens(format_prompt(p)) for p in problems]
-    common = {"max_steps": a.max_steps, "max_step_tokens": a.max_step_tokens,
-              "verifier": {"kind": "synthetic", "model": a.acceptance}}
-    configs = {"target": SpecConfig(**common),
-               "call": SpecConfig(mode="async", k1=a.k1, **common),
-               "continuous": SpecConfig(mode="async", k1=a.k1,
-                                        target_batching="continuous", **common)}
+    a.continuous = True
+    configs = {c.label: c for c in _configs(a)}
     costs = prepare_run(tgt, drf, list(configs.values()), max(lengths))
     syn, ver = _settings(a, acc, lengths, list(configs.values()), target, draft,
                          costs["T"][1])
@@ -215,7 +263,9 @@ def run(a: argparse.Namespace) -> dict[str, Any]:
                 runs[name].append({"round": r + 1, "problem": p.index,
                                    "tokens": got.output_tokens, "seconds": got.seconds,
                                    "steps": len(got.steps), "drafted": got.drafted_steps,
-                                   "accepted": got.accepted_steps, "log": log.take()})
+                                   "accepted": got.accepted_steps,
+                                   "target_seconds": got.target_seconds,
+                                   "draft_seconds": got.draft_seconds, "log": log.take()})
             print(f"  round {r + 1}: {name} done", flush=True)
         passes.append(profile())
     cal = with_costs(acc, costs, f"{a.target} / {a.draft} on cpu float32",
@@ -225,9 +275,17 @@ def run(a: argparse.Namespace) -> dict[str, Any]:
         cal, target_architecture=arch["target"], draft_architecture=arch.get("draft"),
         engine=EngineBehaviour.synthetic(syn.context_bucket, syn.prefill))
 
-    def price(role: str, b: int, L: int) -> float:
-        surface = model_costs.target_decode if role == "target" else model_costs.draft_decode
-        return surface.time(b, L)
+    def price(role: str, b: int, q: int, L: int) -> float:
+        """The surface the decoder model prices this forward with (decode T(b, L);
+        F(b, q, L) for a verification or a prefill)."""
+        target = role == "target"
+        if q == 1:
+            return (model_costs.target_decode if target else model_costs.draft_decode
+                    ).time(b, L)
+        forwards = model_costs.target_forwards if target else model_costs.draft_forwards
+        if forwards is None:
+            raise ValueError(f"the profiles have no {role} forwards of q = {q}")
+        return forwards.time(b, q, L)
 
     base_ms = 1e3 * sum(x["seconds"] for x in runs["target"]) / sum(
         x["tokens"] for x in runs["target"])
@@ -248,7 +306,8 @@ def run(a: argparse.Namespace) -> dict[str, Any]:
             key: 1e3 / p.tokens_per_second if p.tokens_per_second else None
             for key, p in (("calibration", pred), ("run_acceptance", shifted))}
         rows.append({
-            "config": cfg.label, "batching": name,
+            "config": cfg.label,
+            "batching": cfg.target_batching if cfg.k1 > 1 else "-",
             "problems": len(rs), "tokens_per_step": tokens / steps,
             "step_acceptance_run": accepted / judged if judged else None,
             "ms_per_token": ms, "model_ms_per_token": model_ms,
@@ -258,14 +317,16 @@ def run(a: argparse.Namespace) -> dict[str, Any]:
             "iterations_per_token": mix["iterations_per_token"],
             "model_iterations_per_token_at_run_acceptance": model_mix(shifted.counters),
             "price_ratio": mix["price_ratio"],
+            "time_split": role_split(rs, price, shifted.counters),
         })
     _print(rows)
     return {
-        "benchmark": "forward audit of the async schedules (bench_schedule_audit.py)",
-        "date": timestamp(), "machine": machine_description(),
+        "benchmark": "forward audit of the decoder's schedules (bench_schedule_audit.py)",
+        "date": timestamp(),
         "versions": package_versions(("specmodel", "torch")),
         "target": a.target, "draft": a.draft, "acceptance": a.acceptance, "k1": a.k1,
-        "problems": a.problems, "rounds": a.rounds, "seed": a.seed,
+        "k2": a.k2, "configs": list(configs),
+        "problems": a.problems, "rounds": a.rounds, "seed": a.seed, "draws": a.draws,
         "max_steps": a.max_steps, "max_step_tokens": a.max_step_tokens,
         "prompt_tokens": syn.prompt_tokens, "profile_passes": len(passes),
         "contention": {"target": model_costs.contention,
@@ -295,6 +356,14 @@ def _print(rows: list[dict[str, Any]]) -> None:
         parts = [f"{k} {v['measured_over_price']:.3f} ({v['forwards_per_token']:.3f})"
                  for k, v in r["price_ratio"].items() if v["measured_over_price"]]
         print(f"{r['config']:<27} " + "; ".join(parts))
+    print("\nms per committed token by role: model (at the run's α1) | the run's forwards "
+          "priced | measured forwards | measured calls; forwards by kind (priced/measured)")
+    for r in rows:
+        for role, v in r["time_split"].items():
+            kinds = "; ".join(f"{k} {x['priced']:.2f}/{x['forwards']:.2f}"
+                              for k, x in v["by_kind"].items())
+            print(f"{r['config']:<27} {role:<6} {f(v['model']):>6} | {v['priced']:6.2f} | "
+                  f"{v['forwards']:6.2f} | {v['calls']:6.2f}   {kinds}")
 
 
 if __name__ == "__main__":

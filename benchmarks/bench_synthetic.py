@@ -155,6 +155,10 @@ def main(argv: list[str] | None = None) -> int:
                          "after each")
     ap.add_argument("--threads", type=int, default=1, help="CPU threads per model")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--draws", default="position", choices=["position", "prefix"],
+                    help="what keys a synthetic step's draws: position (the prompt and the "
+                         "step's position: every configuration meets the same steps) or "
+                         "prefix (the whole prefix, as runs before 2026-11-25 drew)")
     ap.add_argument("--out", default=None,
                     help="summary JSON (default: benchmarks/results/synthetic_<device>.json)")
     ap.add_argument("--predict-on", default=None, metavar="DEVICE",
@@ -220,7 +224,7 @@ def _settings(a: argparse.Namespace, acc: Any, prompt_tokens: list[int],
     syn = SyntheticAcceptance(
         acceptance=a.acceptance, calibration=acc.name,
         step_acceptance=ver.acceptance.source, verifier_cost=ver.cost,
-        verifier_pair_seconds=ver.pair_seconds, seed=a.seed,
+        verifier_pair_seconds=ver.pair_seconds, seed=a.seed, draws=a.draws,
         prompt_tokens=round(sum(prompt_tokens) / len(prompt_tokens)),
         architectures=architectures(target, draft, configs),
         step_lengths=lengths.source,
@@ -295,7 +299,8 @@ def register(a: argparse.Namespace, dtype: str) -> dict[str, Any]:
             "concurrent": hardware[0].concurrent.get(hardware[1].architecture.name)
             if len(hardware) > 1 else None,
             "target": a.target, "draft": a.draft, "acceptance": a.acceptance,
-            "problems": a.problems, "seed": a.seed, "max_steps": a.max_steps,
+            "problems": a.problems, "seed": a.seed, "draws": a.draws,
+            "max_steps": a.max_steps,
             "max_step_tokens": a.max_step_tokens, "k1": a.k1, "k2": a.k2,
             "prompt_tokens": syn.prompt_tokens, "prompt_words": a.prompt_words,
             "prefill": a.prefill, "continuous": a.continuous,
@@ -335,7 +340,7 @@ def engines(a: argparse.Namespace, dtype: str) -> tuple[Any, tuple[str, Any],
                                                        tuple[str, Any]]:
     """(the acceptance calibration, (target architecture, its synthetic engine), (draft
     architecture, its engine)) of ``a``'s ``--target``, ``--draft``, ``--acceptance``,
-    ``--seed``, ``--prefill``, ``--device`` and ``--threads``."""
+    ``--seed``, ``--draws``, ``--prefill``, ``--device`` and ``--threads``."""
     from profiler.engines import make_engine
     from profiler.engines.synthetic import load_acceptance
 
@@ -346,7 +351,8 @@ def engines(a: argparse.Namespace, dtype: str) -> tuple[Any, tuple[str, Any],
     for role, name in (("target", a.target), ("draft", a.draft)):
         arch = _arch(name, tmp)
         built.append((arch, make_engine("synthetic", arch, **where, options={
-            "acceptance": acc, "role": role, "seed": a.seed, "prefill": a.prefill})))
+            "acceptance": acc, "role": role, "seed": a.seed, "prefill": a.prefill,
+            "draws": a.draws})))
     return acc, built[0], built[1]
 
 

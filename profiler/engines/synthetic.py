@@ -27,6 +27,14 @@ a real engine would run for that output:
   uncached tokens, their count rounded up to a power of two; prefix caching at step
   boundaries).
 
+What a step writes is drawn from a random stream keyed by ``draws``: ``position`` (the
+default) keys it by the problem's prompt and the step's position after it, so every
+configuration of a sweep, the target alone included, meets the same target step (and
+the same draft step) at each position — common random numbers, which take the
+step-length draws out of the difference between two configurations' speedups;
+``prefix`` keys it by the whole prefix (what runs recorded before ``draws`` existed
+did).  Either law is the calibration's; only the coupling between runs differs.
+
 The context L of a forward is the batch's longest prefix in synthetic tokens (the
 prompt's words count as its tokens), bucketed upward to ``context_bucket`` so that a
 forward is reused.  On CUDA every distinct (b, q, L) forward is captured once as a
@@ -82,6 +90,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_STEP_TOKENS",
+    "DRAWS",
     "ContinuousServer",
     "ROLES",
     "StepAcceptance",
@@ -105,6 +114,8 @@ __all__ = [
 
 DEFAULT_STEP_TOKENS = 24.0
 """Mean step length (tokens) when a calibration has neither histogram nor mean."""
+DRAWS = ("position", "prefix")
+"""What keys a step's random stream (see the module docstring); the first is the default."""
 ROLES = ("target", "draft")
 """What an engine plays: its words are ``t…`` (target) or ``d…`` (draft)."""
 _TAG = {"target": "t", "draft": "d"}
@@ -383,9 +394,12 @@ class SyntheticEngine:
         prefill: bool = True,
         max_graphs: int = 64,
         memory_fraction: float = 0.4,
+        draws: str = DRAWS[0],
     ) -> None:
         from profiler.hardware import check_device
 
+        if draws not in DRAWS:
+            raise ValueError(f"draws must be one of {', '.join(DRAWS)}, got {draws!r}")
         if role not in ROLES:
             raise ValueError(f"role must be one of {', '.join(ROLES)}, got {role!r}")
         if threads < 1:
@@ -403,6 +417,7 @@ class SyntheticEngine:
         self.model, self.role, self.delimiter = str(model), role, delimiter
         self.device, self.dtype, self.seed = device, dtype, seed
         self.context_bucket, self.prefill = context_bucket, prefill
+        self.draws = draws
         self.acceptance = acceptance
         self.lengths = StepLengths.from_step(acceptance.step)
         self.token_acceptance = TokenAcceptance.from_token(acceptance.token)
@@ -526,7 +541,9 @@ class SyntheticEngine:
     def _plan(self, prefix: str, cap: int, temp: float, seed: int | None, i: int) -> _Plan:
         sampled = temp > 0
         # not the architecture: two targets of one acceptance write the same steps
-        rng = _rng(self.seed, self.role, sampled and seed, sampled and i, prefix)
+        key = (("position", *self._position(prefix)) if self.draws == "position"
+               else (prefix,))
+        rng = _rng(self.seed, self.role, sampled and seed, sampled and i, *key)
         n = self.lengths.draw(rng)
         finished: Literal["stop", "length"] = "stop"
         if n > cap:
@@ -577,18 +594,35 @@ class SyntheticEngine:
                 self._drafter.run(b, 1, self._bucket(at + t))
         self._fwd.run(b, gamma + 1, self._bucket(at))
 
+    def _trailing_steps(self, prefix: str) -> tuple[list[str], list[str]]:
+        """``prefix`` cut at its delimiters into (the pieces before its trailing run of
+        synthetic steps, the first word of each of those steps, last first); empty
+        pieces are skipped."""
+        pieces = prefix.split(self.delimiter)
+        firsts: list[str] = []
+        i = len(pieces) - 1
+        while i >= 0:
+            words = pieces[i].split(maxsplit=1)
+            if words:
+                if _DEPTH_WORD.match(words[0]) is None:
+                    break
+                firsts.append(words[0])
+            i -= 1
+        return pieces[:i + 1], firsts
+
     def _depth(self, prefix: str) -> int:
         """Draft steps in a row at the end of ``prefix`` (the depth of the next draft)."""
         depth = 0
-        for piece in reversed(prefix.split(self.delimiter)):
-            if not piece.strip():
-                continue
-            first = piece.split(maxsplit=1)[0]
-            m = _DEPTH_WORD.match(first)
-            if m is None or m.group(1) != "d":
+        for first in self._trailing_steps(prefix)[1]:
+            if not first.startswith(_TAG["draft"]):
                 break
             depth += 1
         return depth
+
+    def _position(self, prefix: str) -> tuple[str, int]:
+        """(the prompt: ``prefix`` before its synthetic steps, how many steps follow it)."""
+        head, firsts = self._trailing_steps(prefix)
+        return self.delimiter.join(head), len(firsts)
 
     @staticmethod
     def _key(text: str) -> bytes:
@@ -650,6 +684,7 @@ class SyntheticEngine:
             "context_bucket": self.context_bucket,
             "prefill": self.prefill,
             "execution": "cuda graphs" if self.device == "cuda" else "eager",
+            "draws": self.draws,
         }
 
 

@@ -191,6 +191,11 @@ class SyntheticAcceptance(_Record):
     """'cuda graphs' or 'eager'."""
     seed: int = 0
     """The engines' and verifier's seed."""
+    draws: Literal["position", "prefix"] = "prefix"
+    """What keyed each step's random draws: ``position`` (the problem's prompt and the
+    step's position after it: every configuration meets the same steps, common random
+    numbers) or ``prefix`` (the whole prefix; every record written before the field
+    existed)."""
     prompt_tokens: int | None = Field(None, ge=0)
     """The problems' mean prompt length in synthetic tokens (the decoder model's workload);
     None if not recorded."""

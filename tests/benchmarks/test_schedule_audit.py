@@ -1,7 +1,8 @@
-"""``bench_schedule_audit``: the forward log attributes every decode forward, by rows and
-by whether the other model ran beside it; the decoder model's iterations by rows are
-its own counters.  A live run on tiny architectures checks what holds whatever the
-timing: the target alone runs exactly one b = 1 forward per token, measured and
+"""``bench_schedule_audit``: the forward log attributes every forward, by kind, by rows
+and by whether the other model ran beside it; the decoder model's iterations by rows
+are its own counters; the split by role prices the run's own forwards.  A live run on
+tiny architectures checks what holds whatever the timing: the target alone runs
+exactly one b = 1 decode forward per token and one prefill per problem, measured and
 simulated."""
 
 from __future__ import annotations
@@ -11,7 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.bench_schedule_audit import _overlap, main, measured_mix, model_mix
+from benchmarks.bench_schedule_audit import (
+    _overlap,
+    main,
+    measured_mix,
+    model_mix,
+    role_split,
+)
 
 TINY = {"model_type": "qwen2", "hidden_size": 64, "intermediate_size": 128,
         "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
@@ -22,12 +29,14 @@ def test_overlap_and_the_measured_mix() -> None:
     assert _overlap((0.0, 1.0), [(0.5, 2.0)]) == pytest.approx(0.5)
     assert _overlap((0.0, 1.0), [(-1.0, 0.2), (0.4, 0.6), (3.0, 4.0)]) == pytest.approx(0.4)
     assert _overlap((0.0, 1.0), []) == 0.0
-    log = [("target", 1, 64, 0.0, 1.0),   # alone
-           ("target", 3, 64, 1.0, 2.0),   # beside the draft's forward
-           ("draft", 1, 64, 1.0, 2.1),    # beside the target's two forwards
-           ("target", 5, 64, 2.0, 3.0)]   # 10 % beside; pooled into the last rows
-    mix = measured_mix([{"tokens": 4, "log": log}], lambda role, b, L: 0.5)
-    assert mix["iterations_per_token"] == {"1": 0.25, "3": 0.25, "4": 0.25}
+    log = [("target", "decode", 1, 1, 64, 0.0, 1.0),   # alone
+           ("target", "decode", 3, 1, 64, 1.0, 2.0),   # beside the draft's forward
+           ("draft", "decode", 1, 1, 64, 1.0, 2.1),    # beside the target's two forwards
+           ("target", "decode", 5, 1, 64, 2.0, 3.0),   # 10 % beside; pooled into b = 4
+           ("target", "prefill", 1, 32, 0, 3.0, 3.5),  # not a decode iteration
+           ("target", "verify", 2, 3, 64, 3.5, 4.5)]   # a token-speculation pass
+    mix = measured_mix([{"tokens": 4, "log": log}], lambda role, b, q, L: 0.5)
+    assert mix["iterations_per_token"] == {"1": 0.25, "2": 0.25, "3": 0.25, "4": 0.25}
     ratio = mix["price_ratio"]
     assert ratio["target alone"]["measured_over_price"] == pytest.approx(2.0)
     assert ratio["target beside"]["forwards_per_token"] == pytest.approx(0.25)
@@ -36,6 +45,18 @@ def test_overlap_and_the_measured_mix() -> None:
     assert model_mix({"output_tokens": 10.0, "target_iterations_b1": 4.0,
                       "target_iterations_b2": 2.0, "target_iterations_b6": 1.0,
                       "draft_iterations_b1": 9.0}) == {"1": 0.4, "2": 0.2, "4": 0.1}
+    split = role_split([{"tokens": 4, "log": log, "target_seconds": 5.0,
+                         "draft_seconds": 1.2}], lambda role, b, q, L: 0.1 * q,
+                       {"output_tokens": 2.0, "target_seconds": 0.01})
+    t, d = split["target"], split["draft"]
+    assert t["model"] == pytest.approx(5.0) and d["model"] is None
+    assert t["calls"] == pytest.approx(1250.0) and d["calls"] == pytest.approx(300.0)
+    assert t["forwards"] == pytest.approx(1e3 * 4.5 / 4)
+    assert t["priced"] == pytest.approx(1e3 * (0.3 + 3.2 + 0.3) / 4)
+    assert t["by_kind"]["prefill"] == {"forwards_per_token": 0.25,
+                                       "priced": pytest.approx(800.0),
+                                       "forwards": pytest.approx(125.0)}
+    assert set(d["by_kind"]) == {"decode"}
 
 
 @pytest.mark.live
@@ -47,20 +68,34 @@ def test_audit_on_tiny_architectures(tmp_path: Path) -> None:
     out = tmp_path / "audit.json"
     assert main(["--target", str(target), "--draft", str(draft), "--problems", "2",
                  "--max-steps", "3", "--max-step-tokens", "16", "--profile-repeats", "1",
-                 "--out", str(out)]) == 0
+                 "--k2", "2", "--out", str(out)]) == 0
     got = json.loads(out.read_text())
-    rows = {r["batching"]: r for r in got["rows"]}
-    assert set(rows) == {"target", "call", "continuous"}
+    assert got["machine"]["cores"] >= 1 and got["draws"] == "position"
+    rows = {r["config"]: r for r in got["rows"]}
+    assert set(rows) == {"target", "token k2=2", "sync k1=3 k2=1", "async k1=3 k2=1",
+                         "sync k1=3 k2=2", "async k1=3 k2=2", "async k1=3 k2=1 continuous",
+                         "async k1=3 k2=2 continuous"}
     base = rows["target"]
     assert base["iterations_per_token"] == {"1": pytest.approx(1.0)}
     assert base["model_iterations_per_token_at_run_acceptance"] == {"1": pytest.approx(1.0)}
     assert base["speedup"] == pytest.approx(1.0)
-    for name in ("call", "continuous"):
-        r = rows[name]
-        assert 0 <= r["step_acceptance_run"] <= 1
-        assert r["model_speedup_at_run_acceptance"] > 0
-        assert sum(r["iterations_per_token"].values()) > 0
-        assert r["price_ratio"]  # every forward priced
-    assert max(int(b) for b in rows["continuous"][
+    tokens = base["tokens_per_step"] * 3 * 2  # 3 steps of 2 problems
+    kinds = base["time_split"]["target"]["by_kind"]
+    assert kinds["decode"]["forwards_per_token"] == pytest.approx(1.0)
+    assert kinds["prefill"]["forwards_per_token"] == pytest.approx(2 / tokens)  # the prompts
+    assert set(base["time_split"]) == {"target"}
+    for name, r in rows.items():
+        split = r["time_split"]
+        assert all(v["priced"] > 0 and v["forwards"] > 0 and v["calls"] > 0
+                   for v in split.values()), name
+        if "k1=3" in name:
+            assert 0 <= r["step_acceptance_run"] <= 1
+            assert r["model_speedup_at_run_acceptance"] > 0
+            assert sum(r["iterations_per_token"].values()) > 0
+            assert r["price_ratio"]  # every forward priced
+            assert set(split) == {"target", "draft"} and split["draft"]["model"] > 0
+        if "k2=2" in name:  # token speculation: passes with a verification forward
+            assert "verify" in split["target"]["by_kind"], name
+    assert max(int(b) for b in rows["async k1=3 k2=1 continuous"][
         "model_iterations_per_token_at_run_acceptance"]) >= 2  # rows batched
     assert main(["--problems", "0"]) == 2

@@ -113,6 +113,44 @@ def test_draft_depth_counts_drafts_in_a_row(arch: str) -> None:
     assert draft_depth("no synthetic words") == 0
 
 
+def test_position_draws_give_every_history_the_same_step_at_a_position(arch: str) -> None:
+    """With draws keyed by position (the default) the step a role writes after a prompt's
+    n-th step is the same whatever those steps were (common random numbers across
+    configurations, the draft's depth word aside); keyed by the whole prefix it is a
+    fresh draw; the law is the calibration's either way."""
+    cal = calibration(step={"step_tokens_histogram": {"2": 1, "5": 1, "9": 1},
+                            "acceptance_by_position": None})
+    lengths: dict[str, list[int]] = {"position": [], "prefix": []}
+    for draws in ("position", "prefix"):
+        tgt = SyntheticEngine(arch, acceptance=cal, role="target", seed=2, draws=draws)
+        drf = SyntheticEngine(arch, acceptance=cal, role="draft", seed=2, draws=draws)
+        assert tgt.describe()["draws"] == draws
+        same = 0
+        for i in range(60):
+            p = f"Question {i}: how many?\n\n"
+            t = tgt.generate_steps([p], 48).outputs[0].text
+            d = drf.generate_steps([p], 48).outputs[0].text
+            after_t = tgt.generate_steps([p + t], 48).outputs[0].text
+            after_d = tgt.generate_steps([p + d], 48).outputs[0].text
+            same += after_t == after_d
+            d1 = drf.generate_steps([p + d], 48).outputs[0].text  # depth 1
+            d0 = drf.generate_steps([p + t], 48).outputs[0].text  # depth 0
+            assert (draft_depth(d1), draft_depth(d0)) == (1, 0)
+            if draws == "position":
+                assert d1.split()[1:] == d0.split()[1:]  # the same step but its depth word
+            lengths[draws] += [len(after_t.split()), len(after_d.split())]
+        assert same == (60 if draws == "position" else 0)
+    for got in lengths.values():  # the histogram's law: 2, 5, 9 a third each
+        assert set(got) == {2, 5, 9}
+        assert within(got.count(2) / len(got), 1 / 3, len(got) // 2)
+    assert SyntheticEngine(arch, acceptance=cal).draws == "position"
+    with pytest.raises(ValueError, match="draws must be one of position, prefix"):
+        SyntheticEngine(arch, acceptance=cal, draws="problem")
+    old = load_run_record(Path(__file__).parents[2] / "benchmarks" / "results"
+                          / "synthetic_cpu_full_seed17_round1.run.json")
+    assert old.settings.synthetic is not None and old.settings.synthetic.draws == "prefix"
+
+
 # --- the synthetic verifier ---------------------------------------------------------------
 def test_verifier_alpha1_and_depth() -> None:
     cal = calibration(step={"alpha1": 0.3, "acceptance_by_position": None})
@@ -213,6 +251,7 @@ def test_decode_synthetic_writes_a_record(arch: str, arch2: str, tmp_path: Path,
     syn = rec.settings.synthetic
     assert syn is not None and syn.calibration == "lr-paper-gsm8k-deepseek"
     assert "geometric" in syn.step_lengths  # the paper preset has no histogram
+    assert syn.draws == "position"  # what keyed the draws is recorded
     assert rec.settings.device == "cpu" and rec.models["verifier"].startswith("synthetic:")
     assert rec.settings.prompt_tokens is not None and rec.settings.prompt_tokens > 10
     assert rec.calibration is not None and rec.calibration.name.endswith("+synthetic-costs")
