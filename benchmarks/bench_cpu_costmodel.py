@@ -101,6 +101,9 @@ class CpuMachine:
     """Synthetic-acceptance runs decoded on this CPU (``results/NAME.json``) whose
     merged profiles priced their decode: a third held-out set, measured in other runs by
     the same reference decoder on much smaller shapes."""
+    passes: tuple[int, ...] | None = None
+    """The profiling passes its preset is fitted on and judged with (``None``: every
+    pass on file); older passes stay on file for the record."""
 
     @property
     def preset(self) -> str:
@@ -109,8 +112,8 @@ class CpuMachine:
 
 
 CPUS = {m.device: m for m in (
-    CpuMachine("cpu-epyc", RESULTS / "cpu", FIT_ARCHS,
-               tuple(f"synthetic_cpu_seed{s}" for s in (2, 3, 4, 5, 6, 7))),
+    CpuMachine("cpu-epyc", RESULTS / "cpu", (*FIT_ARCHS, "cpu-small"),
+               tuple(f"synthetic_cpu_seed{s}" for s in (2, 3, 4, 5, 6, 7)), passes=(3, 4)),
     CpuMachine("cpu-xeon", RESULTS / "cpu-xeon", (*FIT_ARCHS, "cpu-small"),
                tuple(f"synthetic_cpu_continuous_seed{s}" for s in (14, 15))),
 )}
@@ -289,6 +292,8 @@ def load(cpu: CpuMachine, arch: str) -> dict[int, dict[str, list[Row]]]:
     out = {}
     for path in sorted(cpu.results.glob(f"{arch}.eager.pass*.json")):
         k = int(path.name.rsplit("pass", 1)[1].removesuffix(".json"))
+        if cpu.passes is not None and k not in cpu.passes:
+            continue
         out[k] = {kind: [(replace(s, name=arch), w, t) for s, w, t in rows]
                   for kind, rows in load_graph_profile(path).items()}
     if not out:
@@ -404,7 +409,8 @@ def main() -> None:
                       percent(v["mean_signed"], signed=True)] for k, v in spread.items()])
     chosen_name = best_extended(models, fit_rows, DTYPE)
     files = sorted(str(p.relative_to(RESULTS.parent.parent))
-                   for p in cpu.results.glob("*.eager.pass*.json"))
+                   for p in cpu.results.glob("*.eager.pass*.json")
+                   if cpu.passes is None or int(p.stem.rsplit("pass", 1)[1]) in cpu.passes)
     first = json.loads(Path(RESULTS.parent.parent / files[0]).read_text(encoding="utf-8"))
     write_preset(
         PRESETS_DIR / f"{cpu.preset}.json", cpu.preset, device, DTYPE, chosen_name,

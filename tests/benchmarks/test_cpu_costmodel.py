@@ -34,9 +34,15 @@ def test_the_device_numbers_are_measured(tmp_path: Path) -> None:
 
 
 def test_each_cpu_reads_its_own_committed_curve() -> None:
-    assert row_curve(CPUS["cpu-epyc"]) is None  # never measured on the EPYC
-    xeon = row_curve(CPUS["cpu-xeon"])
+    """Both CPUs' curves are on file and valid, and they differ where the docs say: the
+    Xeon's library runs up to three rows for the price of one, the EPYC's pays nearly
+    a one-row product per row from the start."""
+    from specmodel.hardware.costmodel import row_factor
+
+    epyc, xeon = row_curve(CPUS["cpu-epyc"]), row_curve(CPUS["cpu-xeon"])
+    assert epyc is not None and check_row_curve("epyc", epyc) == epyc
     assert xeon is not None and check_row_curve("xeon", xeon) == xeon
+    assert row_factor(xeon, 3) < 1.2 < 2.5 < row_factor(epyc, 3)
 
 
 def test_this_cpu_is_named_by_its_model_name(monkeypatch) -> None:
