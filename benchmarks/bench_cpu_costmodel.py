@@ -8,15 +8,16 @@ float32, random weights, one thread): decode T(b, L) for b = 1-8 and L = 256-204
 verification V(q, L) of q = 2-8 tokens for 1 and
 4 sequences, prefill P(n) of 32-512 tokens and decode of 4 and 8 sequences sharing
 their prefix.  ``--profile`` measures them (every architecture once per pass, the
-passes one after the other; about 12 minutes a pass); without it the committed files
+passes one after the other; 16-26 minutes a pass on the 2-core VMs); without it the committed files
 are fitted and judged (milliseconds).  ``--profile`` first measures the CPU's nominal
 numbers (``device.json``: the device preset's bandwidth and matmul throughput) and its
 GEMM row curve (``gemm_rows.json``: a weight product's time by rows, which the
 ``extended, GEMM row curve`` variant prices with), and refuses to file profiles under a
 CPU other than the one it runs on; ``--row-curve`` measures the curve alone.
 
-Fit: SmolLM2-135M (Llama, head dim 64) and Qwen2.5-1.5B (head dim 128), every pass, and
-on the Xeon the small shape ``cpu-small`` (:data:`SMALL_ARCHS`).
+Fit: SmolLM2-135M (Llama, head dim 64), Qwen2.5-1.5B (head dim 128) and the small shape
+``cpu-small`` (:data:`SMALL_ARCHS`), every pass the CPU's preset uses
+(:attr:`CpuMachine.passes`).
 Held out: Qwen2.5-0.5B and Qwen3-1.7B.  Between passes the same point is measured
 again, which gives the noise floor the model's error is read against.
 
