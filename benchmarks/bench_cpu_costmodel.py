@@ -288,13 +288,21 @@ def profile(cpu: CpuMachine, passes: int, start: int = 1,
                 print(f"pass {k} {arch}: {time.perf_counter() - t0:.0f} s", flush=True)
 
 
+def pass_files(cpu: CpuMachine, arch: str = "*") -> list[tuple[int, Path]]:
+    """``(pass, path)`` of ``cpu``'s profiles of ``arch`` (every architecture with
+    ``*``) in the passes its preset uses (:attr:`CpuMachine.passes`), sorted by path."""
+    out = []
+    for path in sorted(cpu.results.glob(f"{arch}.eager.pass*.json")):
+        k = int(path.stem.rsplit("pass", 1)[1])
+        if cpu.passes is None or k in cpu.passes:
+            out.append((k, path))
+    return out
+
+
 def load(cpu: CpuMachine, arch: str) -> dict[int, dict[str, list[Row]]]:
     """``{pass: {kind: rows}}`` of one architecture on ``cpu``, its shape named ``arch``."""
     out = {}
-    for path in sorted(cpu.results.glob(f"{arch}.eager.pass*.json")):
-        k = int(path.name.rsplit("pass", 1)[1].removesuffix(".json"))
-        if cpu.passes is not None and k not in cpu.passes:
-            continue
+    for k, path in pass_files(cpu, arch):
         out[k] = {kind: [(replace(s, name=arch), w, t) for s, w, t in rows]
                   for kind, rows in load_graph_profile(path).items()}
     if not out:
@@ -409,9 +417,7 @@ def main() -> None:
                     [[k, v["n"], percent(v["median_abs"]), percent(v["max_abs"]),
                       percent(v["mean_signed"], signed=True)] for k, v in spread.items()])
     chosen_name = best_extended(models, fit_rows, DTYPE)
-    files = sorted(str(p.relative_to(RESULTS.parent.parent))
-                   for p in cpu.results.glob("*.eager.pass*.json")
-                   if cpu.passes is None or int(p.stem.rsplit("pass", 1)[1]) in cpu.passes)
+    files = [str(p.relative_to(RESULTS.parent.parent)) for _, p in pass_files(cpu)]
     first = json.loads(Path(RESULTS.parent.parent / files[0]).read_text(encoding="utf-8"))
     write_preset(
         PRESETS_DIR / f"{cpu.preset}.json", cpu.preset, device, DTYPE, chosen_name,
