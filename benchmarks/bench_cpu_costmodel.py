@@ -82,7 +82,7 @@ models of width 576-2048 in the fit, a per-layer cost fitted there is charged in
 full to a 2-layer model of width 256.  None is a shape the preset is judged on."""
 GRID = ["--contexts", "256,1024,2048", "--batches", "1,2,4,8", "--verify-tokens", "2,4,8",
         "--verify-batches", "1,4", "--prefill", "32,128,512", "--shared-batches", "4,8",
-        "--repeats", "5", "--warmup", "2"]
+        "--repeats", "5", "--warmup", "2", "--probe"]
 PRESETS_DIR = Path(__file__).resolve().parent.parent / "specmodel" / "presets" / "hardware"
 Row = tuple[Any, Any, float]
 
@@ -299,12 +299,31 @@ def pass_files(cpu: CpuMachine, arch: str = "*") -> list[tuple[int, Path]]:
     return out
 
 
-def load(cpu: CpuMachine, arch: str) -> dict[int, dict[str, list[Row]]]:
-    """``{pass: {kind: rows}}`` of one architecture on ``cpu``, its shape named ``arch``."""
+def probe_reference(cpu: CpuMachine) -> float | None:
+    """The median of every speed-probe time (:class:`profiler.hardware.SpeedProbe`) in
+    ``cpu``'s profiles of the passes its preset uses: the speed their times are
+    compared at; None unless every one of those profiles ran the probe."""
+    from specmodel.formats.hardware import load_hardware_profile
+
+    times: list[float] = []
+    for _, path in pass_files(cpu):
+        got = load_hardware_profile(path).probe_times()
+        if not got:
+            return None
+        times += got
+    return float(np.median(times)) if times else None
+
+
+def load(cpu: CpuMachine, arch: str, at_probe: bool = True
+         ) -> dict[int, dict[str, list[Row]]]:
+    """``{pass: {kind: rows}}`` of one architecture on ``cpu``, its shape named ``arch``;
+    with ``at_probe``, scaled to the speed :func:`probe_reference` names where the
+    profiles ran the speed probe (as measured otherwise)."""
+    ref = probe_reference(cpu) if at_probe else None
     out = {}
     for k, path in pass_files(cpu, arch):
         out[k] = {kind: [(replace(s, name=arch), w, t) for s, w, t in rows]
-                  for kind, rows in load_graph_profile(path).items()}
+                  for kind, rows in load_graph_profile(path, ref).items()}
     if not out:
         raise SystemExit(f"no profiles of {arch} under {cpu.results}: run with --profile")
     return out
@@ -355,6 +374,9 @@ def main() -> None:
                     help="the CPU whose profiles to measure or fit (default: this one)")
     ap.add_argument("--archs", default=None,
                     help="with --profile: only these architectures (comma-separated)")
+    ap.add_argument("--raw", action="store_true",
+                    help="fit the times as measured even where the profiles ran the speed "
+                         "probe (default: at the probe's median speed)")
     ap.add_argument("--row-curve", action="store_true",
                     help="measure this CPU's GEMM row curve (gemm_rows.json), then fit")
     a = ap.parse_args()
@@ -370,9 +392,84 @@ def main() -> None:
         _check_here(cpu)
         measure_gemm_rows(cpu.results / "gemm_rows.json")
     device = get_device(cpu.device)
-    data = {arch: load(cpu, arch) for arch in (*cpu.fit_archs, *HELD_ARCHS)}
-    fit_rows = [r for arch in cpu.fit_archs for p in data[arch].values() for rows in p.values()
-                for r in rows]
+    ref = None if a.raw else probe_reference(cpu)
+    archs = (*cpu.fit_archs, *HELD_ARCHS)
+    data = {arch: load(cpu, arch, not a.raw) for arch in archs}
+    models, sets, summary = evaluate(cpu, data)
+    speed = ("as measured" if ref is None
+             else f"at the speed where the probe takes {ref:.2f} ms")
+    print_table(f"{cpu.device} eager profiles, float32, {THREADS} thread, times {speed} "
+                f"(fit: {', '.join(cpu.fit_archs)}; held out: {', '.join(HELD_ARCHS)}): "
+                "|relative error|",
+                ["model", "set", "rows", "median", "max", "mean (signed)"],
+                [[name, s, r["n"], percent(r["median_abs"]), percent(r["max_abs"]),
+                  percent(r["mean_signed"], signed=True)]
+                 for name, by_set in summary.items() for s, r in by_set.items()])
+    print_coefficients(models, device, DTYPE)
+    spread = pass_spread(data)
+    fit_rows = sets["fit (all kinds)"]
+    chosen_name = best_extended(models, fit_rows, DTYPE)
+    raw: dict[str, Any] = {}
+    if ref is not None:  # the same fit and noise floor on the times as measured
+        measured = {arch: load(cpu, arch, False) for arch in archs}
+        raw_models, raw_sets, raw_summary = evaluate(cpu, measured)
+        raw_chosen = best_extended(raw_models, raw_sets["fit (all kinds)"], DTYPE)
+        raw = {"variant": raw_chosen, "summary": raw_summary[raw_chosen],
+               "pass_spread": pass_spread(measured)}
+        print_table(f"{chosen_name}, fitted to the times as measured and at the probe's "
+                    f"speed (as measured, the fit rule picks {raw_chosen}): "
+                    "|relative error|",
+                    ["set", "median measured", "median at probe", "max measured",
+                     "max at probe"],
+                    [[s, percent(raw_summary[chosen_name][s]["median_abs"]),
+                      percent(r["median_abs"]), percent(raw_summary[chosen_name][s]["max_abs"]),
+                      percent(r["max_abs"])] for s, r in summary[chosen_name].items()])
+    if spread:
+        before = raw.get("pass_spread", {})
+        print_table("Noise floor: the same point in two passes, |t(pass 2)/t(pass 1) − 1|"
+                    + ("" if ref is None else " (as measured, and at the probe's speed)"),
+                    ["arch, kind", "points", "median", "max", "mean (signed)"]
+                    + (["median measured", "mean measured"] if before else []),
+                    [[k, v["n"], percent(v["median_abs"]), percent(v["max_abs"]),
+                      percent(v["mean_signed"], signed=True)]
+                     + ([percent(before[k]["median_abs"]),
+                         percent(before[k]["mean_signed"], signed=True)] if before else [])
+                     for k, v in spread.items()])
+    files = [str(p.relative_to(RESULTS.parent.parent)) for _, p in pass_files(cpu)]
+    first = json.loads(Path(RESULTS.parent.parent / files[0]).read_text(encoding="utf-8"))
+    write_preset(
+        PRESETS_DIR / f"{cpu.preset}.json", cpu.preset, device, DTYPE, chosen_name,
+        models[chosen_name],
+        data={"files": files,
+              "measured": f"{first['device']['name']} ({first['device']['multiprocessors']}"
+                          f" cores, shared VM), torch {first['versions'].get('torch')}, "
+                          f"{first['date'][:10]}; float32 random weights; reference "
+                          f"decoder op by op, {THREADS} thread; median of 5 forwards",
+              "fit_rows": f"{', '.join(cpu.fit_archs)}: every kind, every pass",
+              "held_out": f"{', '.join(HELD_ARCHS)} (every kind)",
+              **({} if ref is None else {"probe_ms": ref, "speed": (
+                  "every point's times scaled to the speed at which the profiles' speed "
+                  f"probe takes {ref:.3f} ms (the median of its times in these files), by "
+                  "the probe timed before and after the point")})},
+        held_out_error={s: summary[chosen_name][s] for s in sets if s != "fit (all kinds)"},
+        caveat="This machine is shared and noisy (see the noise floor); eager PyTorch "
+               "on one thread, not a serving engine.")
+    write_json(f"cpu_costmodel_{cpu.device}", {
+        "device": cpu.device, "dtype": DTYPE, "threads": THREADS, "fit_archs": cpu.fit_archs,
+        "held_archs": HELD_ARCHS, "probe_ms": ref,
+        "models": {n: c.to_dict() for n, c in models.items()},
+        "summary": summary, "pass_spread": spread, "preset": cpu.preset,
+        "preset_variant": chosen_name, **({"as_measured": raw} if raw else {})})
+
+
+def evaluate(cpu: CpuMachine, data: dict[str, dict[int, dict[str, list[Row]]]]
+             ) -> tuple[dict[str, CostCoefficients], dict[str, list[Row]],
+                        dict[str, dict[str, Any]]]:
+    """Fit every variant to ``data``'s fit architectures and judge each on every set:
+    (models, sets, ``{model: {set: error summary}}``)."""
+    device = get_device(cpu.device)
+    fit_rows = [r for arch in cpu.fit_archs for p in data[arch].values()
+                for rows in p.values() for r in rows]
     models: dict[str, CostCoefficients] = {
         "5-term, decode fit": fit([r for r in fit_rows if r[1].q == 1
                                    and not r[1].shared_prefix], DTYPE, device=device),
@@ -397,47 +494,9 @@ def main() -> None:
     external = synthetic_rows(cpu)
     if external:
         sets[f"synthetic runs' T(b, L) ({len(cpu.synthetic_runs)} runs)"] = external
-    summary: dict[str, dict[str, Any]] = {}
-    table = []
-    for name, c in models.items():
-        summary[name] = {}
-        for s, rows in sets.items():
-            r = summary[name][s] = err_summary(c, rows, DTYPE)
-            table.append([name, s, r["n"], percent(r["median_abs"]), percent(r["max_abs"]),
-                          percent(r["mean_signed"], signed=True)])
-    print_table(f"{cpu.device} eager profiles, float32, {THREADS} thread "
-                f"(fit: {', '.join(cpu.fit_archs)}; held out: {', '.join(HELD_ARCHS)}): "
-                "|relative error|",
-                ["model", "set", "rows", "median", "max", "mean (signed)"], table)
-    print_coefficients(models, device, DTYPE)
-    spread = pass_spread(data)
-    if spread:
-        print_table("Noise floor: the same point in two passes, |t(pass 2)/t(pass 1) − 1|",
-                    ["arch, kind", "points", "median", "max", "mean (signed)"],
-                    [[k, v["n"], percent(v["median_abs"]), percent(v["max_abs"]),
-                      percent(v["mean_signed"], signed=True)] for k, v in spread.items()])
-    chosen_name = best_extended(models, fit_rows, DTYPE)
-    files = [str(p.relative_to(RESULTS.parent.parent)) for _, p in pass_files(cpu)]
-    first = json.loads(Path(RESULTS.parent.parent / files[0]).read_text(encoding="utf-8"))
-    write_preset(
-        PRESETS_DIR / f"{cpu.preset}.json", cpu.preset, device, DTYPE, chosen_name,
-        models[chosen_name],
-        data={"files": files,
-              "measured": f"{first['device']['name']} ({first['device']['multiprocessors']}"
-                          f" cores, shared VM), torch {first['versions'].get('torch')}, "
-                          f"{first['date'][:10]}; float32 random weights; reference "
-                          f"decoder op by op, {THREADS} thread; median of 5 forwards",
-              "fit_rows": f"{', '.join(cpu.fit_archs)}: every kind, every pass",
-              "held_out": f"{', '.join(HELD_ARCHS)} (every kind)"},
-        held_out_error={s: summary[chosen_name][s] for s in sets if s != "fit (all kinds)"},
-        caveat="This machine is shared and noisy (see the noise floor); eager PyTorch "
-               "on one thread, not a serving engine.")
-    write_json(f"cpu_costmodel_{cpu.device}", {
-        "device": cpu.device, "dtype": DTYPE, "threads": THREADS, "fit_archs": cpu.fit_archs,
-        "held_archs": HELD_ARCHS, "models": {n: c.to_dict() for n, c in models.items()},
-        "summary": summary, "pass_spread": spread, "preset": cpu.preset,
-        "preset_variant": chosen_name})
-
+    summary = {name: {s: err_summary(c, rows, DTYPE) for s, rows in sets.items()}
+               for name, c in models.items()}
+    return models, sets, summary
 
 if __name__ == "__main__":
     main()

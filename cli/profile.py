@@ -593,8 +593,8 @@ def hardware(
         "--predict-on", metavar="DEVICE",
         help="Run nothing: predict the same points on a device preset (h100-sxm, h200, "
              "a100-80gb-sxm, l40s, cpu-epyc, cpu-xeon) with the analytical cost model (path "
-             "'predicted'); --device, --path, --attention, --repeats, --warmup and "
-             "--threads do not apply.")] = None,
+             "'predicted'); --device, --path, --attention, --repeats, --warmup, "
+             "--threads and --probe do not apply.")] = None,
     attention: Annotated[str, typer.Option(
         help="SDPA backend: auto, flash, efficient, cudnn or math.")] = "auto",
     contexts: Annotated[str, typer.Option(help="Context lengths L (comma-separated).")
@@ -610,6 +610,10 @@ def hardware(
     repeats: Annotated[int, typer.Option(help="Timed forwards per point.")] = 5,
     warmup: Annotated[int, typer.Option(help="Untimed forwards per point.")] = 2,
     threads: Threads = 1,
+    probe: Annotated[bool, typer.Option(
+        "--probe", help="Time a fixed speed probe before every point and after the last, "
+        "so that profiles measured while the machine's speed drifted can be compared at "
+        "one speed.")] = False,
     from_file: Annotated[list[Path] | None, typer.Option(
         "--from", help="Profiles written by `python -m profiler.hardware` elsewhere (e.g. "
         "on a GPU machine): put them into the calibration instead of measuring.")] = None,
@@ -665,7 +669,7 @@ def hardware(
                 saving(_unchanged(output, "the profile")):
             raw = measure(shape, config, points, device=device, dtype=dtype, path=path,
                           repeats=repeats, warmup=warmup, threads=threads,
-                          attention=attention, progress=lambda i, n, row: bar(
+                          attention=attention, probe=probe, progress=lambda i, n, row: bar(
                               i, n, f"{row['kind']} b={row['batch']} L={row['context']}"))
         profiles = [HardwareProfile.model_validate(raw)]
     cal = base

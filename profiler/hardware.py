@@ -467,6 +467,53 @@ def _burn_in(torch: Any, runner: Any, points: list[Point], device: str, seconds:
     return 0.0
 
 
+PROBE_FEATURES = 4096
+"""In and out features of the speed probe's weight (64 MiB in float32: larger than the
+last-level caches of the CPUs measured, so one row streams it from memory as a model's
+decode forward streams its weights)."""
+PROBE_ROWS = (1, 4)
+"""Rows of the probe's two products: a decode-like product of one row, and a few."""
+PROBE_REPEATS = 5
+"""Timed repeats of the probe (after one untimed); its time is their median."""
+
+
+class SpeedProbe:
+    """A fixed forward, the same for every architecture, timed right before each point
+    of a profile and once after the last: ``torch.nn.functional.linear`` of
+    :data:`PROBE_ROWS` rows over a :data:`PROBE_FEATURES`-square random weight, in the
+    profile's dtype on its device.  On a shared VM whose speed drifts by tens of
+    percent between minutes, the probe's times beside a point say how fast the machine
+    was when the point was timed, so profiles measured at different moments can be
+    compared at one speed (:meth:`specmodel.formats.hardware.HardwareProfile.at_probe`)."""
+
+    def __init__(self, torch: Any, device: str, dtype: str, seed: int = 0) -> None:
+        self.torch, self.device = torch, device
+        kind = getattr(torch, dtype)
+        gen = torch.Generator(device=device).manual_seed(seed + 1)
+        n = PROBE_FEATURES
+        self.weight = torch.empty(n, n, device=device, dtype=kind).normal_(0, 0.02,
+                                                                           generator=gen)
+        self.inputs = [torch.empty(m, n, device=device, dtype=kind).normal_(generator=gen)
+                       for m in PROBE_ROWS]
+
+    def description(self, dtype: str) -> str:
+        """What the probe times, in words (written into the profile)."""
+        return (f"median of {PROBE_REPEATS} (after 1 untimed) of torch.nn.functional."
+                f"linear on {' and '.join(map(str, PROBE_ROWS))} rows over a "
+                f"{PROBE_FEATURES}x{PROBE_FEATURES} {dtype} weight, before each point "
+                "and after the last")
+
+    def __call__(self) -> float:
+        """The probe's time now, in milliseconds."""
+        linear = self.torch.nn.functional.linear
+
+        def run() -> None:
+            for x in self.inputs:
+                linear(x, self.weight)
+
+        return statistics.median(_time_eager(self.torch, self.device, run, 1, PROBE_REPEATS))
+
+
 def _free_bytes(torch: Any, device: str) -> int | None:
     if device == "cuda":
         free, _ = torch.cuda.mem_get_info()
@@ -536,7 +583,7 @@ def measure(
     shape: Shape, config: dict[str, Any], points: Iterable[Point], *, device: str = "cpu",
     dtype: str = "float32", path: str = "auto", repeats: int = 10, warmup: int = 3,
     threads: int = 1, seed: int = 0, memory_margin: float = 0.9, attention: str = "auto",
-    layout: str = "gqa", burn_in: float = BURN_IN_SECONDS,
+    layout: str = "gqa", burn_in: float = BURN_IN_SECONDS, probe: bool = False,
     progress: Callable[[int, int, dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
     """Time one forward per point; return the profile as a JSON-ready dict (validated
@@ -548,7 +595,8 @@ def measure(
     transformers path builds its model from it).  Before any point is timed the first
     point's forward runs untimed for ``burn_in`` seconds (:data:`BURN_IN_SECONDS`): a
     freshly built decoder's first forwards are slower, and would bias whichever point
-    comes first."""
+    comes first.  With ``probe``, a :class:`SpeedProbe` is timed before every timed
+    point (its ``probe_ms``) and once after the last (the profile's ``probe``)."""
     path = check_options(device, dtype, path, attention)
     if layout not in LAYOUTS:
         raise ValueError(f"layout must be one of {', '.join(LAYOUTS)}, got {layout!r}")
@@ -566,6 +614,7 @@ def measure(
     started = time.perf_counter()
     runner: Any = (_TransformersRunner(config, device, dtype, seed) if path == "transformers"
                    else ReferenceDecoder(shape, device, dtype, seed))
+    speed = SpeedProbe(torch, device, dtype, seed) if probe else None
     build_s = time.perf_counter() - started
     rows: list[dict[str, Any]] = []
     with torch.inference_mode():
@@ -578,6 +627,8 @@ def measure(
                                   f"{big[1] / 2**30:.1f} GiB free")
             else:
                 try:
+                    if speed is not None:
+                        row["probe_ms"] = speed()
                     with _attention_context(torch, attention):
                         ms = _time_point(torch, runner, point, path, device, warmup, repeats,
                                          layout)
@@ -592,11 +643,14 @@ def measure(
                         row["skipped"] = f"attention {attention} cannot run it: {first}"
                     else:
                         raise
+                    row.pop("probe_ms", None)
             if device == "cuda":
                 torch.cuda.empty_cache()
             rows.append(row)
             if progress is not None:
                 progress(i + 1, len(points), row)
+        final = None if speed is None else {"description": speed.description(dtype),
+                                            "final_ms": speed()}
     versions = package_versions(("specmodel", "torch", "transformers"))
     return {
         "architecture": shape.to_dict(),
@@ -615,6 +669,7 @@ def measure(
         "setup_seconds": round(build_s, 3),
         "measure_seconds": round(time.perf_counter() - started - build_s, 3),
         "points": rows,
+        **({} if final is None else {"probe": final}),
     }
 
 
@@ -662,6 +717,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--attention", default="auto", choices=ATTENTION)
     ap.add_argument("--layout", default="gqa", choices=LAYOUTS)
+    ap.add_argument("--probe", action="store_true",
+                    help="time a fixed speed probe before every point and after the last")
     ap.add_argument("--out", required=True)
     a = ap.parse_args(argv)
     try:
@@ -681,7 +738,7 @@ def main(argv: list[str] | None = None) -> int:
 
         profile = measure(shape, config, pts, device=a.device, dtype=a.dtype, path=a.path,
                           repeats=a.repeats, warmup=a.warmup, threads=a.threads, progress=show,
-                          attention=a.attention, layout=a.layout)
+                          attention=a.attention, layout=a.layout, probe=a.probe)
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

