@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from specmodel.hardware.costmodel import Workload
 
 __all__ = ["ArchitectureRecord", "CostPointRecord", "DeviceRecord", "HardwareProfile",
-           "SpeedProbeRecord", "load_hardware_profile"]
+           "PROBE_WINDOW", "SpeedProbeRecord", "load_hardware_profile"]
 
 
 class _Strict(BaseModel):
@@ -138,6 +138,16 @@ class CostPointRecord(_Strict):
                         logits="last" if self.kind == "prefill" else "all", layout=layout)
 
 
+PROBE_WINDOW = 2
+"""Probe times taken on each side of a point's two neighbouring probes when a profile is
+scaled to one speed (:meth:`HardwareProfile.at_probe`): the median of six probes.  On
+the 2-core EPYC VM (2026-11-27, passes 5 and 6, the three fit architectures of
+``bench_cpu_costmodel``) the same point's pass-to-pass change was 6.0-6.8 % in median
+by architecture with 2, against 6.3-9.0 % with the two neighbours alone (0), 6.5-8.0 %
+with 5, 8.3-9.3 % with one factor per profile and 7.7-17.0 % as measured: one probe
+is itself noisy (median of 5 calls of about 15 ms), the machine's drift slower."""
+
+
 class SpeedProbeRecord(_Strict):
     """A fixed forward, the same for every architecture, timed beside each point
     (:class:`profiler.hardware.SpeedProbe`): how fast the machine ran at that moment."""
@@ -217,31 +227,39 @@ class HardwareProfile(_Strict):
         return [p.probe_ms for p in self.timed() if p.probe_ms is not None] + [
             self.probe.final_ms]
 
-    def at_probe(self, reference_ms: float) -> HardwareProfile:
+    def at_probe(self, reference_ms: float, window: int | None = None) -> HardwareProfile:
         """The same profile with every timed point's times scaled to the speed at which
         the probe takes ``reference_ms``: each point's ``ms`` and ``mean_ms`` times
-        ``reference_ms`` over the mean of the probe's times just before and just after it
-        (the next point's ``probe_ms``, or ``final_ms``).  A machine whose speed drifted
-        between points, or between profiles, is compared at one speed; the probe and
-        ``path_description`` record what was done."""
+        ``reference_ms`` over the median of the probe's times around it — the one just
+        before it and the one just after (the next point's ``probe_ms``, or
+        ``final_ms``), and ``window`` more on each side (:data:`PROBE_WINDOW` by
+        default; 0: the mean of the two neighbours).  A machine whose speed drifted
+        between points, or between profiles, is compared at one speed;
+        ``path_description`` records what was done."""
+        import statistics
+
         if self.probe is None:
             raise ValueError(f"the profile of {self.architecture.name} ran no speed probe: "
                              "nothing to scale by")
         if not (isinstance(reference_ms, int | float) and reference_ms > 0):
             raise ValueError(f"reference_ms must be a time > 0, got {reference_ms!r}")
+        w = PROBE_WINDOW if window is None else window
+        if not isinstance(w, int) or isinstance(w, bool) or w < 0:
+            raise ValueError(f"window must be an integer >= 0, got {window!r}")
         times = self.probe_times()
         timed = [i for i, p in enumerate(self.points) if p.ms is not None]
         points = list(self.points)
         for j, i in enumerate(timed):
             p = points[i]
             assert p.ms is not None
-            f = reference_ms / ((times[j] + times[j + 1]) / 2)
+            f = reference_ms / statistics.median(times[max(0, j - w):j + w + 2])
             points[i] = p.model_copy(update={
                 "ms": [v * f for v in p.ms],
                 "mean_ms": None if p.mean_ms is None else p.mean_ms * f})
         return self.model_copy(update={
             "points": points, "path_description": f"{self.path_description}; times scaled "
-            f"to the speed at which the probe takes {reference_ms:.3f} ms"})
+            f"to the speed at which the probe takes {reference_ms:.3f} ms (the median of "
+            f"the probe's times within {w} point(s) of each neighbour)"})
 
     def key(self) -> tuple[str, str, str, str, str, str]:
         """What makes two profiles the same measurement slot: architecture, device name,

@@ -49,7 +49,7 @@ def test_each_point_is_scaled_by_the_probe_around_it(pairs, final, ref, skip) ->
     ms, probes = [t for t, _ in pairs], [p for _, p in pairs]
     prof = HardwareProfile.model_validate(
         profile(ms, probes, final, skipped_at=min(skip, len(ms))))
-    scaled = prof.at_probe(ref)
+    scaled = prof.at_probe(ref, window=0)
     after = [*probes[1:], final]
     for p, q, before, nxt in zip(prof.timed(), scaled.timed(), probes, after, strict=True):
         f = ref / ((before + nxt) / 2)
@@ -57,10 +57,27 @@ def test_each_point_is_scaled_by_the_probe_around_it(pairs, final, ref, skip) ->
         assert q.mean_ms == pytest.approx(p.mean_ms * f)
         assert q.probe_ms == p.probe_ms
     assert [p for p in scaled.points if p.skipped] == [p for p in prof.points if p.skipped]
-    twice = prof.at_probe(2 * ref)
+    twice = prof.at_probe(2 * ref, window=0)
     for a, b in zip(scaled.timed(), twice.timed(), strict=True):
         assert b.ms[0] == pytest.approx(2 * a.ms[0])
     assert "scaled to the speed" in scaled.path_description
+
+
+@given(st.lists(st.tuples(times, times), min_size=1, max_size=12), times, times,
+       st.integers(0, 6))
+def test_a_window_takes_the_median_of_the_probes_around_each_point(pairs, final, ref,
+                                                                   w) -> None:
+    """With a window w, point j is scaled by ref over the median of the probe times
+    j - w .. j + 1 + w (clipped to the profile): the two neighbours and w on each side."""
+    import statistics
+
+    ms, probes = [t for t, _ in pairs], [p for _, p in pairs]
+    prof = HardwareProfile.model_validate(profile(ms, probes, final))
+    seq = [*probes, final]
+    for j, (p, q) in enumerate(zip(prof.timed(), prof.at_probe(ref, window=w).timed(),
+                                   strict=True)):
+        f = ref / statistics.median(seq[max(0, j - w):j + w + 2])
+        assert q.ms[0] == pytest.approx(p.ms[0] * f)
 
 
 @given(st.lists(times, min_size=1, max_size=8), times)
@@ -68,8 +85,9 @@ def test_a_steady_machine_is_left_as_measured(ms, c) -> None:
     """Where the probe took the same time throughout, scaling to that time changes
     nothing."""
     prof = HardwareProfile.model_validate(profile(ms, [c] * len(ms), c))
-    for a, b in zip(prof.timed(), prof.at_probe(c).timed(), strict=True):
-        assert b.ms == pytest.approx(a.ms)
+    for w in (0, 1, 2, 5):
+        for a, b in zip(prof.timed(), prof.at_probe(c, window=w).timed(), strict=True):
+            assert b.ms == pytest.approx(a.ms)
 
 
 def test_a_profile_is_probed_throughout_or_not_at_all() -> None:
@@ -90,3 +108,6 @@ def test_a_profile_is_probed_throughout_or_not_at_all() -> None:
     for bad_ref in (0, -1.0, float("nan")):
         with pytest.raises(ValueError, match="reference_ms must be a time > 0"):
             probed.at_probe(bad_ref)
+    for bad_window in (-1, 1.5, True):
+        with pytest.raises(ValueError, match="window must be an integer >= 0"):
+            probed.at_probe(1.0, window=bad_window)  # type: ignore[arg-type]
