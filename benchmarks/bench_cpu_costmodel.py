@@ -321,16 +321,15 @@ def probe_reference(cpu: CpuMachine) -> float | None:
     return float(np.median(times)) if times else None
 
 
-def load(cpu: CpuMachine, arch: str, at_probe: bool = False
+def load(cpu: CpuMachine, arch: str, probe_ms: float | None = None
          ) -> dict[int, dict[str, list[Row]]]:
     """``{pass: {kind: rows}}`` of one architecture on ``cpu``, its shape named ``arch``;
-    with ``at_probe``, scaled to the speed :func:`probe_reference` names where the
-    profiles ran the speed probe (as measured otherwise)."""
-    ref = probe_reference(cpu) if at_probe else None
+    with ``probe_ms`` (:func:`probe_reference`), scaled to the speed at which the
+    profiles' speed probe takes that long (as measured otherwise)."""
     out = {}
     for k, path in pass_files(cpu, arch):
         out[k] = {kind: [(replace(s, name=arch), w, t) for s, w, t in rows]
-                  for kind, rows in load_graph_profile(path, ref).items()}
+                  for kind, rows in load_graph_profile(path, probe_ms).items()}
     if not out:
         raise SystemExit(f"no profiles of {arch} under {cpu.results}: run with --profile")
     return out
@@ -404,7 +403,7 @@ def main() -> None:
         ap.error(f"--at-probe: not every profile of {cpu.device}'s passes ran the probe")
     ref = probe_ms if a.at_probe else None
     archs = (*cpu.fit_archs, *HELD_ARCHS)
-    data = {arch: load(cpu, arch, a.at_probe) for arch in archs}
+    data = {arch: load(cpu, arch, ref) for arch in archs}
     models, sets, summary = evaluate(cpu, data)
     speed = ("as measured" if ref is None
              else f"at the speed where the probe takes {ref:.2f} ms")
@@ -419,13 +418,13 @@ def main() -> None:
     spread = pass_spread(data)
     chosen_name = best_extended(models, sets["fit (all kinds)"], DTYPE)
     other: dict[str, Any] = {}
+    this, that = ("at probe", "measured") if a.at_probe else ("measured", "at probe")
     if probe_ms is not None:  # the same fits and noise floor the other way
-        o_data = {arch: load(cpu, arch, not a.at_probe) for arch in archs}
+        o_data = {arch: load(cpu, arch, None if a.at_probe else probe_ms) for arch in archs}
         o_models, o_sets, o_summary = evaluate(cpu, o_data)
         o_chosen = best_extended(o_models, o_sets["fit (all kinds)"], DTYPE)
         other = {"at_probe": not a.at_probe, "variant": o_chosen, "summary": o_summary,
                  "pass_spread": pass_spread(o_data)}
-        this, that = ("at probe", "measured") if a.at_probe else ("measured", "at probe")
         print_table(f"{chosen_name}, fitted to the times {this} and {that} (fitted "
                     f"{that}, the rule picks {o_chosen}): |relative error|",
                     ["set", f"median {this}", f"median {that}", f"max {this}",
@@ -436,7 +435,6 @@ def main() -> None:
                      for s, r in summary[chosen_name].items()])
     if spread:
         o_spread = other.get("pass_spread", {})
-        that = "at probe" if not a.at_probe else "measured"
         print_table("Noise floor: the same point in two passes, |t(pass 2)/t(pass 1) − 1|, "
                     f"times {speed}" + (f" (and {that})" if o_spread else ""),
                     ["arch, kind", "points", "median", "max", "mean (signed)"]
@@ -461,7 +459,7 @@ def main() -> None:
               **({} if ref is None else {"probe_ms": ref, "speed": (
                   "every point's times scaled to the speed at which the profiles' speed "
                   f"probe takes {ref:.3f} ms (the median of its times in these files), by "
-                  "the probe timed before and after the point")})},
+                  "the median of the probe's times around the point (PROBE_WINDOW)")})},
         held_out_error={s: summary[chosen_name][s] for s in sets if s != "fit (all kinds)"},
         caveat="This machine is shared and noisy (see the noise floor); eager PyTorch "
                "on one thread, not a serving engine.")
