@@ -64,11 +64,14 @@ class ForwardLog:
 
     def __init__(self) -> None:
         self.rows: list[Forward] = []
+        self.runners: dict[str, Any] = {}
+        """Each role's forward, unlogged (``run(b, q, L, graph)``), for :func:`replay`."""
         self._lock = threading.Lock()
 
     def wrap(self, forwards: Any, role: str) -> None:
         """Log ``forwards.run`` (a synthetic engine's ``_Forwards``) under ``role``."""
         run = forwards.run
+        self.runners[role] = run
 
         def logged(b: int, q: int, L: int, graph: bool = True) -> None:
             t0 = time.perf_counter()
@@ -173,6 +176,50 @@ def role_split(runs: list[dict[str, Any]], price: Any, counters: dict[str, float
     return out
 
 
+REPLAYS = ("in_order", "grouped")
+"""How :func:`replay` runs a logged run's forwards again: in the order they ran, or
+grouped by shape (each shape's forwards back to back, as a profile times them)."""
+
+
+def replay(log: list[Forward], runners: dict[str, Any], how: str) -> dict[str, float]:
+    """Run the forwards of ``log`` again on the same engines, one role at a time in this
+    thread, back to back (no other model beside them, no scheduler between them):
+    ``how`` is ``in_order`` or ``grouped`` (:data:`REPLAYS`).  Seconds by role."""
+    if how not in REPLAYS:
+        raise ValueError(f"how must be one of {', '.join(REPLAYS)}, got {how!r}")
+    out: dict[str, float] = {}
+    for role, run in runners.items():
+        fwds = [(kind, b, q, L) for ro, kind, b, q, L, _, _ in log if ro == role]
+        if how == "grouped":
+            fwds.sort()
+        total = 0.0
+        for kind, b, q, L in fwds:
+            t0 = time.perf_counter()
+            run(b, q, L, kind != "prefill")
+            total += time.perf_counter() - t0
+        out[role] = total
+    return out
+
+
+def replay_split(runs: list[dict[str, Any]], price: Any) -> dict[str, dict[str, float]]:
+    """Per role, ms per committed token: the run's forwards as measured in the run
+    (``in_run``), replayed (``in_order``, ``grouped``: the runs' ``replay`` entries) and
+    at their profiled price (``priced``)."""
+    tokens = sum(r["tokens"] for r in runs)
+    out: dict[str, dict[str, float]] = {}
+    for role in ("target", "draft"):
+        fwds = [f for r in runs for f in r["log"] if f[0] == role]
+        if not fwds:
+            continue
+        per = 1e3 / tokens
+        out[role] = {
+            "in_run": per * sum(e - s for *_, s, e in fwds),
+            **{how: per * sum(r["replay"][how][role] for r in runs) for how in REPLAYS},
+            "priced": per * sum(price(role, b, q, L) for _, _, b, q, L, _, _ in fwds),
+        }
+    return out
+
+
 def model_mix(counters: dict[str, float]) -> dict[str, float]:
     """The decoder model's target decode iterations per committed token by rows."""
     out: dict[int, float] = defaultdict(float)
@@ -199,6 +246,13 @@ def main(argv: list[str] | None = None) -> int:
                     help="what keys a synthetic step's draws (bench_synthetic --draws; "
                          "prefix reproduces the audits before 2026-11-25)")
     ap.add_argument("--profile-repeats", type=int, default=3)
+    ap.add_argument("--configs", default=None,
+                    help="only these configurations (comma-separated labels, e.g. "
+                         "'target,async k1=3 k2=1,async k1=3 k2=1 continuous')")
+    ap.add_argument("--replay", action="store_true",
+                    help="after the rounds, run every logged forward again on the same "
+                         "engines, one model at a time, in order and grouped by shape "
+                         "(where a forward's price in the run differs from the profile's)")
     ap.add_argument("--out", default=None,
                     help="summary JSON (default: benchmarks/results/schedule_audit.json)")
     a = ap.parse_args(argv)
@@ -235,6 +289,13 @@ def run(a: argparse.Namespace) -> dict[str, Any]:
     lengths = [tgt.count_tokens(format_prompt(p)) for p in problems]
     a.continuous = True
     configs = {c.label: c for c in _configs(a)}
+    if a.configs:
+        wanted = [x.strip() for x in a.configs.split(",")]
+        unknown = [x for x in wanted if x not in configs]
+        if unknown or "target" not in wanted:
+            raise SystemExit(f"error: --configs must include 'target' and name only "
+                             f"{', '.join(configs)}; got {a.configs!r}")
+        configs = {k: v for k, v in configs.items() if k in wanted}
     costs = prepare_run(tgt, drf, list(configs.values()), max(lengths))
     syn, ver = _settings(a, acc, lengths, list(configs.values()), target, draft,
                          costs["T"][1])
@@ -268,6 +329,15 @@ def run(a: argparse.Namespace) -> dict[str, Any]:
                                    "draft_seconds": got.draft_seconds, "log": log.take()})
             print(f"  round {r + 1}: {name} done", flush=True)
         passes.append(profile())
+    if a.replay:  # problem by problem, configurations interleaved, the order alternating
+        with tgt._fwd.torch.inference_mode():
+            for i in range(len(problems) * a.rounds):
+                order = names if i % 2 == 0 else names[::-1]
+                for name in order:
+                    x = runs[name][i]
+                    x["replay"] = {how: replay(x["log"], log.runners, how)
+                                   for how in (REPLAYS if i % 2 == 0 else REPLAYS[::-1])}
+        print("  replayed", flush=True)
     cal = with_costs(acc, costs, f"{a.target} / {a.draft} on cpu float32",
                      None, merge_profiles(passes))
     arch = syn.architectures or {}
@@ -318,6 +388,7 @@ def run(a: argparse.Namespace) -> dict[str, Any]:
             "model_iterations_per_token_at_run_acceptance": model_mix(shifted.counters),
             "price_ratio": mix["price_ratio"],
             "time_split": role_split(rs, price, shifted.counters),
+            **({"replay": replay_split(rs, price)} if a.replay else {}),
         })
     _print(rows)
     return {
@@ -327,6 +398,7 @@ def run(a: argparse.Namespace) -> dict[str, Any]:
         "target": a.target, "draft": a.draft, "acceptance": a.acceptance, "k1": a.k1,
         "k2": a.k2, "configs": list(configs),
         "problems": a.problems, "rounds": a.rounds, "seed": a.seed, "draws": a.draws,
+        "replay": a.replay,
         "max_steps": a.max_steps, "max_step_tokens": a.max_step_tokens,
         "prompt_tokens": syn.prompt_tokens, "profile_passes": len(passes),
         "contention": {"target": model_costs.contention,
@@ -364,6 +436,13 @@ def _print(rows: list[dict[str, Any]]) -> None:
                               for k, x in v["by_kind"].items())
             print(f"{r['config']:<27} {role:<6} {f(v['model']):>6} | {v['priced']:6.2f} | "
                   f"{v['forwards']:6.2f} | {v['calls']:6.2f}   {kinds}")
+    if any("replay" in r for r in rows):
+        print("\nms per committed token of the run's forwards: in the run | replayed in "
+              "order | replayed grouped by shape | priced")
+        for r in rows:
+            for role, v in r.get("replay", {}).items():
+                print(f"{r['config']:<27} {role:<6} {v['in_run']:6.2f} | "
+                      f"{v['in_order']:6.2f} | {v['grouped']:6.2f} | {v['priced']:6.2f}")
 
 
 if __name__ == "__main__":

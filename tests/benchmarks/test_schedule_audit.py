@@ -17,6 +17,8 @@ from benchmarks.bench_schedule_audit import (
     main,
     measured_mix,
     model_mix,
+    replay,
+    replay_split,
     role_split,
 )
 
@@ -57,6 +59,58 @@ def test_overlap_and_the_measured_mix() -> None:
                                        "priced": pytest.approx(800.0),
                                        "forwards": pytest.approx(125.0)}
     assert set(d["by_kind"]) == {"decode"}
+
+
+def test_replay_runs_each_role_alone_in_order_or_grouped() -> None:
+    log = [("target", "decode", 2, 1, 64, 0.0, 0.3),
+           ("draft", "decode", 1, 1, 64, 0.1, 0.2),
+           ("target", "prefill", 1, 32, 0, 0.3, 0.5),
+           ("target", "decode", 1, 1, 64, 0.5, 0.6)]
+    calls: list[tuple[str, int, int, int, bool]] = []
+    runners = {role: (lambda b, q, L, graph, role=role: calls.append((role, b, q, L, graph)))
+               for role in ("target", "draft")}
+    got = replay(log, runners, "in_order")
+    assert set(got) == {"target", "draft"} and all(v >= 0 for v in got.values())
+    assert calls == [("target", 2, 1, 64, True), ("target", 1, 32, 0, False),
+                     ("target", 1, 1, 64, True), ("draft", 1, 1, 64, True)]
+    calls.clear()
+    replay(log, runners, "grouped")  # by kind, then rows, new tokens and context
+    assert calls == [("target", 1, 1, 64, True), ("target", 2, 1, 64, True),
+                     ("target", 1, 32, 0, False), ("draft", 1, 1, 64, True)]
+    with pytest.raises(ValueError, match="how must be one of"):
+        replay(log, runners, "sorted")
+    run = {"tokens": 2, "log": log,
+           "replay": {"in_order": {"target": 0.4, "draft": 0.05},
+                      "grouped": {"target": 0.2, "draft": 0.1}}}
+    split = replay_split([run], lambda role, b, q, L: 0.1 * b)
+    assert split["target"] == {"in_run": pytest.approx(300.0), "in_order": pytest.approx(200.0),
+                               "grouped": pytest.approx(100.0), "priced": pytest.approx(200.0)}
+    assert split["draft"]["in_run"] == pytest.approx(50.0)
+    assert split["draft"]["priced"] == pytest.approx(50.0)
+
+
+@pytest.mark.live
+def test_audit_replays_the_chosen_configurations(tmp_path: Path) -> None:
+    target = tmp_path / "tiny.json"
+    target.write_text(json.dumps(TINY))
+    draft = tmp_path / "tiny1.json"
+    draft.write_text(json.dumps({**TINY, "num_hidden_layers": 1}))
+    out = tmp_path / "audit.json"
+    chosen = "target,async k1=3 k2=1 continuous"
+    assert main(["--target", str(target), "--draft", str(draft), "--problems", "2",
+                 "--max-steps", "3", "--max-step-tokens", "16", "--profile-repeats", "1",
+                 "--k2", "1", "--configs", chosen, "--replay", "--out", str(out)]) == 0
+    got = json.loads(out.read_text())
+    assert got["replay"] is True
+    rows = {r["config"]: r for r in got["rows"]}
+    assert set(rows) == set(chosen.split(","))
+    assert set(rows["target"]["replay"]) == {"target"}
+    cont = rows["async k1=3 k2=1 continuous"]["replay"]
+    assert set(cont) == {"target", "draft"}
+    for v in cont.values():
+        assert all(v[k] > 0 for k in ("in_run", "in_order", "grouped", "priced"))
+    with pytest.raises(SystemExit, match="--configs must include 'target'"):
+        main(["--configs", "async k1=3 k2=1", "--k2", "1"])
 
 
 @pytest.mark.live
