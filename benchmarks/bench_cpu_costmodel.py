@@ -321,15 +321,17 @@ def probe_reference(cpu: CpuMachine) -> float | None:
     return float(np.median(times)) if times else None
 
 
-def load(cpu: CpuMachine, arch: str, probe_ms: float | None = None
-         ) -> dict[int, dict[str, list[Row]]]:
+def load(cpu: CpuMachine, arch: str, probe_ms: float | None = None,
+         window: int | None = None) -> dict[int, dict[str, list[Row]]]:
     """``{pass: {kind: rows}}`` of one architecture on ``cpu``, its shape named ``arch``;
     with ``probe_ms`` (:func:`probe_reference`), scaled to the speed at which the
-    profiles' speed probe takes that long (as measured otherwise)."""
+    profiles' speed probe takes that long, by the probe's times within ``window`` points
+    (:data:`~specmodel.formats.hardware.PROBE_WINDOW` by default; as measured without
+    ``probe_ms``)."""
     out = {}
     for k, path in pass_files(cpu, arch):
         out[k] = {kind: [(replace(s, name=arch), w, t) for s, w, t in rows]
-                  for kind, rows in load_graph_profile(path, probe_ms).items()}
+                  for kind, rows in load_graph_profile(path, probe_ms, window).items()}
     if not out:
         raise SystemExit(f"no profiles of {arch} under {cpu.results}: run with --profile")
     return out
@@ -355,9 +357,11 @@ def synthetic_rows(cpu: CpuMachine) -> list[Row]:
     return rows
 
 
-def pass_spread(data: dict[str, dict[int, dict[str, list[Row]]]]) -> dict[str, Any]:
-    """The same point measured in two passes: |t2/t1 − 1| by architecture and kind."""
-    out: dict[str, Any] = {}
+def _pass_changes(data: dict[str, dict[int, dict[str, list[Row]]]]
+                  ) -> dict[tuple[str, str], list[float]]:
+    """t(last pass)/t(first pass) − 1 of every point measured in both, by (architecture,
+    kind)."""
+    out: dict[tuple[str, str], list[float]] = {}
     for arch, passes in data.items():
         if len(passes) < 2:
             continue
@@ -367,7 +371,38 @@ def pass_spread(data: dict[str, dict[int, dict[str, list[Row]]]]) -> dict[str, A
             r = [t / t1[(w.batch, w.q, w.context)] - 1 for _, w, t in second[kind]
                  if (w.batch, w.q, w.context) in t1]
             if r:
-                out[f"{arch} {kind}"] = error_summary(np.array(r))
+                out[(arch, kind)] = r
+    return out
+
+
+def pass_spread(data: dict[str, dict[int, dict[str, list[Row]]]]) -> dict[str, Any]:
+    """The same point measured in two passes: |t2/t1 − 1| by architecture and kind."""
+    return {f"{arch} {kind}": error_summary(np.array(r))
+            for (arch, kind), r in _pass_changes(data).items()}
+
+
+def noise_by_arch(data: dict[str, dict[int, dict[str, list[Row]]]]) -> dict[str, Any]:
+    """The same point measured in two passes, |t2/t1 − 1|, pooled over kinds: by
+    architecture and over all (``all``)."""
+    pooled: dict[str, list[float]] = {}
+    for (arch, _), r in _pass_changes(data).items():
+        pooled.setdefault(arch, []).extend(r)
+        pooled.setdefault("all", []).extend(r)
+    return {k: error_summary(np.array(v)) for k, v in pooled.items()}
+
+
+def compare_windows(cpu: CpuMachine, archs: tuple[str, ...], probe_ms: float,
+                    windows: list[int]) -> list[dict[str, Any]]:
+    """For each probe window (:meth:`~specmodel.formats.hardware.HardwareProfile.at_probe`)
+    and as measured (``window`` None): the noise floor by architecture, and the error of
+    the variant the rule picks, fitted to the times so scaled."""
+    out = []
+    for w in [None, *windows]:
+        data = {arch: load(cpu, arch, None if w is None else probe_ms, w) for arch in archs}
+        models, sets, summary = evaluate(cpu, data)
+        chosen = best_extended(models, sets["fit (all kinds)"], DTYPE)
+        out.append({"window": w, "noise": noise_by_arch(data), "variant": chosen,
+                    "summary": summary[chosen]})
     return out
 
 
@@ -385,11 +420,24 @@ def main() -> None:
                          "speed (default: as measured)")
     ap.add_argument("--row-curve", action="store_true",
                     help="measure this CPU's GEMM row curve (gemm_rows.json), then fit")
+    ap.add_argument("--probe-windows", default=None,
+                    help="also compare these speed-probe windows (comma-separated integers "
+                         ">= 0; at_probe's window) with the times as measured: the noise "
+                         "floor by architecture and the chosen fit's errors at each")
     a = ap.parse_args()
     if a.passes < 1:
         ap.error(f"--passes must be >= 1, got {a.passes}")
     if a.start < 1:
         ap.error(f"--start must be >= 1, got {a.start}")
+    windows: list[int] = []
+    if a.probe_windows is not None:
+        try:
+            windows = [int(x) for x in a.probe_windows.split(",")]
+        except ValueError:
+            windows = [-1]
+        if not windows or min(windows) < 0:
+            ap.error(f"--probe-windows must be integers >= 0 separated by commas, "
+                     f"got {a.probe_windows!r}")
     cpu = CPUS[a.cpu or this_cpu()]
     if a.profile:
         profile(cpu, a.passes, a.start,
@@ -399,8 +447,9 @@ def main() -> None:
         measure_gemm_rows(cpu.results / "gemm_rows.json")
     device = get_device(cpu.device)
     probe_ms = probe_reference(cpu)
-    if a.at_probe and probe_ms is None:
-        ap.error(f"--at-probe: not every profile of {cpu.device}'s passes ran the probe")
+    for flag, asked in (("--at-probe", a.at_probe), ("--probe-windows", bool(windows))):
+        if asked and probe_ms is None:
+            ap.error(f"{flag}: not every profile of {cpu.device}'s passes ran the probe")
     ref = probe_ms if a.at_probe else None
     archs = (*cpu.fit_archs, *HELD_ARCHS)
     data = {arch: load(cpu, arch, ref) for arch in archs}
@@ -444,6 +493,20 @@ def main() -> None:
                      + ([percent(o_spread[k]["median_abs"]),
                          percent(o_spread[k]["mean_signed"], signed=True)] if o_spread else [])
                      for k, v in spread.items()])
+    by_window = compare_windows(cpu, archs, probe_ms, windows) if windows else []
+    if by_window:
+        print_table("Speed-probe windows: the noise floor (median |t(pass 2)/t(pass 1) − 1|) "
+                    "by architecture, and the fit the rule picks at each scaling",
+                    ["window", *archs, "all points", "variant", "fit median",
+                     "held-out median", "held-out max"],
+                    [["as measured" if x["window"] is None else x["window"],
+                      *(percent(x["noise"][arch]["median_abs"]) if arch in x["noise"]
+                        else "-" for arch in archs),
+                      percent(x["noise"]["all"]["median_abs"]), x["variant"],
+                      percent(x["summary"]["fit (all kinds)"]["median_abs"]),
+                      percent(x["summary"]["held out, all kinds"]["median_abs"]),
+                      percent(x["summary"]["held out, all kinds"]["max_abs"])]
+                     for x in by_window])
     files = [str(p.relative_to(RESULTS.parent.parent)) for _, p in pass_files(cpu)]
     first = json.loads(Path(RESULTS.parent.parent / files[0]).read_text(encoding="utf-8"))
     write_preset(
@@ -468,7 +531,8 @@ def main() -> None:
         "held_archs": HELD_ARCHS, "probe_ms": probe_ms, "at_probe": a.at_probe,
         "models": {n: c.to_dict() for n, c in models.items()},
         "summary": summary, "pass_spread": spread, "preset": cpu.preset,
-        "preset_variant": chosen_name, **({"other_scaling": other} if other else {})})
+        "preset_variant": chosen_name, **({"other_scaling": other} if other else {}),
+        **({"probe_windows": by_window} if by_window else {})})
 
 
 def evaluate(cpu: CpuMachine, data: dict[str, dict[int, dict[str, list[Row]]]]

@@ -194,19 +194,19 @@ PRESET_PATH = Path(__file__).resolve().parent.parent / "specmodel" / "presets" /
     / "h100-sxm-graph.json"
 
 
-def load_graph_profile(path: Path | str, probe_ms: float | None = None
-                       ) -> dict[str, list[Row]]:
+def load_graph_profile(path: Path | str, probe_ms: float | None = None,
+                       window: int | None = None) -> dict[str, list[Row]]:
     """One ``ARCH.graph.json`` as ``{kind: rows}``: ``decode`` (q = 1, unshared),
     ``decode-shared`` (q = 1, b sequences sharing the L-token prefix), ``verify``
     (q >= 2) and ``prefill`` (L = 0, logits of the last token only).  Skipped points
     are left out; the shape is the file's ``architecture``.  With ``probe_ms``, the
     times are scaled to the speed at which the profile's speed probe takes that long
-    (:meth:`specmodel.formats.hardware.HardwareProfile.at_probe`)."""
+    (:meth:`specmodel.formats.hardware.HardwareProfile.at_probe`, its ``window``)."""
     from specmodel.formats.hardware import load_hardware_profile
 
     prof = load_hardware_profile(path)
     if probe_ms is not None:
-        prof = prof.at_probe(probe_ms)
+        prof = prof.at_probe(probe_ms, window)
     shape = prof.architecture.shape()
     out: dict[str, list[Row]] = {k: [] for k in KINDS}
     for p in prof.timed():

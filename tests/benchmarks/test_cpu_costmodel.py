@@ -9,8 +9,14 @@ import pytest
 
 from benchmarks.bench_cpu_costmodel import (
     CPUS,
+    HELD_ARCHS,
+    compare_windows,
+    load,
     measure_device,
     measure_gemm_rows,
+    noise_by_arch,
+    pass_spread,
+    probe_reference,
     row_curve,
     this_cpu,
 )
@@ -55,3 +61,29 @@ def test_this_cpu_is_named_by_its_model_name(monkeypatch) -> None:
     monkeypatch.setattr(env, "machine_description", lambda: {"cpu": "Apple M2"})
     with pytest.raises(SystemExit, match="no CPU preset for 'Apple M2'"):
         this_cpu()
+
+
+def test_probe_windows_are_compared_on_the_committed_epyc_passes() -> None:
+    """The EPYC's passes 5 and 6 ran the speed probe: each window's scaling gives a noise
+    floor by architecture pooled over kinds (the same points as the per-kind spread),
+    the times as measured come first, and a window wider than any profile is one
+    factor per profile (every point of a profile scaled alike)."""
+    cpu = CPUS["cpu-epyc"]
+    ref = probe_reference(cpu)
+    assert ref is not None and 5 < ref < 50  # ms, the probe's median on that VM
+    arch = cpu.fit_archs[0]
+    got = compare_windows(cpu, (*cpu.fit_archs, *HELD_ARCHS), ref, [0, 10_000])
+    assert [x["window"] for x in got] == [None, 0, 10_000]
+    measured = {arch: load(cpu, arch)}
+    per_kind = pass_spread(measured)
+    pooled = noise_by_arch(measured)
+    assert pooled[arch]["n"] == sum(v["n"] for v in per_kind.values()) == pooled["all"]["n"]
+    assert got[0]["noise"][arch] == pytest.approx(pooled[arch])
+    one = load(cpu, arch, ref, 10_000)
+    for k, rows in one.items():  # one factor per profile: ratios to as measured constant
+        for kind, r in rows.items():
+            f = {round(t / t0, 9) for (_, _, t), (_, _, t0) in
+                 zip(r, measured[arch][k][kind], strict=True)}
+            assert len(f) == 1, (k, kind)
+    for x in got:
+        assert x["summary"]["fit (all kinds)"]["n"] > 0 and x["variant"]
