@@ -3,14 +3,13 @@
 # sweeps of the real decoder, DeepSeek-R1-Distill 1.5B drafting for the 32B, held against
 # the decoder model's predictions registered without a GPU (bench_synthetic --predict-on
 # h100-sxm: benchmarks/results/gpu/synthetic_gpu.registered.json).
-# The GPU machines have torch, transformers and NumPy but not pydantic/typer: the wheels
-# in .gpu-wheels (cp312, carried with the call) are installed into a scratch folder.
-# Make the wheels once on the development machine (ignored by git: name .gpu-wheels in
-# the run call's carry):
-#   pip download --only-binary=:all: --python-version 3.12 --platform manylinux2014_x86_64 \
-#     --no-deps -d .gpu-wheels pydantic pydantic-core annotated-types typing-extensions \
-#     typing-inspection
-# (pydantic pins its pydantic-core: check the pair matches).
+# The GPU machines have torch, transformers and NumPy but not pydantic: the wheels of
+# benchmarks/gpu/wheels.txt, for their Python 3.12, are carried with the call in
+# .gpu-wheels (ignored by git: name it in the call's carry) and installed into a scratch
+# folder. Make them once on the development machine:
+#   bash benchmarks/gpu/wheels.sh 3.12 .gpu-wheels
+# and check beforehand, on the CPU, that every command below runs from such a bare
+# install (tiny architectures): bash benchmarks/gpu/bare_check.sh
 # One part per device call (each fits the 600 s a call may run):
 #   OUT=dir PARTS=packed benchmarks/gpu/synthetic_and_layout.sh      # ~3-5 min
 #   OUT=dir PARTS=synthetic benchmarks/gpu/synthetic_and_layout.sh   # the short sweep
@@ -21,6 +20,7 @@
 set -u
 : "${OUT:?set OUT}"
 PARTS=${PARTS:-"packed synthetic"}
+ls .gpu-wheels/*.whl > /dev/null 2>&1 || { echo "no .gpu-wheels: run benchmarks/gpu/wheels.sh 3.12 .gpu-wheels and carry it"; exit 2; }
 pip install -q --no-index --no-deps --target /tmp/pydeps .gpu-wheels/*.whl
 export PYTHONPATH=/tmp/pydeps:$PWD
 { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; python -V
