@@ -177,7 +177,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--registered", type=Path, default=None,
                     help="a registration (--predict-on) to hold the measured speedups "
                          "against as well")
+    ap.add_argument("--coverage", type=Path, nargs="+", default=None, metavar="RUN",
+                    help="run nothing: how many measured rounds of these committed runs "
+                         "(held against a registration) fell inside the registered 95 %% "
+                         "band of a run of that many problems, by run and pooled")
     a = ap.parse_args(argv)
+    if a.coverage:
+        try:
+            print_coverage(a.coverage)
+        except ValueError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        return 0
     if a.concurrent is not None and not (a.predict_on and 1 <= a.concurrent < float("inf")):
         ap.error(f"--concurrent must be a number >= 1, with --predict-on; got {a.concurrent}"
                  + ("" if a.predict_on else " without --predict-on"))
@@ -475,7 +486,7 @@ def run(a: argparse.Namespace, dtype: str, out: Path) -> dict[str, Any]:
             row["registered_error"] = None if got is None else got / row["measured_mean"] - 1
     _print(rows, a, dtype, costs)
     machine = machine_description()
-    return {
+    summary = {
         "benchmark": "synthetic-acceptance decoder runs (bench_synthetic.py)",
         "date": timestamp(),
         "machine": machine,
@@ -509,6 +520,59 @@ def run(a: argparse.Namespace, dtype: str, out: Path) -> dict[str, Any]:
         "records": [str(p) for p, _ in records],
         "rows": rows,
     }
+    coverage = band_coverage(summary)
+    if coverage is not None:
+        summary["registered_band_coverage"] = coverage
+        print(f"measured rounds inside the registered 95 % band: {coverage['rounds_inside']}"
+              f" of {coverage['rounds']} (the band covers {BAND_COVERS})")
+    return summary
+
+
+BAND_COVERS = ("the problems' sampling alone, as the decoder model simulates it (its "
+               "sample_interval): not the cost model's error, the machine's drift nor "
+               "the rounds' spread")
+"""What a registration's band (``decoder_sample_interval``) accounts for."""
+
+
+def band_coverage(run: dict[str, Any]) -> dict[str, Any] | None:
+    """How many of a run's measured rounds (speculative configurations) fell inside the
+    registered 95 % band of a run of its size (``decoder_sample_interval`` of its
+    registration's rows); None for a run not held against a registration."""
+    reg = run.get("registration")
+    if not reg or not reg.get("rows"):
+        return None
+    bands = {r["config"]: r.get("decoder_sample_interval") for r in reg["rows"]}
+    by_config: dict[str, list[bool]] = {}
+    for row in run["rows"]:
+        band = bands.get(row["config"])
+        if (row["k1"] == 1 and row["k2"] == 1) or band is None:
+            continue
+        lo, hi = band
+        by_config[row["config"]] = [lo <= m <= hi for m in row["measured"]]
+    n = sum(len(v) for v in by_config.values())
+    return {"rounds_inside": sum(sum(v) for v in by_config.values()), "rounds": n,
+            "by_config": by_config, "band": BAND_COVERS}
+
+
+def print_coverage(paths: list[Path]) -> dict[str, int]:
+    """Print :func:`band_coverage` of each committed run and pooled; the pooled counts."""
+    inside = total = 0
+    for path in paths:
+        try:
+            run = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as e:
+            raise ValueError(f"--coverage {path}: cannot read it ({e})") from e
+        got = band_coverage(run)
+        if got is None:
+            raise ValueError(f"--coverage {path}: not held against a registration")
+        inside, total = inside + got["rounds_inside"], total + got["rounds"]
+        print(f"{path.name}: {got['rounds_inside']} of {got['rounds']} rounds inside the "
+              "registered band")
+        for config, flags in got["by_config"].items():
+            print(f"  {config:<28} {' '.join('in' if f else 'out' for f in flags)}")
+    print(f"pooled: {inside} of {total} rounds inside ({inside / max(total, 1):.0%}; a "
+          f"calibrated 95 % band holds about 95 %); the band covers {BAND_COVERS}")
+    return {"rounds_inside": inside, "rounds": total}
 
 
 def _print(rows: list[dict[str, Any]], a: argparse.Namespace, dtype: str,
