@@ -89,18 +89,24 @@ def test_replay_runs_each_role_alone_in_order_or_grouped() -> None:
     assert split["draft"]["priced"] == pytest.approx(50.0)
 
 
-@pytest.mark.live
-def test_audit_replays_the_chosen_configurations(tmp_path: Path) -> None:
+def _audit_tiny(tmp_path: Path, *options: str) -> dict:
+    """The audit of two short problems on tiny random-weight architectures (target: 2
+    layers of width 64, draft: 1), with ``options``; its summary JSON."""
     target = tmp_path / "tiny.json"
     target.write_text(json.dumps(TINY))
     draft = tmp_path / "tiny1.json"
     draft.write_text(json.dumps({**TINY, "num_hidden_layers": 1}))
     out = tmp_path / "audit.json"
-    chosen = "target,async k1=3 k2=1 continuous"
     assert main(["--target", str(target), "--draft", str(draft), "--problems", "2",
                  "--max-steps", "3", "--max-step-tokens", "16", "--profile-repeats", "1",
-                 "--k2", "1", "--configs", chosen, "--replay", "--out", str(out)]) == 0
-    got = json.loads(out.read_text())
+                 *options, "--out", str(out)]) == 0
+    return json.loads(out.read_text())
+
+
+@pytest.mark.live
+def test_audit_replays_the_chosen_configurations(tmp_path: Path) -> None:
+    chosen = "target,async k1=3 k2=1 continuous"
+    got = _audit_tiny(tmp_path, "--k2", "1", "--configs", chosen, "--replay")
     assert got["replay"] is True
     rows = {r["config"]: r for r in got["rows"]}
     assert set(rows) == set(chosen.split(","))
@@ -115,15 +121,7 @@ def test_audit_replays_the_chosen_configurations(tmp_path: Path) -> None:
 
 @pytest.mark.live
 def test_audit_on_tiny_architectures(tmp_path: Path) -> None:
-    target = tmp_path / "tiny.json"
-    target.write_text(json.dumps(TINY))
-    draft = tmp_path / "tiny1.json"
-    draft.write_text(json.dumps({**TINY, "num_hidden_layers": 1}))
-    out = tmp_path / "audit.json"
-    assert main(["--target", str(target), "--draft", str(draft), "--problems", "2",
-                 "--max-steps", "3", "--max-step-tokens", "16", "--profile-repeats", "1",
-                 "--k2", "2", "--out", str(out)]) == 0
-    got = json.loads(out.read_text())
+    got = _audit_tiny(tmp_path, "--k2", "2")
     assert got["machine"]["cores"] >= 1 and got["draws"] == "position"
     rows = {r["config"]: r for r in got["rows"]}
     assert set(rows) == {"target", "token k2=2", "sync k1=3 k2=1", "async k1=3 k2=1",
