@@ -246,6 +246,44 @@ def _settings(a: argparse.Namespace, acc: Any, prompt_tokens: list[int],
     return syn, ver
 
 
+COST_DRAWS = 16
+"""Draws of the cost model's error behind a registration's cost band."""
+COST_DRAW_PROBLEMS = 100
+"""Problems simulated per configuration in each of those draws."""
+
+
+def cost_error_sd(device: str) -> tuple[float, str]:
+    """(the relative standard deviation of a forward's price error on ``device``'s cost
+    preset, the preset's name): its held-out median |relative error| ("held out, all
+    kinds", else the median of its held-out sets' medians) over 0.6745, a normal's median
+    |x| in standard deviations."""
+    from specmodel.hardware.costmodel import load_coefficients, preset_for_device
+
+    name = preset_for_device(device) or "h100-sxm-graph"
+    held = load_coefficients(name)[2].get("held_out_error") or {}
+    if not held:
+        raise ValueError(f"the cost preset {name} records no held-out error")
+    med = (held["held out, all kinds"]["median_abs"] if "held out, all kinds" in held
+           else statistics.median(v["median_abs"] for v in held.values()))
+    return float(med) / 0.6745, name
+
+
+def perturbed(profiles: list[Any], rng: Any, sd: float) -> list[Any]:
+    """``profiles`` (:class:`~specmodel.formats.hardware.HardwareProfile`) with every timed
+    point's times multiplied by one log-normal factor (log standard deviation ``sd``) per
+    profile and kind of forward (decode, verify, prefill), drawn independently: the cost
+    model's error as a systematic error of each predicted surface."""
+    out = []
+    for prof in profiles:
+        f = {k: float(rng.lognormal(0.0, sd)) for k in ("decode", "verify", "prefill")}
+        out.append(prof.model_copy(update={"points": [
+            p if p.ms is None else p.model_copy(update={
+                "ms": [v * f[p.kind] for v in p.ms],
+                "mean_ms": None if p.mean_ms is None else p.mean_ms * f[p.kind]})
+            for p in prof.points]}))
+    return out
+
+
 def register(a: argparse.Namespace, dtype: str) -> dict[str, Any]:
     """The decoder model's predictions of the sweep on the device preset ``a.predict_on``,
     made before it runs: every forward the run can take priced by the analytical cost
@@ -291,20 +329,44 @@ def register(a: argparse.Namespace, dtype: str) -> dict[str, Any]:
                          V=t(tshape, 1, k2) if k2 > 1 else None)  # n-gram drafter: free
     syn, ver = _settings(a, acc, lengths, configs, target, draft, T[1])
     models = {"target": a.target, "draft": a.draft, "verifier": ver.name}
-    cal = with_costs(acc, costs, f"{a.target} / {a.draft} predicted on {a.predict_on} "
-                     f"{dtype}", models, hardware)
+    what = f"{a.target} / {a.draft} predicted on {a.predict_on} {dtype}"
+    cal = with_costs(acc, costs, what, models, hardware)
     rows = []
     for cfg in configs:
         got = decoder_prediction(cal, cfg, synthetic=syn, sample_problems=a.problems)
         rows.append({**registered_row(cfg, got), "decoder_ms_per_token": None if got is None
                      else {k: v * 1e3 for k, v in decoder_time_split(got).items()}})
+    # the cost model's error: the same predictions with every predicted surface drawn
+    # off by the preset's held-out error, the spread added to the sample band
+    import numpy as np
+
+    sd, preset = cost_error_sd(a.predict_on)
+    rng = np.random.default_rng(a.seed)
+    drawn: dict[str, list[float]] = {cfg.label: [] for cfg in configs}
+    for _ in range(COST_DRAWS):
+        cal_d = with_costs(acc, costs, what, models, perturbed(hardware, rng, sd))
+        for cfg in configs:
+            got = decoder_prediction(cal_d, cfg, synthetic=syn, problems=COST_DRAW_PROBLEMS,
+                                     draws=1)
+            if got is not None:
+                drawn[cfg.label].append(got.speedup)
+    for r in rows:
+        vals, band, point = drawn[r["config"]], r["decoder_sample_interval"], \
+            r["predicted_decoder"]
+        if point is None or band is None or len(vals) < 2:
+            continue
+        spread = statistics.stdev(vals)
+        half = ((band[1] - band[0]) ** 2 / 4 + (1.96 * spread) ** 2) ** 0.5
+        r.update(cost_spread=spread, decoder_cost_interval=[point - half, point + half])
     print(f"registered: {a.target} / {a.draft} on {a.predict_on} ({a.placement}) {dtype}, "
           f"{source}; T(1) {T[1] * 1e3:.2f} ms, c1 {costs['c1']:.3f}")
     for r in rows:
         iv, ms = r["decoder_interval"], r["decoder_ms_per_token"] or {}
+        cb = r.get("decoder_cost_interval")
         print(f"  {r['config']:<18} {r['predicted_decoder'] or 0:.3f}"
-              + ("" if iv is None else f"  [{iv[0]:.3f}, {iv[1]:.3f}]") + "  ms/token "
-              + ", ".join(f"{k} {v:.2f}" for k, v in ms.items()))
+              + ("" if iv is None else f"  [{iv[0]:.3f}, {iv[1]:.3f}]")
+              + ("" if cb is None else f"  with the costs' error [{cb[0]:.3f}, {cb[1]:.3f}]")
+              + "  ms/token " + ", ".join(f"{k} {v:.2f}" for k, v in ms.items()))
     return {"registered": timestamp(), "commit": git_commit(), "device": a.predict_on,
             "placement": a.placement, "dtype": dtype, "cost_model": source,
             "concurrent": hardware[0].concurrent.get(hardware[1].architecture.name)
@@ -318,7 +380,10 @@ def register(a: argparse.Namespace, dtype: str) -> dict[str, Any]:
             "costs": {"context": mid, "T_ms": {str(b): v * 1e3 for b, v in T.items()},
                       "draft_T1_ms": costs["draft_T1"] * 1e3, "c1": costs["c1"],
                       "c2": costs["c2"]},
-            "speedup_over": "the target alone, same problems", "rows": rows}
+            "speedup_over": "the target alone, same problems",
+            "cost_band": {"preset": preset, "relative_sd": sd, "draws": COST_DRAWS,
+                          "problems_per_draw": COST_DRAW_PROBLEMS, "covers": COST_BAND_COVERS},
+            "rows": rows}
 
 
 REGISTERED_KEYS = ("target", "draft", "acceptance", "problems", "seed", "max_steps",
@@ -528,6 +593,12 @@ def run(a: argparse.Namespace, dtype: str, out: Path) -> dict[str, Any]:
     return summary
 
 
+COST_BAND_COVERS = (
+    "the sample band and, added in quadrature, 1.96 times the spread of the speedup when "
+    "every predicted surface (each architecture's decode, verify and prefill) is off by a "
+    "log-normal factor of the preset's held-out error; not the machine's drift nor the "
+    "rounds' spread")
+"""What a registration's cost band (``decoder_cost_interval``) accounts for."""
 BAND_COVERS = ("the problems' sampling alone, as the decoder model simulates it (its "
                "sample_interval): not the cost model's error, the machine's drift nor "
                "the rounds' spread")
@@ -541,17 +612,22 @@ def band_coverage(run: dict[str, Any]) -> dict[str, Any] | None:
     reg = run.get("registration")
     if not reg or not reg.get("rows"):
         return None
-    bands = {r["config"]: r.get("decoder_sample_interval") for r in reg["rows"]}
-    by_config: dict[str, list[bool]] = {}
-    for row in run["rows"]:
-        band = bands.get(row["config"])
-        if (row["k1"] == 1 and row["k2"] == 1) or band is None:
-            continue
-        lo, hi = band
-        by_config[row["config"]] = [lo <= m <= hi for m in row["measured"]]
-    n = sum(len(v) for v in by_config.values())
-    return {"rounds_inside": sum(sum(v) for v in by_config.values()), "rounds": n,
-            "by_config": by_config, "band": BAND_COVERS}
+    out: dict[str, Any] = {}
+    for key, name, covers in (("decoder_sample_interval", "", BAND_COVERS),
+                              ("decoder_cost_interval", "cost_", COST_BAND_COVERS)):
+        bands = {r["config"]: r.get(key) for r in reg["rows"]}
+        by_config: dict[str, list[bool]] = {}
+        for row in run["rows"]:
+            band = bands.get(row["config"])
+            if (row["k1"] == 1 and row["k2"] == 1) or band is None:
+                continue
+            lo, hi = band
+            by_config[row["config"]] = [lo <= m <= hi for m in row["measured"]]
+        if key == "decoder_sample_interval" or by_config:
+            out.update({f"{name}rounds_inside": sum(sum(v) for v in by_config.values()),
+                        f"{name}rounds": sum(len(v) for v in by_config.values()),
+                        f"{name}by_config": by_config, f"{name}band": covers})
+    return out
 
 
 def print_coverage(paths: list[Path]) -> dict[str, int]:
@@ -567,7 +643,9 @@ def print_coverage(paths: list[Path]) -> dict[str, int]:
             raise ValueError(f"--coverage {path}: not held against a registration")
         inside, total = inside + got["rounds_inside"], total + got["rounds"]
         print(f"{path.name}: {got['rounds_inside']} of {got['rounds']} rounds inside the "
-              "registered band")
+              "registered band" + (f", {got['cost_rounds_inside']} of {got['cost_rounds']} "
+                                   "inside the band with the costs' error"
+                                   if "cost_rounds" in got else ""))
         for config, flags in got["by_config"].items():
             print(f"  {config:<28} {' '.join('in' if f else 'out' for f in flags)}")
     print(f"pooled: {inside} of {total} rounds inside ({inside / max(total, 1):.0%}; a "

@@ -131,3 +131,58 @@ def test_the_committed_cpu_sweeps_report_their_band_coverage(capsys) -> None:
     for path in runs:
         got = band_coverage(json.loads(path.read_text()))
         assert got is not None and got["rounds"] == 14, path.name  # 7 configurations x 2
+
+
+def test_a_registration_carries_the_cost_models_error(tmp_path: Path) -> None:
+    """The cost band adds the spread of the speedup over predicted surfaces drawn off by
+    the preset's held-out error to the sample band: it contains the sample band, and the
+    baseline (priced by the same surfaces as itself: its spread is the simulation's
+    noise alone) spreads least."""
+    from benchmarks.bench_synthetic import COST_BAND_COVERS, COST_DRAWS, band_coverage
+
+    out = tmp_path / "sweep.json"
+    assert main([*ARGS, "--out", str(out)]) == 0
+    reg = json.loads(out.with_name("sweep.registered.json").read_text())
+    band = reg["cost_band"]
+    assert band["preset"] == "cpu-epyc-eager" and band["draws"] == COST_DRAWS
+    assert 0.05 < band["relative_sd"] < 0.5 and band["covers"] == COST_BAND_COVERS
+    for r in reg["rows"]:
+        lo, hi = r["decoder_sample_interval"]
+        clo, chi = r["decoder_cost_interval"]
+        assert clo <= lo <= r["predicted_decoder"] <= hi <= chi, r["config"]
+        assert r["cost_spread"] >= 0
+    base = next(r for r in reg["rows"] if r["config"] == "target")  # only simulation noise
+    assert base["cost_spread"] < max(r["cost_spread"] for r in reg["rows"]) / 2
+    run = {"registration": reg, "rows": [
+        {"config": r["config"], "k1": r["k1"], "k2": r["k2"],
+         "measured": [r["decoder_cost_interval"][1] + 1e-9, r["predicted_decoder"]]}
+        for r in reg["rows"]]}
+    got = band_coverage(run)
+    assert got["cost_rounds"] == got["rounds"] == 2 * (len(reg["rows"]) - 1)
+    assert got["cost_rounds_inside"] == got["cost_rounds"] // 2  # the point in, past out
+
+
+def test_perturbed_profiles_scale_each_kind_by_one_factor(tmp_path: Path) -> None:
+    import argparse
+
+    import numpy as np
+
+    from benchmarks.bench_synthetic import _arch, _configs, cost_error_sd, perturbed
+    from specmodel.hardware.predicted import predicted_profiles
+
+    sd, name = cost_error_sd("cpu-xeon")
+    assert name == "cpu-xeon-eager" and sd > 0
+    a = argparse.Namespace(k1=2, k2=2, max_steps=3, max_step_tokens=16, continuous=False,
+                           only_async=False, acceptance="lr-paper-gsm8k-deepseek")
+    profs = predicted_profiles(_arch("bench-target", tmp_path), _arch("bench-draft", tmp_path),
+                               _configs(a), 30, device="cpu-epyc", dtype="float32")
+    got = perturbed(profs, np.random.default_rng(0), 0.2)
+    assert len(got) == len(profs)
+    for before, after in zip(profs, got, strict=True):
+        ratios: dict[str, set[float]] = {}
+        for p, q in zip(before.points, after.points, strict=True):
+            if p.ms is not None:
+                ratios.setdefault(p.kind, set()).update(
+                    round(y / x, 9) for x, y in zip(p.ms, q.ms, strict=True))
+        assert ratios and all(len(v) == 1 for v in ratios.values())
+        assert any(v != {1.0} for v in ratios.values())
