@@ -585,6 +585,7 @@ def measure(
     threads: int = 1, seed: int = 0, memory_margin: float = 0.9, attention: str = "auto",
     layout: str = "gqa", burn_in: float = BURN_IN_SECONDS, probe: bool = False,
     progress: Callable[[int, int, dict[str, Any]], None] | None = None,
+    runner: ReferenceDecoder | None = None,
 ) -> dict[str, Any]:
     """Time one forward per point; return the profile as a JSON-ready dict (validated
     by :class:`specmodel.formats.hardware.HardwareProfile`).
@@ -595,7 +596,11 @@ def measure(
     transformers path builds its model from it).  Before any point is timed the first
     point's forward runs untimed for ``burn_in`` seconds (:data:`BURN_IN_SECONDS`): a
     freshly built decoder's first forwards are slower, and would bias whichever point
-    comes first.  With ``probe``, a :class:`SpeedProbe` is timed before every timed
+    comes first.  ``runner``: a reference decoder already built for ``shape`` on
+    ``device`` in ``dtype`` whose weights the points reuse instead of fresh ones (a
+    forward's time does not depend on the weights' values; on a GPU a second copy of a
+    large model's weights may not fit beside the first); ``path`` must then be the
+    reference decoder's.  With ``probe``, a :class:`SpeedProbe` is timed before every timed
     point (its ``probe_ms``) and once after the last (the profile's ``probe``)."""
     path = check_options(device, dtype, path, attention)
     if layout not in LAYOUTS:
@@ -611,9 +616,17 @@ def measure(
     torch = _torch()
     if device == "cpu":
         torch.set_num_threads(threads)
+    if runner is not None:
+        if path == "transformers":
+            raise ValueError("runner (a reference decoder) cannot time the transformers path")
+        if (runner.shape.to_dict() != shape.to_dict() or runner.device != device
+                or runner.dtype != getattr(torch, dtype)):
+            raise ValueError(f"runner must be a reference decoder of {shape.name} on "
+                             f"{device} in {dtype}")
     started = time.perf_counter()
-    runner: Any = (_TransformersRunner(config, device, dtype, seed) if path == "transformers"
-                   else ReferenceDecoder(shape, device, dtype, seed))
+    if runner is None:
+        runner = (_TransformersRunner(config, device, dtype, seed)  # type: ignore[assignment]
+                  if path == "transformers" else ReferenceDecoder(shape, device, dtype, seed))
     speed = SpeedProbe(torch, device, dtype, seed) if probe else None
     build_s = time.perf_counter() - started
     rows: list[dict[str, Any]] = []

@@ -322,6 +322,9 @@ class _Forwards:
         key = (b, q, L, graph)
         entry = self.cache.get(key)
         if entry is None:
+            # the forwards already launched finish before the clock of the setup starts:
+            # their time is the step's, not the setup's (which the step's time excludes)
+            self.sync()
             t0 = time.perf_counter()
             entry = self._build(b, q, L, graph)
             self.cache[key] = entry
@@ -339,6 +342,15 @@ class _Forwards:
         """Wait for the forwards launched so far (this engine's stream only)."""
         if self.stream is not None:
             self.stream.synchronize()
+
+    def clear(self) -> None:
+        """Drop every bound forward and its buffers (after the launched ones finish),
+        returning their memory to the device; the next use of a shape binds it again."""
+        self.sync()
+        self.cache.clear()
+        self.bytes = 0
+        if self.device == "cuda":
+            self.torch.cuda.empty_cache()
 
     def time_forward(self, b: int, q: int, L: int, repeats: int = 5) -> float:
         """Median seconds of one forward (bound and warmed first)."""
@@ -498,6 +510,13 @@ class SyntheticEngine:
             self._drafters[arch] = _Forwards(arch, self.device, self.dtype, self.seed + 1,
                                              **self._opts)
         self._drafter = self._drafters[arch]
+
+    def release_forwards(self) -> None:
+        """Drop the engine's bound (on CUDA: captured) forwards and their buffers, its
+        token drafters' too; they are bound again when next run (outside the steps'
+        timed share)."""
+        for fwd in (self._fwd, *self._drafters.values()):
+            fwd.clear()
 
     def _bucket(self, L: int) -> int:
         return _bucket(L, self.context_bucket)
@@ -847,11 +866,13 @@ def prepare_run(target: SyntheticEngine, draft: SyntheticEngine | None,
 
 def measure_contention(target: str, draft: str, *, context: int, device: str = "cpu",
                        dtype: str = "float32", threads: int = 1, seconds: float = 1.0,
-                       forwards: int = 150, rounds: int = 3, seed: int = 0
-                       ) -> tuple[float, float]:
+                       forwards: int = 150, rounds: int = 3, seed: int = 0,
+                       decoders: tuple[Any, Any] | None = None) -> tuple[float, float]:
     """(target's, draft's) slowdown when their decode forwards (b = 1 at ``context``) run
     at the same time in two threads of this process (as the async decoder's workers do),
-    on fresh random-weight decoders: the median forward time together over alone.  Each
+    on fresh random-weight decoders (or ``decoders``, reference decoders of the two
+    already built, whose weights are reused): the median forward time together over
+    alone.  Each
     phase (target alone, draft alone, both) lasts ``seconds`` or until each side has run
     ``forwards`` forwards, whichever comes first; the phases are interleaved ``rounds``
     times."""
@@ -866,7 +887,8 @@ def measure_contention(target: str, draft: str, *, context: int, device: str = "
         torch.set_num_threads(threads)
     fns = []
     for i, arch in enumerate((target, draft)):
-        dec = ReferenceDecoder(load_shape(arch), device, dtype, seed + i)
+        dec = (decoders[i] if decoders is not None and decoders[i] is not None
+               else ReferenceDecoder(load_shape(arch), device, dtype, seed + i))
         fns.append(dec.bind(Point("decode", 1, 1, context)))
     sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
 
@@ -908,10 +930,13 @@ def measure_contention(target: str, draft: str, *, context: int, device: str = "
 def profile_costs(target: SyntheticEngine, draft: SyntheticEngine | None,
                   configs: Sequence[Any], prompt_tokens: int, *, repeats: int = 5,
                   warmup: int = 1, contention_seconds: float = 1.0,
-                  progress: Any = None) -> list[Any]:
+                  progress: Any = None, share_weights: bool | None = None) -> list[Any]:
     """Hardware profiles (:class:`~specmodel.formats.hardware.HardwareProfile`) of the
     forwards ``configs`` can run, measured by :func:`profiler.hardware.measure` on fresh
-    random-weight decoders of the same architectures (not the run's): for the target
+    random-weight decoders of the same architectures (not the run's), or with
+    ``share_weights`` (the default on CUDA) on the run engines' own weights with fresh
+    buffers (a second copy of a 32B model's weights does not fit beside the first on
+    an 80 GB GPU): for the target
     T(b, L) and F(b, q, L) for verification (q = k2) and prefill (q a power of two) at
     every bucketed context; for the step draft T(b, L) and its prefills; for each token
     drafter T(b, L); and the target's and the draft's slowdown when both run at once
@@ -932,6 +957,14 @@ def profile_costs(target: SyntheticEngine, draft: SyntheticEngine | None,
                 target.model, None if draft is None else draft.model, configs,
                 prompt_tokens, context_bucket=target.context_bucket,
                 prefill=target.prefill)]
+    if share_weights is None:
+        share_weights = target.device == "cuda"
+    own = {}
+    if share_weights:  # and room for the profile's buffers: the engines' forwards go
+        for e in (target, draft):
+            if e is not None:
+                e.release_forwards()
+                own[e.model] = e._fwd.decoder
     out = []
     for arch, (pts_d, pts_v) in jobs:
         shape, config = read_config(arch)
@@ -944,7 +977,8 @@ def profile_costs(target: SyntheticEngine, draft: SyntheticEngine | None,
             for sub, rep in ((pts_d[c::chunks], 4 * repeats), (pts_v[c::chunks], repeats)):
                 if not sub:
                     continue
-                more = measure(shape, config, sub, **{**dev, "repeats": rep})
+                more = measure(shape, config, sub, **{**dev, "repeats": rep},
+                               runner=own.get(arch))
                 if data is None:
                     data = more
                 else:
@@ -961,7 +995,9 @@ def profile_costs(target: SyntheticEngine, draft: SyntheticEngine | None,
         mid = ctx[len(ctx) // 2]
         tc, dc = measure_contention(target.model, draft.model, context=mid,
                                     device=target.device, dtype=target.dtype,
-                                    threads=dev["threads"], seconds=contention_seconds)
+                                    threads=dev["threads"], seconds=contention_seconds,
+                                    decoders=(own.get(target.model), own.get(draft.model))
+                                    if own else None)
         out[0]["concurrent"] = {out[1]["architecture"]["name"]: round(tc, 4)}
         out[1]["concurrent"] = {out[0]["architecture"]["name"]: round(dc, 4)}
         if progress is not None:

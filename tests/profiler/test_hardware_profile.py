@@ -55,6 +55,30 @@ def test_measure_every_kind_of_point(tiny: Path) -> None:
     assert {b for b, _ in profile.batch_curve(32)} == {1, 3}
 
 
+def test_measure_reuses_a_decoder_it_is_given(tiny: Path, monkeypatch) -> None:
+    """With ``runner`` the points run on that decoder's weights (no second decoder is
+    built: on a GPU a second copy of a large model may not fit); a decoder of another
+    shape, device or dtype, or the transformers path, is refused naming ``runner``."""
+    require("torch")
+    import profiler.hardware as hw
+
+    shape, config = hw.read_config(str(tiny))
+    dec = hw.ReferenceDecoder(shape, "cpu", "float32", seed=3)
+    built = []
+    monkeypatch.setattr(hw.ReferenceDecoder, "__init__", lambda *a, **k: built.append(a))
+    pts = [hw.Point("decode", 1, 1, 16), hw.Point("verify", 2, 3, 16)]
+    prof = HardwareProfile.model_validate(hw.measure(shape, config, pts, repeats=1,
+                                                     runner=dec, burn_in=0))
+    assert not built and all(p.ms is not None for p in prof.points)
+    monkeypatch.undo()
+    (tiny.parent / "one.json").write_text(json.dumps({**TINY, "num_hidden_layers": 1}))
+    other, _ = hw.read_config(str(tiny.parent / "one.json"))
+    for kw in ({"runner": hw.ReferenceDecoder(other, "cpu", "float32")},
+               {"runner": dec, "dtype": "bfloat16"}, {"runner": dec, "path": "transformers"}):
+        with pytest.raises(ValueError, match="runner"):
+            hw.measure(shape, config, pts, repeats=1, burn_in=0, **kw)
+
+
 def test_the_first_point_is_timed_after_a_burn_in(tiny: Path) -> None:
     """The profile says how long the first point's forward ran untimed before any
     timing (the default, none, or the seconds asked); a bad value names the parameter."""

@@ -381,6 +381,33 @@ def test_profile_costs_feed_the_decoder_model(arch: str, arch2: str) -> None:
     assert costs.target_forwards is not None and costs.draft_contention is not None
 
 
+def test_profile_costs_on_the_engines_own_weights(arch: str, arch2: str,
+                                                 monkeypatch) -> None:
+    """``share_weights`` (the default on CUDA) times the same grid on the run engines'
+    own decoders: no decoder is built for the profile or the contention, and the
+    engines' bound forwards are released first (their buffers' memory is the profile's)."""
+    import profiler.hardware as hw
+    from profiler.engines.synthetic import profile_costs
+    from specmodel.config import SpecConfig
+
+    acc = load_preset("lr-paper-gsm8k-deepseek")
+    tgt = SyntheticEngine(arch, acceptance=acc, role="target")
+    drf = SyntheticEngine(arch2, acceptance=acc, role="draft")
+    cfgs = [SpecConfig(mode="async", k1=2, k2=2, max_steps=2, max_step_tokens=8)]
+    fresh = profile_costs(tgt, drf, cfgs, 5, repeats=1, contention_seconds=0.05)
+    tgt._fwd.run(1, 1, 16)
+    assert tgt._fwd.cache and tgt._fwd.bytes > 0
+    built = []
+    monkeypatch.setattr(hw.ReferenceDecoder, "__init__", lambda *a, **k: built.append(a))
+    shared = profile_costs(tgt, drf, cfgs, 5, repeats=1, contention_seconds=0.05,
+                           share_weights=True)
+    assert not built and not tgt._fwd.cache and tgt._fwd.bytes == 0
+    for a, b in zip(fresh, shared, strict=True):
+        assert [(p.kind, p.batch, p.new_tokens, p.context) for p in a.points] == \
+            [(p.kind, p.batch, p.new_tokens, p.context) for p in b.points]
+        assert all(p.ms is not None for p in b.points) and b.concurrent is not None
+
+
 # --- continuous batching ------------------------------------------------------------------
 @pytest.mark.parametrize("k2", [1, 3], ids=["plain", "token-speculation"])
 def test_continuous_server_writes_the_steps_a_call_writes(arch: str, k2: int) -> None:
