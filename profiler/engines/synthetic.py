@@ -314,7 +314,14 @@ class _Forwards:
                                   capture_error_mode="thread_local"):
                 fn()
             self.stream.synchronize()
-        return cuda_graph.replay, need
+
+        def replay(graph: Any = cuda_graph, forward: Any = fn) -> None:
+            # ``forward`` holds the static buffers bind() allocated outside the graph's
+            # memory pool (the KV cache, the inputs): the graph reads them at every
+            # replay, so they live exactly as long as the graph does
+            graph.replay()
+
+        return replay, need
 
     def run(self, b: int, q: int, L: int, graph: bool = True) -> None:
         """One forward of b sequences × q new tokens over an L-token context (on CUDA a
