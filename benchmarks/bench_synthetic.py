@@ -276,11 +276,7 @@ def perturbed(profiles: list[Any], rng: Any, sd: float) -> list[Any]:
     out = []
     for prof in profiles:
         f = {k: float(rng.lognormal(0.0, sd)) for k in ("decode", "verify", "prefill")}
-        out.append(prof.model_copy(update={"points": [
-            p if p.ms is None else p.model_copy(update={
-                "ms": [v * f[p.kind] for v in p.ms],
-                "mean_ms": None if p.mean_ms is None else p.mean_ms * f[p.kind]})
-            for p in prof.points]}))
+        out.append(prof.scaled(lambda _, p, f=f: f[p.kind]))
     return out
 
 

@@ -12,6 +12,7 @@ V(q, L) verification, P(n) prefill — or a point the device could not hold, wit
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -247,19 +248,25 @@ class HardwareProfile(_Strict):
         if not isinstance(w, int) or isinstance(w, bool) or w < 0:
             raise ValueError(f"window must be an integer >= 0, got {window!r}")
         times = self.probe_times()
-        timed = [i for i, p in enumerate(self.points) if p.ms is not None]
+        return self.scaled(lambda j, _: reference_ms / statistics.median(
+            times[max(0, j - w):j + w + 2])).model_copy(update={
+            "path_description": f"{self.path_description}; times scaled "
+            f"to the speed at which the probe takes {reference_ms:.3f} ms (the median of "
+            f"the probe's times within {w} point(s) of each neighbour)"})
+
+    def scaled(self, factor: Callable[[int, CostPointRecord], float]) -> HardwareProfile:
+        """The same profile with the ``j``-th timed point's ``ms`` and ``mean_ms``
+        multiplied by ``factor(j, point)`` (points not timed kept as they are)."""
         points = list(self.points)
+        timed = [i for i, p in enumerate(points) if p.ms is not None]
         for j, i in enumerate(timed):
             p = points[i]
             assert p.ms is not None
-            f = reference_ms / statistics.median(times[max(0, j - w):j + w + 2])
+            f = factor(j, p)
             points[i] = p.model_copy(update={
                 "ms": [v * f for v in p.ms],
                 "mean_ms": None if p.mean_ms is None else p.mean_ms * f})
-        return self.model_copy(update={
-            "points": points, "path_description": f"{self.path_description}; times scaled "
-            f"to the speed at which the probe takes {reference_ms:.3f} ms (the median of "
-            f"the probe's times within {w} point(s) of each neighbour)"})
+        return self.model_copy(update={"points": points})
 
     def key(self) -> tuple[str, str, str, str, str, str]:
         """What makes two profiles the same measurement slot: architecture, device name,
