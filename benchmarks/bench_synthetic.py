@@ -174,6 +174,15 @@ def main(argv: list[str] | None = None) -> int:
                     help="with --predict-on: the target's and draft's slowdown beside each "
                          "other, measured apart before registering (default: from "
                          "--placement, 1 on two devices)")
+    ap.add_argument("--concurrent-draft", type=float, default=None, metavar="X",
+                    help="with --predict-on: the draft's slowdown beside the target where "
+                         "it differs from --concurrent's (e.g. the in-run slowdown "
+                         "--in-run-contention reads from earlier runs)")
+    ap.add_argument("--in-run-contention", type=Path, nargs="+", default=None,
+                    metavar="RUN",
+                    help="run nothing: print the step draft's in-run slowdown in committed "
+                         "run records (ROUND.run.json): its seconds per draft step in each "
+                         "async configuration over the mean in the sync ones")
     ap.add_argument("--registered", type=Path, default=None,
                     help="a registration (--predict-on) to hold the measured speedups "
                          "against as well")
@@ -189,9 +198,17 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {e}", file=sys.stderr)
             return 2
         return 0
-    if a.concurrent is not None and not (a.predict_on and 1 <= a.concurrent < float("inf")):
-        ap.error(f"--concurrent must be a number >= 1, with --predict-on; got {a.concurrent}"
-                 + ("" if a.predict_on else " without --predict-on"))
+    if a.in_run_contention is not None:
+        try:
+            print_in_run_contention(a.in_run_contention)
+        except ValueError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        return 0
+    for flag, v in (("--concurrent", a.concurrent), ("--concurrent-draft", a.concurrent_draft)):
+        if v is not None and not (a.predict_on and 1 <= v < float("inf")):
+            ap.error(f"{flag} must be a number >= 1, with --predict-on; got {v}"
+                     + ("" if a.predict_on else " without --predict-on"))
     if a.placement is None:
         a.placement = ("two-devices" if (a.predict_on or "").startswith("cpu")
                        else "one-device")
@@ -310,7 +327,8 @@ def register(a: argparse.Namespace, dtype: str) -> dict[str, Any]:
     hardware = predicted_profiles(target, draft, configs, prompt, device=a.predict_on,
                                   dtype=dtype, context_bucket=DEFAULT_CONTEXT_BUCKET,
                                   prefill=a.prefill, placement=a.placement,
-                                  concurrent=a.concurrent)
+                                  concurrent=a.concurrent,
+                                  concurrent_draft=a.concurrent_draft)
     # the calibration's scalar costs (c1, c2, T(b)) where prepare_run times them, predicted
     coef, _, _, source = resolve_coefficients(a.predict_on)
     tshape, dshape = load_shape(target), load_shape(draft)
@@ -366,6 +384,8 @@ def register(a: argparse.Namespace, dtype: str) -> dict[str, Any]:
     return {"registered": timestamp(), "commit": git_commit(), "device": a.predict_on,
             "placement": a.placement, "dtype": dtype, "cost_model": source,
             "concurrent": hardware[0].concurrent.get(hardware[1].architecture.name)
+            if len(hardware) > 1 else None,
+            "concurrent_draft": hardware[1].concurrent.get(hardware[0].architecture.name)
             if len(hardware) > 1 else None,
             "target": a.target, "draft": a.draft, "acceptance": a.acceptance,
             "problems": a.problems, "seed": a.seed, "draws": a.draws,
@@ -624,6 +644,46 @@ def band_coverage(run: dict[str, Any]) -> dict[str, Any] | None:
                         f"{name}rounds": sum(len(v) for v in by_config.values()),
                         f"{name}by_config": by_config, f"{name}band": covers})
     return out
+
+
+def in_run_draft_slowdown(record: dict[str, Any]) -> dict[str, float]:
+    """A run record's (``ROUND.run.json``, as a dict) step-draft slowdown beside the
+    target, read from the run itself: per async configuration, the draft's seconds per
+    draft step over their mean in the sync configurations (where the draft runs alone);
+    empty where the record has no sync or no async configuration that drafts steps."""
+    per: dict[str, tuple[str, float]] = {}
+    for c in record["configs"]:
+        steps = sum(p.get("draft_steps", 0) for p in c["problems"])
+        if steps:
+            per[c["label"]] = (c["config"]["mode"],
+                               sum(p["draft_seconds"] for p in c["problems"]) / steps)
+    alone = [v for mode, v in per.values() if mode == "sync"]
+    if not alone:
+        return {}
+    base = statistics.fmean(alone)
+    return {label: v / base for label, (mode, v) in per.items() if mode == "async"}
+
+
+def print_in_run_contention(paths: list[Path]) -> float:
+    """Print :func:`in_run_draft_slowdown` of each run record and their pooled mean;
+    return the mean."""
+    pooled = []
+    for path in paths:
+        try:
+            record = json.loads(path.read_text(encoding="utf-8"))
+            got = in_run_draft_slowdown(record)
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise ValueError(f"--in-run-contention {path}: cannot read a run record ({e})"
+                             ) from e
+        if not got:
+            raise ValueError(f"--in-run-contention {path}: no sync and async configurations "
+                             "that draft steps")
+        pooled.extend(got.values())
+        print(f"{path}: " + ", ".join(f"{k} {v:.2f}x" for k, v in got.items()))
+    mean = statistics.fmean(pooled)
+    print(f"the draft's in-run slowdown, mean of {len(pooled)} async configurations: "
+          f"{mean:.2f}x")
+    return mean
 
 
 def print_coverage(paths: list[Path]) -> dict[str, int]:

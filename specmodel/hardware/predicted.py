@@ -270,17 +270,23 @@ def predicted_profiles(target: str, draft: str | None, configs: Sequence[Any],
                        overlap: float = 0.10, preset: str | None = None,
                        contexts: Sequence[int] | None = None,
                        shapes: Mapping[str, Shape] | None = None,
-                       concurrent: float | None = None) -> list[HardwareProfile]:
+                       concurrent: float | None = None,
+                       concurrent_draft: float | None = None) -> list[HardwareProfile]:
     """What ``profiler.engines.synthetic.profile_costs`` would measure, predicted without
     hardware: the same forwards (:func:`profile_points`) priced by the analytical cost
     model on the device preset ``device`` (:func:`predict_profile`), and the target's
     and draft's ``concurrent`` slowdown from their ``placement``
     (:func:`~specmodel.hardware.costmodel.contention`: ``2 − overlap`` when they share
     one device, 1 on two), or ``concurrent`` (>= 1) where that slowdown was measured
-    apart (e.g. two CPU cores that share caches and memory).  Architectures are embedded
-    names or config paths, or keys of ``shapes`` (name -> :class:`Shape`)."""
+    apart (e.g. two CPU cores that share caches and memory); ``concurrent_draft`` (>= 1)
+    the draft's own where it differs from the target's (on one GPU a short draft forward
+    issued beside long target forwards waits longer than the target does).
+    Architectures are embedded names or config paths, or keys of ``shapes`` (name ->
+    :class:`Shape`)."""
     if concurrent is not None:
         concurrent = _check_real("concurrent", concurrent, low=1.0)
+    if concurrent_draft is not None:
+        concurrent_draft = _check_real("concurrent_draft", concurrent_draft, low=1.0)
     jobs = profile_points(target, draft, configs, prompt_tokens,
                           context_bucket=context_bucket, prefill=prefill, contexts=contexts)
     known = dict(shapes or {})
@@ -291,5 +297,7 @@ def predicted_profiles(target: str, draft: str | None, configs: Sequence[Any],
         slow = contention(placement, overlap) if concurrent is None else float(concurrent)
         t, d = out[0], out[1]
         out[0] = t.model_copy(update={"concurrent": {d.architecture.name: slow}})
-        out[1] = d.model_copy(update={"concurrent": {t.architecture.name: slow}})
+        out[1] = d.model_copy(update={"concurrent": {t.architecture.name: slow
+                                                     if concurrent_draft is None
+                                                     else float(concurrent_draft)}})
     return out

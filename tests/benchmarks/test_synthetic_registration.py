@@ -92,6 +92,58 @@ def test_a_contention_measured_apart_is_registered_and_slows_the_async_rows(
     assert "without --predict-on" in capsys.readouterr().err
 
 
+def test_the_drafts_own_contention_is_registered_and_slows_only_async(
+        tmp_path: Path, capsys) -> None:
+    """--concurrent-draft X slows the draft alone beside the target: recorded beside
+    --concurrent's, every async row slower, sync and the baseline unchanged; refused
+    below 1 or without --predict-on, naming the option."""
+    assert main([*ARGS, "--concurrent", "1.3", "--out", str(tmp_path / "same.json")]) == 0
+    assert main([*ARGS, "--concurrent", "1.3", "--concurrent-draft", "3",
+                 "--out", str(tmp_path / "draft.json")]) == 0
+    same = json.loads((tmp_path / "same.registered.json").read_text())
+    draft = json.loads((tmp_path / "draft.registered.json").read_text())
+    assert same["concurrent_draft"] == 1.3
+    assert draft["concurrent"] == 1.3 and draft["concurrent_draft"] == 3.0
+    got = {r["config"]: r["predicted_decoder"] for r in draft["rows"]}
+    for r in same["rows"]:
+        if r["config"].startswith("async"):
+            assert got[r["config"]] < r["predicted_decoder"]
+        else:
+            assert got[r["config"]] == pytest.approx(r["predicted_decoder"], rel=1e-9)
+    with pytest.raises(SystemExit):
+        main([*ARGS, "--concurrent-draft", "0.5", "--out", str(tmp_path / "bad.json")])
+    assert "--concurrent-draft must be a number >= 1" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["--concurrent-draft", "2", "--out", str(tmp_path / "bad.json")])
+    assert "without --predict-on" in capsys.readouterr().err
+
+
+def test_the_drafts_in_run_slowdown_is_read_from_run_records(tmp_path: Path,
+                                                           capsys) -> None:
+    """The draft's seconds per draft step in each async configuration over their mean in
+    the sync ones, per record and pooled; the committed H100 runs give it; a record
+    without both kinds is refused naming the option."""
+    from benchmarks.bench_synthetic import ROOT, in_run_draft_slowdown, print_in_run_contention
+
+    def cfg(label: str, mode: str, steps: int, seconds: float) -> dict:
+        return {"label": label, "config": {"mode": mode}, "problems": [
+            {"draft_steps": steps, "draft_seconds": seconds / 2},
+            {"draft_steps": 0, "draft_seconds": seconds / 2}]}
+
+    rec = {"configs": [cfg("target", "sync", 0, 0.0), cfg("sync a", "sync", 10, 1.0),
+                       cfg("sync b", "sync", 10, 3.0), cfg("async a", "async", 5, 4.0)]}
+    assert in_run_draft_slowdown(rec) == {"async a": pytest.approx(4.0)}
+    assert in_run_draft_slowdown({"configs": rec["configs"][:3]}) == {}
+    (tmp_path / "r.json").write_text(json.dumps(rec))
+    assert print_in_run_contention([tmp_path / "r.json"] * 2) == pytest.approx(4.0)
+    assert "mean of 2 async configurations: 4.00x" in capsys.readouterr().out
+    (tmp_path / "none.json").write_text(json.dumps({"configs": rec["configs"][:3]}))
+    assert main(["--in-run-contention", str(tmp_path / "none.json")]) == 2
+    assert "--in-run-contention" in capsys.readouterr().err
+    gpu = sorted((ROOT / "benchmarks" / "results" / "gpu").glob("h100-*/run-*/*.run.json"))
+    assert gpu and print_in_run_contention(gpu) > 1
+
+
 def test_band_coverage_counts_the_rounds_inside_the_registered_band(tmp_path: Path,
                                                                     capsys) -> None:
     from benchmarks.bench_synthetic import BAND_COVERS, band_coverage, print_coverage

@@ -62,6 +62,18 @@ def test_a_contention_measured_apart_overrides_the_placements() -> None:
         with pytest.raises(ValueError, match="concurrent"):
             predicted_profiles("qwen2.5-1.5b", "qwen2.5-0.5b", cfgs, 30, device="cpu-xeon",
                                concurrent=bad)
+    # the draft's own slowdown where it differs (one GPU: short forwards beside long)
+    t, d = predicted_profiles("qwen2.5-32b", "deepseek-r1-distill-qwen-1.5b", cfgs, 30,
+                              device="h100-sxm", concurrent=2.15, concurrent_draft=3.49)
+    assert t.concurrent == {d.architecture.name: 2.15}
+    assert d.concurrent == {t.architecture.name: 3.49}
+    t, d = predicted_profiles("qwen2.5-32b", "deepseek-r1-distill-qwen-1.5b", cfgs, 30,
+                              device="h100-sxm", overlap=0.10, concurrent_draft=3.0)
+    assert t.concurrent == {d.architecture.name: pytest.approx(1.9)}
+    assert d.concurrent == {t.architecture.name: 3.0}
+    with pytest.raises(ValueError, match="concurrent_draft"):
+        predicted_profiles("qwen2.5-32b", "deepseek-r1-distill-qwen-1.5b", cfgs, 30,
+                           device="h100-sxm", concurrent_draft=0.5)
 
 
 def test_a_registration_prices_as_the_record_would() -> None:
