@@ -15,7 +15,9 @@
 #   OUT=dir PARTS=synthetic benchmarks/gpu/synthetic_and_layout.sh   # the short sweep
 #   OUT=dir PARTS=long benchmarks/gpu/synthetic_and_layout.sh        # prompts of 3000 words
 #   OUT=dir PARTS=continuous benchmarks/gpu/synthetic_and_layout.sh  # + continuous batching,
-#                                                                    # one round
+#                                                                    # one round (~5 min)
+#   OUT=dir PARTS=seed1 benchmarks/gpu/synthetic_and_layout.sh       # the same, another draw:
+#            seed 1, 6 problems, registered with the contention the 11-27 runs showed (~7 min)
 # Each sweep is held against its registration (made without a GPU, committed before).
 set -u
 : "${OUT:?set OUT}"
@@ -48,7 +50,8 @@ for part in $PARTS; do
     synthetic) sweep synthetic_gpu ;;
     long) sweep synthetic_gpu_long --prompt-words 3000 ;;
     continuous) sweep synthetic_gpu_continuous --continuous --rounds 1 ;;
-    *) echo "unknown part $part (packed, synthetic, long, continuous)"; exit 2 ;;
+    seed1) sweep synthetic_gpu_continuous_seed1 --continuous --rounds 1 --seed 1 --problems 6 ;;
+    *) echo "unknown part $part (packed, synthetic, long, continuous, seed1)"; exit 2 ;;
   esac
 done
 ls "$OUT"
