@@ -408,6 +408,58 @@ def test_profile_costs_on_the_engines_own_weights(arch: str, arch2: str,
         assert all(p.ms is not None for p in b.points) and b.concurrent is not None
 
 
+def test_a_captured_forward_keeps_its_buffers_as_long_as_its_graph(arch: str) -> None:
+    """On CUDA a forward's static buffers (allocated by ``bind`` outside the graph's
+    memory pool) must live as long as its captured graph: freed earlier, the replays
+    read memory the allocator has handed back (an illegal memory access on the H100).
+    The CUDA calls are stood in for on the CPU; the lifetimes are Python's."""
+    import contextlib
+    import gc
+    import types
+    import weakref
+
+    from profiler.engines.synthetic import _Forwards
+
+    fwd = _Forwards(arch, "cpu", "float32", 0, max_entries=8, memory_fraction=0.4)
+
+    class Buffers:  # what bind() allocates: the KV cache and the inputs
+        pass
+
+    alive: list[weakref.ref] = []
+
+    def bind(point):
+        buf = Buffers()
+        alive.append(weakref.ref(buf))
+        return lambda: buf
+
+    class Stream:
+        def wait_stream(self, other) -> None: ...
+        def synchronize(self) -> None: ...
+
+    class Graph:
+        replays = 0
+
+        def replay(self) -> None:
+            Graph.replays += 1
+
+    cuda = types.SimpleNamespace(
+        CUDAGraph=Graph, current_stream=Stream,
+        stream=lambda s: contextlib.nullcontext(),
+        graph=lambda g, stream=None, capture_error_mode=None: contextlib.nullcontext(),
+        empty_cache=lambda: None)
+    fwd.torch = types.SimpleNamespace(cuda=cuda)
+    fwd.device, fwd.stream = "cuda", Stream()
+    fwd.decoder.bind = bind
+    fwd.run(2, 1, 64)
+    gc.collect()
+    assert len(alive) == 1 and alive[0]() is not None  # held while its graph is cached
+    fwd.run(2, 1, 64)  # a replay of the cached graph: nothing bound again
+    assert len(alive) == 1 and Graph.replays == 2
+    fwd.clear()
+    gc.collect()
+    assert alive[0]() is None  # released with its graph
+
+
 # --- continuous batching ------------------------------------------------------------------
 @pytest.mark.parametrize("k2", [1, 3], ids=["plain", "token-speculation"])
 def test_continuous_server_writes_the_steps_a_call_writes(arch: str, k2: int) -> None:
