@@ -183,6 +183,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="run nothing: print the step draft's in-run slowdown in committed "
                          "run records (ROUND.run.json): its seconds per draft step in each "
                          "async configuration over the mean in the sync ones")
+    ap.add_argument("--contention-eager", action="store_true",
+                    help="on CUDA: measure the two models' contention on eager forwards "
+                         "timed to the device's completion (as the runs of 2026-11-27 did) "
+                         "instead of graph replays on their own streams")
     ap.add_argument("--registered", type=Path, default=None,
                     help="a registration (--predict-on) to hold the measured speedups "
                          "against as well")
@@ -479,7 +483,8 @@ def run(a: argparse.Namespace, dtype: str, out: Path) -> dict[str, Any]:
 
     def profile() -> list[Any]:
         return profile_costs(tgt, drf, configs, prompt, repeats=a.profile_repeats,
-                             progress=lambda m: print("  " + m, flush=True))
+                             progress=lambda m: print("  " + m, flush=True),
+                             contention_graphs=False if a.contention_eager else None)
 
     passes = [profile()]
     hardware = passes[0]
@@ -586,7 +591,11 @@ def run(a: argparse.Namespace, dtype: str, out: Path) -> dict[str, Any]:
                   "prepare_seconds": costs["prepare_seconds"], "profile_seconds": profile_s,
                   "profile_passes": len(passes),
                   "contention": hardware[0].concurrent if hardware else None,
-                  "contention_draft": hardware[1].concurrent if len(hardware) > 1 else None},
+                  "contention_draft": hardware[1].concurrent if len(hardware) > 1 else None,
+                  "contention_forwards": ("captured graphs, each side timed to its own "
+                                          "stream" if a.device == "cuda"
+                                          and not a.contention_eager else
+                                          "eager, timed to the device's completion")},
         "mean_abs_error": {name: (statistics.fmean(errs) if errs else None) for name, errs in (
             (n, [abs(r[k]) for r in rows if (r["k1"] > 1 or r["k2"] > 1) and r[k] is not None])
             for n, k in (("f·g", "error"), ("priced", "priced_error"),

@@ -28,9 +28,17 @@ export PYTHONPATH=/tmp/pydeps:$PWD
 { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; python -V
   python -c "import torch, transformers, numpy; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'transformers', transformers.__version__, 'numpy', numpy.__version__)"; } > "$OUT/env.txt" 2>&1
 cat "$OUT/env.txt"
+# the contention between two graph-replaying streams (measure_contention's CUDA path) on
+# tiny shapes first: where it fails, the sweeps measure contention as the runs of
+# 2026-11-27 did (eager forwards, --contention-eager) rather than not run at all
+CONTENTION=""
+timeout 120 python -c "from profiler.engines.synthetic import measure_contention as m
+print('graph contention (0.5b beside 0.5b):', m('qwen2.5-0.5b', 'qwen2.5-0.5b', context=256,
+      device='cuda', dtype='bfloat16', seconds=0.2, rounds=1))" \
+  || { CONTENTION=--contention-eager; echo "graph contention failed: $CONTENTION"; }
 sweep() {  # NAME [bench_synthetic options]: one registered sweep, 1.5B drafting for 32B
   local name=$1; shift
-  timeout ${SYNTH_TIMEOUT:-540} python -m benchmarks.bench_synthetic --device cuda \
+  timeout ${SYNTH_TIMEOUT:-540} python -m benchmarks.bench_synthetic --device cuda $CONTENTION \
     --dtype bfloat16 --target qwen2.5-32b --draft deepseek-r1-distill-qwen-1.5b \
     --registered "benchmarks/results/gpu/$name.registered.json" \
     --out "$OUT/$name.json" "$@" > "$OUT/$name.log" 2>&1

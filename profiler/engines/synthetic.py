@@ -61,7 +61,7 @@ import re
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -261,6 +261,29 @@ _CAPTURE_LOCK = threading.Lock()
 """One CUDA graph capture at a time in the process (the async decoder runs two engines)."""
 
 
+def _captured(torch: Any, stream: Any, fn: Callable[[], Any]) -> Callable[[], None]:
+    """``fn`` (a bound forward) captured as a CUDA graph on ``stream`` after two eager
+    warm-ups there; returns its replay (launch it inside ``torch.cuda.stream(stream)``).
+    The replay holds ``fn``: the static buffers bind() allocated outside the graph's
+    memory pool (the KV cache, the inputs) are read by every replay, so they live
+    exactly as long as the graph does."""
+    with _CAPTURE_LOCK:
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            for _ in range(2):
+                fn()
+        stream.synchronize()
+        cuda_graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(cuda_graph, stream=stream, capture_error_mode="thread_local"):
+            fn()
+        stream.synchronize()
+
+    def replay(graph: Any = cuda_graph, forward: Any = fn) -> None:
+        graph.replay()
+
+    return replay
+
+
 class _Forwards:
     """One architecture's forwards, bound once per (b, q, L) and kept in a bounded LRU:
     CUDA graphs replayed on the engine's own stream on CUDA, eager functions on the CPU."""
@@ -291,7 +314,6 @@ class _Forwards:
     def _build(self, b: int, q: int, L: int, graph: bool) -> tuple[Any, int]:
         from profiler.hardware import Point
 
-        torch = self.torch
         point = Point("decode" if q == 1 else "verify", b, q, L)
         need = self.decoder.buffer_bytes(point)
         while self.cache and (len(self.cache) >= self.max_entries or (
@@ -302,26 +324,8 @@ class _Forwards:
         fn = self.decoder.bind(point)
         if self.device != "cuda" or not graph:
             return fn, need
-        with _CAPTURE_LOCK:
-            assert self.stream is not None
-            self.stream.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(self.stream):
-                for _ in range(2):
-                    fn()
-            self.stream.synchronize()
-            cuda_graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(cuda_graph, stream=self.stream,
-                                  capture_error_mode="thread_local"):
-                fn()
-            self.stream.synchronize()
-
-        def replay(graph: Any = cuda_graph, forward: Any = fn) -> None:
-            # ``forward`` holds the static buffers bind() allocated outside the graph's
-            # memory pool (the KV cache, the inputs): the graph reads them at every
-            # replay, so they live exactly as long as the graph does
-            graph.replay()
-
-        return replay, need
+        assert self.stream is not None
+        return _captured(self.torch, self.stream, fn), need
 
     def run(self, b: int, q: int, L: int, graph: bool = True) -> None:
         """One forward of b sequences × q new tokens over an L-token context (on CUDA a
@@ -874,15 +878,19 @@ def prepare_run(target: SyntheticEngine, draft: SyntheticEngine | None,
 def measure_contention(target: str, draft: str, *, context: int, device: str = "cpu",
                        dtype: str = "float32", threads: int = 1, seconds: float = 1.0,
                        forwards: int = 150, rounds: int = 3, seed: int = 0,
-                       decoders: tuple[Any, Any] | None = None) -> tuple[float, float]:
+                       decoders: tuple[Any, Any] | None = None,
+                       graphs: bool | None = None) -> tuple[float, float]:
     """(target's, draft's) slowdown when their decode forwards (b = 1 at ``context``) run
     at the same time in two threads of this process (as the async decoder's workers do),
     on fresh random-weight decoders (or ``decoders``, reference decoders of the two
     already built, whose weights are reused): the median forward time together over
-    alone.  Each
-    phase (target alone, draft alone, both) lasts ``seconds`` or until each side has run
-    ``forwards`` forwards, whichever comes first; the phases are interleaved ``rounds``
-    times."""
+    alone.  On CUDA each side runs as the engines run it (``graphs``, the default
+    there): a captured graph replayed on its own stream, each forward timed to its own
+    stream's completion (not the device's, which would wait for the other side's work
+    too); ``graphs`` False runs eager forwards timed to the device's completion (how
+    the runs of 2026-11-27 measured it).  Each phase (target alone, draft
+    alone, both) lasts ``seconds`` or until each side has run ``forwards`` forwards,
+    whichever comes first; the phases are interleaved ``rounds`` times."""
     import statistics
 
     import torch
@@ -890,17 +898,34 @@ def measure_contention(target: str, draft: str, *, context: int, device: str = "
     from profiler.hardware import Point, ReferenceDecoder
     from specmodel.hardware.shape import load_shape
 
+    if graphs is None:
+        graphs = device == "cuda"
+    if graphs and device != "cuda":
+        raise ValueError(f"graphs needs device cuda, got device {device!r}")
     if device == "cpu":
         torch.set_num_threads(threads)
-    fns = []
-    for i, arch in enumerate((target, draft)):
-        dec = (decoders[i] if decoders is not None and decoders[i] is not None
-               else ReferenceDecoder(load_shape(arch), device, dtype, seed + i))
-        fns.append(dec.bind(Point("decode", 1, 1, context)))
-    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+    sides: list[tuple[Callable[[], Any], Callable[[], None]]] = []  # (forward, its sync)
+    with torch.inference_mode():
+        for i, arch in enumerate((target, draft)):
+            dec = (decoders[i] if decoders is not None and decoders[i] is not None
+                   else ReferenceDecoder(load_shape(arch), device, dtype, seed + i))
+            fn = dec.bind(Point("decode", 1, 1, context))
+            if not graphs:
+                sides.append((fn, torch.cuda.synchronize if device == "cuda"
+                              else (lambda: None)))
+                continue
+            stream = torch.cuda.Stream()
+            replay = _captured(torch, stream, fn)
 
-    def loop(fn: Any, until: float, out: list[float], stop: threading.Event,
-             count: list[int], sides: int) -> None:
+            def on_stream(replay: Any = replay, stream: Any = stream) -> None:
+                with torch.cuda.stream(stream):
+                    replay()
+
+            sides.append((on_stream, stream.synchronize))
+
+    def loop(side: tuple[Callable[[], Any], Callable[[], None]], until: float,
+             out: list[float], stop: threading.Event, count: list[int], sides: int) -> None:
+        fn, sync = side
         with torch.inference_mode():
             for _ in range(2):
                 fn()
@@ -920,12 +945,12 @@ def measure_contention(target: str, draft: str, *, context: int, device: str = "
     alone: list[list[float]] = [[], []]
     both: list[list[float]] = [[], []]
     for _ in range(rounds):
-        for i, fn in enumerate(fns):
-            loop(fn, time.perf_counter() + seconds, alone[i], threading.Event(), [0], 1)
+        for i, side in enumerate(sides):
+            loop(side, time.perf_counter() + seconds, alone[i], threading.Event(), [0], 1)
         stop, count = threading.Event(), [0]
         until = time.perf_counter() + seconds
-        th = [threading.Thread(target=loop, args=(fn, until, both[i], stop, count, 2))
-              for i, fn in enumerate(fns)]
+        th = [threading.Thread(target=loop, args=(side, until, both[i], stop, count, 2))
+              for i, side in enumerate(sides)]
         for t in th:
             t.start()
         for t in th:
@@ -937,7 +962,8 @@ def measure_contention(target: str, draft: str, *, context: int, device: str = "
 def profile_costs(target: SyntheticEngine, draft: SyntheticEngine | None,
                   configs: Sequence[Any], prompt_tokens: int, *, repeats: int = 5,
                   warmup: int = 1, contention_seconds: float = 1.0,
-                  progress: Any = None, share_weights: bool | None = None) -> list[Any]:
+                  progress: Any = None, share_weights: bool | None = None,
+                  contention_graphs: bool | None = None) -> list[Any]:
     """Hardware profiles (:class:`~specmodel.formats.hardware.HardwareProfile`) of the
     forwards ``configs`` can run, measured by :func:`profiler.hardware.measure` on fresh
     random-weight decoders of the same architectures (not the run's), or with
@@ -947,6 +973,7 @@ def profile_costs(target: SyntheticEngine, draft: SyntheticEngine | None,
     T(b, L) and F(b, q, L) for verification (q = k2) and prefill (q a power of two) at
     every bucketed context; for the step draft T(b, L) and its prefills; for each token
     drafter T(b, L); and the target's and the draft's slowdown when both run at once
+    (``contention_graphs``: see :func:`measure_contention`'s ``graphs``)
     (``concurrent``, :func:`measure_contention`).  The decoder model
     (:meth:`specmodel.decodermodel.CostModel.from_calibration`) prices a run from them."""
     from profiler.hardware import Point, measure, read_config
@@ -1004,7 +1031,7 @@ def profile_costs(target: SyntheticEngine, draft: SyntheticEngine | None,
                                     device=target.device, dtype=target.dtype,
                                     threads=dev["threads"], seconds=contention_seconds,
                                     decoders=(own.get(target.model), own.get(draft.model))
-                                    if own else None)
+                                    if own else None, graphs=contention_graphs)
         out[0]["concurrent"] = {out[1]["architecture"]["name"]: round(tc, 4)}
         out[1]["concurrent"] = {out[0]["architecture"]["name"]: round(dc, 4)}
         if progress is not None:

@@ -402,6 +402,10 @@ def test_profile_costs_on_the_engines_own_weights(arch: str, arch2: str,
     shared = profile_costs(tgt, drf, cfgs, 5, repeats=1, contention_seconds=0.05,
                            share_weights=True)
     assert not built and not tgt._fwd.cache and tgt._fwd.bytes == 0
+    from profiler.engines.synthetic import measure_contention
+
+    with pytest.raises(ValueError, match="graphs needs device cuda"):
+        measure_contention(arch, arch2, context=16, graphs=True, seconds=0.01)
     for a, b in zip(fresh, shared, strict=True):
         assert [(p.kind, p.batch, p.new_tokens, p.context) for p in a.points] == \
             [(p.kind, p.batch, p.new_tokens, p.context) for p in b.points]
