@@ -13,7 +13,8 @@
 # One part per device call (each fits the 600 s a call may run):
 #   OUT=dir PARTS=packed benchmarks/gpu/synthetic_and_layout.sh      # ~3-5 min
 #   OUT=dir PARTS=synthetic benchmarks/gpu/synthetic_and_layout.sh   # the short sweep
-#   OUT=dir PARTS=long benchmarks/gpu/synthetic_and_layout.sh        # prompts of 3000 words
+#   OUT=dir PARTS=long benchmarks/gpu/synthetic_and_layout.sh        # prompts of 3000 words,
+#                                                                    # one round
 #   OUT=dir PARTS=continuous benchmarks/gpu/synthetic_and_layout.sh  # + continuous batching,
 #                                                                    # one round (~5 min)
 #   OUT=dir PARTS=seed1 benchmarks/gpu/synthetic_and_layout.sh       # the same, another draw:
@@ -56,7 +57,7 @@ for part in $PARTS; do
         echo "$arch packed rc=$?"; grep -E "^\[" "$OUT/packed/$arch.log" | cut -c1-100
       done ;;
     synthetic) sweep synthetic_gpu ;;
-    long) sweep synthetic_gpu_long --prompt-words 3000 ;;
+    long) sweep synthetic_gpu_long --prompt-words 3000 --rounds 1 ;;  # 2 rounds: > 600 s
     continuous) sweep synthetic_gpu_continuous --continuous --rounds 1 ;;
     seed1) sweep synthetic_gpu_continuous_seed1 --continuous --rounds 1 --seed 1 --problems 6 ;;
     *) echo "unknown part $part (packed, synthetic, long, continuous, seed1)"; exit 2 ;;
