@@ -195,20 +195,15 @@ def main(argv: list[str] | None = None) -> int:
                          "(held against a registration) fell inside the registered 95 %% "
                          "band of a run of that many problems, by run and pooled")
     a = ap.parse_args(argv)
-    if a.coverage:
-        try:
-            print_coverage(a.coverage)
-        except ValueError as e:
-            print(f"error: {e}", file=sys.stderr)
-            return 2
-        return 0
-    if a.in_run_contention is not None:
-        try:
-            print_in_run_contention(a.in_run_contention)
-        except ValueError as e:
-            print(f"error: {e}", file=sys.stderr)
-            return 2
-        return 0
+    for paths, report in ((a.coverage, print_coverage),
+                          (a.in_run_contention, print_in_run_contention)):
+        if paths:  # a report on committed files: nothing runs
+            try:
+                report(paths)
+            except ValueError as e:
+                print(f"error: {e}", file=sys.stderr)
+                return 2
+            return 0
     for flag, v in (("--concurrent", a.concurrent), ("--concurrent-draft", a.concurrent_draft)):
         if v is not None and not (a.predict_on and 1 <= v < float("inf")):
             ap.error(f"{flag} must be a number >= 1, with --predict-on; got {v}"
