@@ -23,9 +23,10 @@ a real engine would run for that output:
   token (they still run the pass's forwards: an upper bound on their cost).  The
   counters are vLLM's (num_drafts, …) and the passes (num_target_passes, as the
   transformers replay counts them);
-* a prefix the engine has not seen is prefilled first (one eager forward over its
-  uncached tokens, their count rounded up to a power of two; prefix caching at step
-  boundaries).
+* a prefix the engine has not seen is prefilled first (one forward over its uncached
+  tokens, their count rounded up to a power of two; prefix caching at step
+  boundaries; on CUDA a captured graph up to :data:`PREFILL_GRAPH_TOKENS` tokens in
+  the batch, eager beyond).
 
 What a step writes is drawn from a random stream keyed by ``draws``: ``position`` (the
 default) keys it by the problem's prompt and the step's position after it, so every
@@ -257,6 +258,12 @@ def draft_depth(step_text: str) -> int:
 
 
 # --- forwards -----------------------------------------------------------------------------
+PREFILL_GRAPH_TOKENS = 512
+"""Prefill batches of at most this many tokens (rows × new tokens) run as captured
+graphs on CUDA, larger ones eagerly.  vLLM V1 serves batches with prefills through
+piecewise CUDA graphs (attention outside them) up to its largest capture size, 512
+tokens by default; a whole-forward graph is the nearer of our two paths to that (the
+runs of 2026-11-27 prefilled every batch eagerly, which the profiles priced as graphs)."""
 _CAPTURE_LOCK = threading.Lock()
 """One CUDA graph capture at a time in the process (the async decoder runs two engines)."""
 
@@ -554,12 +561,14 @@ class SyntheticEngine:
         out[0] = time.perf_counter() - t0 - (built() - b0)
 
     def _prefill(self, b: int, base: int, todo: int) -> None:
-        """One eager forward of ``b`` rows × ``todo`` uncached tokens (rounded up to a
-        power of two) before a context of ``base`` (nothing when ``todo`` is 0; vLLM
-        captures graphs for decode only)."""
+        """One forward of ``b`` rows × ``todo`` uncached tokens (rounded up to a power
+        of two) before a context of ``base`` (nothing when ``todo`` is 0): on CUDA a
+        captured graph when the batch holds at most :data:`PREFILL_GRAPH_TOKENS` tokens,
+        else eager."""
         if todo > 0:
             q = 1 << (todo - 1).bit_length()
-            self._fwd.run(b, q, self._bucket(base - todo), graph=False)
+            self._fwd.run(b, q, self._bucket(base - todo),
+                          graph=b * q <= PREFILL_GRAPH_TOKENS)
 
     def _output(self, prefix: str, plan: _Plan) -> StepOutput:
         """The step ``plan`` wrote after ``prefix``; both prefixes are cached now."""
