@@ -982,8 +982,8 @@ def profile_costs(target: SyntheticEngine, draft: SyntheticEngine | None,
     T(b, L) and F(b, q, L) for verification (q = k2) and prefill (q a power of two) at
     every bucketed context; for the step draft T(b, L) and its prefills; for each token
     drafter T(b, L); and the target's and the draft's slowdown when both run at once
-    (``contention_graphs``: see :func:`measure_contention`'s ``graphs``)
-    (``concurrent``, :func:`measure_contention`).  The decoder model
+    (``concurrent``, :func:`measure_contention`, with ``graphs`` =
+    ``contention_graphs``).  The decoder model
     (:meth:`specmodel.decodermodel.CostModel.from_calibration`) prices a run from them."""
     from profiler.hardware import Point, measure, read_config
     from specmodel.formats.hardware import HardwareProfile
