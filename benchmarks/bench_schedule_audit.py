@@ -54,7 +54,7 @@ into the last)."""
 
 Forward = tuple[str, str, int, int, int, float, float]
 """A logged forward: (role, kind, rows b, new tokens q, context L, start, end); kind is
-decode (q = 1), verify (a token-speculation pass) or prefill (eager, ``graph`` False)."""
+decode (q = 1), verify (a token-speculation pass) or prefill (uncached tokens)."""
 KINDS = ("decode", "verify", "prefill")
 
 
@@ -65,7 +65,8 @@ class ForwardLog:
     def __init__(self) -> None:
         self.rows: list[Forward] = []
         self.runners: dict[str, Any] = {}
-        """Each role's forward, unlogged (``run(b, q, L, graph)``), for :func:`replay`."""
+        """Each role's forward, unlogged (``run(b, q, L, graph, prefill=…)``), for
+        :func:`replay`."""
         self._lock = threading.Lock()
 
     def wrap(self, forwards: Any, role: str) -> None:
@@ -73,11 +74,12 @@ class ForwardLog:
         run = forwards.run
         self.runners[role] = run
 
-        def logged(b: int, q: int, L: int, graph: bool = True) -> None:
+        def logged(b: int, q: int, L: int, graph: bool = True, *,
+                   prefill: bool = False) -> None:
             t0 = time.perf_counter()
-            run(b, q, L, graph)
+            run(b, q, L, graph, prefill=prefill)
             t1 = time.perf_counter()
-            kind = "prefill" if not graph else "decode" if q == 1 else "verify"
+            kind = "prefill" if prefill else "decode" if q == 1 else "verify"
             with self._lock:
                 self.rows.append((role, kind, b, q, L, t0, t1))
 
@@ -185,6 +187,8 @@ def replay(log: list[Forward], runners: dict[str, Any], how: str) -> dict[str, f
     """Run the forwards of ``log`` again on the same engines, one role at a time in this
     thread, back to back (no other model beside them, no scheduler between them):
     ``how`` is ``in_order`` or ``grouped`` (:data:`REPLAYS`).  Seconds by role."""
+    from profiler.engines.synthetic import prefill_graph
+
     if how not in REPLAYS:
         raise ValueError(f"how must be one of {', '.join(REPLAYS)}, got {how!r}")
     out: dict[str, float] = {}
@@ -195,7 +199,7 @@ def replay(log: list[Forward], runners: dict[str, Any], how: str) -> dict[str, f
         total = 0.0
         for kind, b, q, L in fwds:
             t0 = time.perf_counter()
-            run(b, q, L, kind != "prefill")
+            run(b, q, L, kind != "prefill" or prefill_graph(b, q), prefill=kind == "prefill")
             total += time.perf_counter() - t0
         out[role] = total
     return out

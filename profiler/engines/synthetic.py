@@ -264,6 +264,14 @@ graphs on CUDA, larger ones eagerly.  vLLM V1 serves batches with prefills throu
 piecewise CUDA graphs (attention outside them) up to its largest capture size, 512
 tokens by default; a whole-forward graph is the nearer of our two paths to that (the
 runs of 2026-11-27 prefilled every batch eagerly, which the profiles priced as graphs)."""
+
+
+def prefill_graph(b: int, q: int) -> bool:
+    """Whether a prefill of ``b`` rows × ``q`` new tokens runs as a captured graph on
+    CUDA (:data:`PREFILL_GRAPH_TOKENS`)."""
+    return b * q <= PREFILL_GRAPH_TOKENS
+
+
 _CAPTURE_LOCK = threading.Lock()
 """One CUDA graph capture at a time in the process (the async decoder runs two engines)."""
 
@@ -334,9 +342,11 @@ class _Forwards:
         assert self.stream is not None
         return _captured(self.torch, self.stream, fn), need
 
-    def run(self, b: int, q: int, L: int, graph: bool = True) -> None:
+    def run(self, b: int, q: int, L: int, graph: bool = True, *,
+            prefill: bool = False) -> None:
         """One forward of b sequences × q new tokens over an L-token context (on CUDA a
-        captured graph's replay, or eager with ``graph`` False)."""
+        captured graph's replay, or eager with ``graph`` False); ``prefill`` says that it
+        prefills uncached tokens (for whoever logs the forwards: it runs the same)."""
         key = (b, q, L, graph)
         entry = self.cache.get(key)
         if entry is None:
@@ -567,8 +577,8 @@ class SyntheticEngine:
         else eager."""
         if todo > 0:
             q = 1 << (todo - 1).bit_length()
-            self._fwd.run(b, q, self._bucket(base - todo),
-                          graph=b * q <= PREFILL_GRAPH_TOKENS)
+            self._fwd.run(b, q, self._bucket(base - todo), prefill_graph(b, q),
+                          prefill=True)
 
     def _output(self, prefix: str, plan: _Plan) -> StepOutput:
         """The step ``plan`` wrote after ``prefix``; both prefixes are cached now."""

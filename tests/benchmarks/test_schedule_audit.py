@@ -62,23 +62,33 @@ def test_overlap_and_the_measured_mix() -> None:
 
 
 def test_replay_runs_each_role_alone_in_order_or_grouped() -> None:
+    """Each role's logged forwards run again as the run ran them: a prefill as a prefill,
+    captured (on CUDA) up to PREFILL_GRAPH_TOKENS tokens, eager beyond."""
+    log = [("target", "decode", 2, 1, 64, 0.0, 0.3),
+           ("draft", "decode", 1, 1, 64, 0.1, 0.2),
+           ("target", "prefill", 1, 32, 0, 0.3, 0.5),
+           ("target", "prefill", 2, 1024, 0, 0.5, 0.55),
+           ("target", "decode", 1, 1, 64, 0.55, 0.6)]
+    calls: list[tuple[str, int, int, int, bool, bool]] = []
+    runners = {role: (lambda b, q, L, graph, prefill=False, role=role:
+                      calls.append((role, b, q, L, graph, prefill)))
+               for role in ("target", "draft")}
+    got = replay(log, runners, "in_order")
+    assert set(got) == {"target", "draft"} and all(v >= 0 for v in got.values())
+    assert calls == [("target", 2, 1, 64, True, False), ("target", 1, 32, 0, True, True),
+                     ("target", 2, 1024, 0, False, True), ("target", 1, 1, 64, True, False),
+                     ("draft", 1, 1, 64, True, False)]
+    calls.clear()
+    replay(log, runners, "grouped")  # by kind, then rows, new tokens and context
+    assert calls == [("target", 1, 1, 64, True, False), ("target", 2, 1, 64, True, False),
+                     ("target", 1, 32, 0, True, True), ("target", 2, 1024, 0, False, True),
+                     ("draft", 1, 1, 64, True, False)]
+    with pytest.raises(ValueError, match="how must be one of"):
+        replay(log, runners, "sorted")
     log = [("target", "decode", 2, 1, 64, 0.0, 0.3),
            ("draft", "decode", 1, 1, 64, 0.1, 0.2),
            ("target", "prefill", 1, 32, 0, 0.3, 0.5),
            ("target", "decode", 1, 1, 64, 0.5, 0.6)]
-    calls: list[tuple[str, int, int, int, bool]] = []
-    runners = {role: (lambda b, q, L, graph, role=role: calls.append((role, b, q, L, graph)))
-               for role in ("target", "draft")}
-    got = replay(log, runners, "in_order")
-    assert set(got) == {"target", "draft"} and all(v >= 0 for v in got.values())
-    assert calls == [("target", 2, 1, 64, True), ("target", 1, 32, 0, False),
-                     ("target", 1, 1, 64, True), ("draft", 1, 1, 64, True)]
-    calls.clear()
-    replay(log, runners, "grouped")  # by kind, then rows, new tokens and context
-    assert calls == [("target", 1, 1, 64, True), ("target", 2, 1, 64, True),
-                     ("target", 1, 32, 0, False), ("draft", 1, 1, 64, True)]
-    with pytest.raises(ValueError, match="how must be one of"):
-        replay(log, runners, "sorted")
     run = {"tokens": 2, "log": log,
            "replay": {"in_order": {"target": 0.4, "draft": 0.05},
                       "grouped": {"target": 0.2, "draft": 0.1}}}
