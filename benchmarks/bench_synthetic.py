@@ -476,10 +476,12 @@ def run(a: argparse.Namespace, dtype: str, out: Path) -> dict[str, Any]:
     models = {"target": a.target, "draft": a.draft, "verifier": ver.name}
     t1 = time.perf_counter()
 
+    graphs = a.device == "cuda" and not a.contention_eager  # how the contention is timed
+
     def profile() -> list[Any]:
         return profile_costs(tgt, drf, configs, prompt, repeats=a.profile_repeats,
                              progress=lambda m: print("  " + m, flush=True),
-                             contention_graphs=False if a.contention_eager else None)
+                             contention_graphs=graphs)
 
     passes = [profile()]
     hardware = passes[0]
@@ -588,8 +590,7 @@ def run(a: argparse.Namespace, dtype: str, out: Path) -> dict[str, Any]:
                   "contention": hardware[0].concurrent if hardware else None,
                   "contention_draft": hardware[1].concurrent if len(hardware) > 1 else None,
                   "contention_forwards": ("captured graphs, each side timed to its own "
-                                          "stream" if a.device == "cuda"
-                                          and not a.contention_eager else
+                                          "stream" if graphs else
                                           "eager, timed to the device's completion")},
         "mean_abs_error": {name: (statistics.fmean(errs) if errs else None) for name, errs in (
             (n, [abs(r[k]) for r in rows if (r["k1"] > 1 or r["k2"] > 1) and r[k] is not None])
