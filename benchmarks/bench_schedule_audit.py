@@ -18,7 +18,15 @@ the rounds as ``bench_synthetic`` does.  For each configuration it sets side by 
 * per role, per committed token: the model's time inside the role's calls (its
   counters ``<role>_seconds``), the forwards the run ran priced by the same surfaces
   (``priced``), their measured time (``forwards``) and the measured time inside the
-  calls (``calls``), with the forwards by kind (decode, verify, prefill).
+  calls (``calls``), with the forwards by kind (decode, verify, prefill);
+* the share of the run's time in which a forward of either model ran (what is left,
+  the device idled while the host scheduled, drew or waited).
+
+On CUDA (``--device cuda``) every forward is a captured graph's replay that the call
+only launches: the log times it by CUDA events recorded on the engine's stream just
+around the replay (which wait for nothing), so a forward's time is when it ran on the
+device, its wait for the other model's kernels included.  The replay times each forward
+by the same events.
 
 So an error of the decoder model splits into the acceptance the run drew, the schedule
 (model against ``priced``: how many forwards of which shape), the price of a forward
@@ -29,6 +37,9 @@ Usage::
 
     python -m benchmarks.bench_schedule_audit --problems 24 --seed 13 \\
         --out benchmarks/results/schedule_audit_seed13.json
+    python -m benchmarks.bench_schedule_audit --device cuda --target qwen2.5-32b \\
+        --draft deepseek-r1-distill-qwen-1.5b --problems 3 --seed 0 --k2 1 \\
+        --configs "target,sync k1=3 k2=1,async k1=3 k2=1,async k1=3 k2=1 continuous"
 """
 
 from __future__ import annotations
@@ -60,35 +71,74 @@ KINDS = ("decode", "verify", "prefill")
 
 class ForwardLog:
     """Every forward of the engines it wraps (:data:`Forward`), appended by whichever
-    thread ran it."""
+    thread ran it.
+
+    On the CPU a forward runs while its call lasts, and the host clock times it.  On
+    CUDA a call only launches it: the log then asks the engine for CUDA events recorded
+    on its stream around the forward itself (``_Forwards.run(events=True)``), which wait
+    for nothing, and :meth:`take` turns them into times on the host clock — when the
+    forward ran on the device, waiting for the other model's kernels included."""
 
     def __init__(self) -> None:
-        self.rows: list[Forward] = []
+        self.rows: list[Any] = []
         self.runners: dict[str, Any] = {}
-        """Each role's forward, unlogged (``run(b, q, L, graph, prefill=…)``), for
-        :func:`replay`."""
+        """Each role's forward, unlogged and timed alone (``run(b, q, L, graph,
+        prefill=…)`` → seconds on the device), for :func:`replay`."""
         self._lock = threading.Lock()
+        self._cuda: Any = None
+        """On CUDA: (torch, a reference event, the host clock when it completed)."""
 
     def wrap(self, forwards: Any, role: str) -> None:
         """Log ``forwards.run`` (a synthetic engine's ``_Forwards``) under ``role``."""
         run = forwards.run
-        self.runners[role] = run
+        cuda = getattr(forwards, "stream", None) is not None
+        if cuda and self._cuda is None:
+            torch = forwards.torch
+            torch.cuda.synchronize()
+            ref = torch.cuda.Event(enable_timing=True)
+            ref.record()
+            ref.synchronize()
+            self._cuda = (torch, ref, time.perf_counter())
+
+        def timed(b: int, q: int, L: int, graph: bool = True, *,
+                  prefill: bool = False) -> float:
+            if not cuda:
+                t0 = time.perf_counter()
+                run(b, q, L, graph, prefill=prefill)
+                return time.perf_counter() - t0
+            start, end = run(b, q, L, graph, prefill=prefill, events=True)
+            end.synchronize()
+            return start.elapsed_time(end) / 1e3
+
+        self.runners[role] = timed
 
         def logged(b: int, q: int, L: int, graph: bool = True, *,
-                   prefill: bool = False) -> None:
+                   prefill: bool = False, events: bool = False) -> Any:
+            kind = "prefill" if prefill else "decode" if q == 1 else "verify"
+            if cuda:
+                got = run(b, q, L, graph, prefill=prefill, events=True)
+                with self._lock:
+                    self.rows.append((role, kind, b, q, L, *got))
+                return got if events else None
             t0 = time.perf_counter()
             run(b, q, L, graph, prefill=prefill)
             t1 = time.perf_counter()
-            kind = "prefill" if prefill else "decode" if q == 1 else "verify"
             with self._lock:
                 self.rows.append((role, kind, b, q, L, t0, t1))
+            return None
 
         forwards.run = logged
 
     def take(self) -> list[Forward]:
+        """The forwards logged since the last take (on CUDA, after waiting for them)."""
         with self._lock:
             out, self.rows = self.rows, []
-        return out
+        if self._cuda is None:
+            return out
+        torch, ref, host = self._cuda
+        torch.cuda.synchronize()
+        return [(*r[:5], host + ref.elapsed_time(r[5]) / 1e3,
+                 host + ref.elapsed_time(r[6]) / 1e3) for r in out]
 
 
 def _overlap(a: tuple[float, float], spans: list[tuple[float, float]]) -> float:
@@ -102,6 +152,23 @@ def _overlap(a: tuple[float, float], spans: list[tuple[float, float]]) -> float:
             break
         got += min(e, e2) - max(s, s2)
     return got
+
+
+def busy_share(runs: list[dict[str, Any]]) -> float | None:
+    """The share of the runs' time (their ``seconds``) in which a forward of either model
+    ran (the union of the logged spans): what is left, the device idled while the host
+    scheduled, drew, joined or waited."""
+    wall = sum(r["seconds"] for r in runs)
+    if wall <= 0:
+        return None
+    busy = 0.0
+    for r in runs:
+        end = -float("inf")
+        for s, e in sorted((f[5], f[6]) for f in r["log"]):
+            if e > end:
+                busy += e - max(s, end)
+                end = e
+    return busy / wall
 
 
 def _bucket(b: int) -> int:
@@ -196,12 +263,8 @@ def replay(log: list[Forward], runners: dict[str, Any], how: str) -> dict[str, f
         fwds = [(kind, b, q, L) for ro, kind, b, q, L, _, _ in log if ro == role]
         if how == "grouped":
             fwds.sort()
-        total = 0.0
-        for kind, b, q, L in fwds:
-            t0 = time.perf_counter()
-            run(b, q, L, kind != "prefill" or prefill_graph(b, q), prefill=kind == "prefill")
-            total += time.perf_counter() - t0
-        out[role] = total
+        out[role] = sum(run(b, q, L, kind != "prefill" or prefill_graph(b, q),
+                            prefill=kind == "prefill") for kind, b, q, L in fwds)
     return out
 
 
@@ -235,6 +298,16 @@ def model_mix(counters: dict[str, float]) -> dict[str, float]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
+                    help="where both engines run (on CUDA every forward is a captured "
+                         "graph's replay, timed on the device by CUDA events)")
+    ap.add_argument("--dtype", default=None,
+                    help="float32, bfloat16 or float16 (default: float32 on cpu, bfloat16 "
+                         "on cuda)")
+    ap.add_argument("--contention-eager", action="store_true",
+                    help="on CUDA: the profiles measure the two models' contention on "
+                         "eager forwards timed to the device's completion (bench_synthetic "
+                         "--contention-eager)")
     ap.add_argument("--target", default="bench-target")
     ap.add_argument("--draft", default="bench-draft")
     ap.add_argument("--acceptance", default="lr-paper-gsm8k-deepseek")
@@ -274,12 +347,18 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run(a: argparse.Namespace) -> dict[str, Any]:
-    from benchmarks.bench_synthetic import _configs, _problems, _settings, engines
+    from benchmarks.bench_synthetic import (
+        _configs,
+        _problems,
+        _settings,
+        engines,
+        profiler,
+        run_dtype,
+    )
     from profiler.decoder import LookaheadDecoder
     from profiler.engines.synthetic import (
         merge_profiles,
         prepare_run,
-        profile_costs,
         with_costs,
     )
     from profiler.environment import package_versions
@@ -287,8 +366,9 @@ def run(a: argparse.Namespace) -> dict[str, Any]:
     from specmodel.decodermodel import CostModel, EngineBehaviour
     from specmodel.prediction import at_run_acceptance, decoder_prediction
 
-    a.threads, a.device, a.prefill, a.predict_on = 1, "cpu", True, None
-    acc, (target, tgt), (draft, drf) = engines(a, "float32")
+    a.threads, a.prefill, a.predict_on = 1, True, None
+    dtype = run_dtype(a)
+    acc, (target, tgt), (draft, drf) = engines(a, dtype)
     problems = _problems(a.problems, 0)
     lengths = [tgt.count_tokens(format_prompt(p)) for p in problems]
     a.continuous = True
@@ -304,11 +384,8 @@ def run(a: argparse.Namespace) -> dict[str, Any]:
     syn, ver = _settings(a, acc, lengths, list(configs.values()), target, draft,
                          costs["T"][1])
 
-    def profile() -> list[Any]:
-        return profile_costs(tgt, drf, list(configs.values()), max(lengths),
-                             repeats=a.profile_repeats,
-                             progress=lambda m: print("  " + m, flush=True))
-
+    profile, contention_forwards = profiler(a, tgt, drf, list(configs.values()),
+                                            max(lengths))
     passes = [profile()]
     log = ForwardLog()
     log.wrap(tgt._fwd, "target")
@@ -342,7 +419,7 @@ def run(a: argparse.Namespace) -> dict[str, Any]:
                     x["replay"] = {how: replay(x["log"], log.runners, how)
                                    for how in (REPLAYS if i % 2 == 0 else REPLAYS[::-1])}
         print("  replayed", flush=True)
-    cal = with_costs(acc, costs, f"{a.target} / {a.draft} on cpu float32",
+    cal = with_costs(acc, costs, f"{a.target} / {a.draft} on {a.device} {dtype}",
                      None, merge_profiles(passes))
     arch = syn.architectures or {}
     model_costs = CostModel.from_calibration(
@@ -392,6 +469,7 @@ def run(a: argparse.Namespace) -> dict[str, Any]:
             "model_iterations_per_token_at_run_acceptance": model_mix(shifted.counters),
             "price_ratio": mix["price_ratio"],
             "time_split": role_split(rs, price, shifted.counters),
+            "busy_share": busy_share(rs),
             **({"replay": replay_split(rs, price)} if a.replay else {}),
         })
     _print(rows)
@@ -399,6 +477,9 @@ def run(a: argparse.Namespace) -> dict[str, Any]:
         "benchmark": "forward audit of the decoder's schedules (bench_schedule_audit.py)",
         "date": timestamp(),
         "versions": package_versions(("specmodel", "torch")),
+        "device": a.device, "dtype": dtype,
+        "forward_clock": ("CUDA events on each engine's stream around the forward"
+                          if a.device == "cuda" else "the host clock around the call"),
         "target": a.target, "draft": a.draft, "acceptance": a.acceptance, "k1": a.k1,
         "k2": a.k2, "configs": list(configs),
         "problems": a.problems, "rounds": a.rounds, "seed": a.seed, "draws": a.draws,
@@ -407,6 +488,7 @@ def run(a: argparse.Namespace) -> dict[str, Any]:
         "prompt_tokens": syn.prompt_tokens, "profile_passes": len(passes),
         "contention": {"target": model_costs.contention,
                        "draft": model_costs.draft_contention},
+        "contention_forwards": contention_forwards,
         "rows": rows,
     }
 
@@ -426,6 +508,9 @@ def _print(rows: list[dict[str, Any]]) -> None:
               f"{f(r['model_ms_per_token']['run_acceptance']):>7}  {f(r['speedup'], 3):>7}  "
               f"{f(r['model_speedup'], 3):>5}  {f(r['model_speedup_at_run_acceptance'], 3):>7}"
               f"  {mix} | {mmix}")
+    print("\nshare of the run's time in which a forward ran (either model)")
+    for r in rows:
+        print(f"{r['config']:<27} {f(r['busy_share'], 3)}")
     print("\nmeasured / profiled price of the decode forwards (forwards per committed "
           "token)")
     for r in rows:

@@ -211,8 +211,7 @@ def main(argv: list[str] | None = None) -> int:
     if a.placement is None:
         a.placement = ("two-devices" if (a.predict_on or "").startswith("cpu")
                        else "one-device")
-    dtype = a.dtype or ("bfloat16" if a.device == "cuda" or (
-        a.predict_on and not a.predict_on.startswith("cpu")) else "float32")
+    dtype = run_dtype(a)
     out = Path(a.out or ROOT / "benchmarks" / "results" / f"synthetic_{a.device}.json")
     try:
         if a.predict_on:
@@ -447,11 +446,36 @@ def engines(a: argparse.Namespace, dtype: str) -> tuple[Any, tuple[str, Any],
     return acc, built[0], built[1]
 
 
+def run_dtype(a: argparse.Namespace) -> str:
+    """``a.dtype``, or its default: bfloat16 on CUDA or predicted on a GPU preset
+    (``a.predict_on``), float32 on a CPU."""
+    return a.dtype or ("bfloat16" if a.device == "cuda" or (
+        a.predict_on and not a.predict_on.startswith("cpu")) else "float32")
+
+
+def profiler(a: argparse.Namespace, tgt: Any, drf: Any, configs: list[Any],
+             prompt: int) -> tuple[Any, str]:
+    """(the profiling pass a run takes before and after its rounds, how it times the two
+    models' contention in words): :func:`profiler.engines.synthetic.profile_costs` with
+    ``a``'s ``--profile-repeats``, the contention on CUDA timed on captured graphs each
+    on its own stream unless ``--contention-eager``."""
+    from profiler.engines.synthetic import profile_costs
+
+    graphs = a.device == "cuda" and not a.contention_eager
+
+    def profile() -> list[Any]:
+        return profile_costs(tgt, drf, configs, prompt, repeats=a.profile_repeats,
+                             progress=lambda m: print("  " + m, flush=True),
+                             contention_graphs=graphs)
+
+    return profile, ("captured graphs, each side timed to its own stream" if graphs else
+                     "eager, timed to the device's completion")
+
+
 def run(a: argparse.Namespace, dtype: str, out: Path) -> dict[str, Any]:
     from profiler.engines.synthetic import (
         merge_profiles,
         prepare_run,
-        profile_costs,
         with_costs,
     )
     from profiler.environment import machine_description, package_versions
@@ -476,13 +500,7 @@ def run(a: argparse.Namespace, dtype: str, out: Path) -> dict[str, Any]:
     models = {"target": a.target, "draft": a.draft, "verifier": ver.name}
     t1 = time.perf_counter()
 
-    graphs = a.device == "cuda" and not a.contention_eager  # how the contention is timed
-
-    def profile() -> list[Any]:
-        return profile_costs(tgt, drf, configs, prompt, repeats=a.profile_repeats,
-                             progress=lambda m: print("  " + m, flush=True),
-                             contention_graphs=graphs)
-
+    profile, contention_forwards = profiler(a, tgt, drf, configs, prompt)
     passes = [profile()]
     hardware = passes[0]
     profile_s = time.perf_counter() - t1
@@ -589,9 +607,7 @@ def run(a: argparse.Namespace, dtype: str, out: Path) -> dict[str, Any]:
                   "profile_passes": len(passes),
                   "contention": hardware[0].concurrent if hardware else None,
                   "contention_draft": hardware[1].concurrent if len(hardware) > 1 else None,
-                  "contention_forwards": ("captured graphs, each side timed to its own "
-                                          "stream" if graphs else
-                                          "eager, timed to the device's completion")},
+                  "contention_forwards": contention_forwards},
         "mean_abs_error": {name: (statistics.fmean(errs) if errs else None) for name, errs in (
             (n, [abs(r[k]) for r in rows if (r["k1"] > 1 or r["k2"] > 1) and r[k] is not None])
             for n, k in (("f·g", "error"), ("priced", "priced_error"),

@@ -5,8 +5,8 @@
 # rebuilds that on the development machine's CPU: a fresh virtual environment with
 # torch (pinned), transformers and NumPy alone, the same wheels for this Python, and then
 # every command the GPU scripts run, on tiny random-weight architectures on the CPU:
-# profile hardware (the packed layout), a registration (--predict-on) and a synthetic
-# sweep held against it, with continuous batching.  A missing import fails it.
+# profile hardware (the packed layout), a registration (--predict-on), a synthetic
+# sweep held against it, with continuous batching, and the forward audit.  A missing import fails it.
 #   bash benchmarks/gpu/bare_check.sh            # about 3 minutes after the install
 set -eu
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -40,4 +40,8 @@ run "$py" -m benchmarks.bench_synthetic "${sweep[@]}" --predict-on cpu-epyc \
   --out "$WORK/sweep.json"
 run "$py" -m benchmarks.bench_synthetic "${sweep[@]}" \
   --registered "$WORK/sweep.registered.json" --out "$WORK/sweep.json"
+run "$py" -m benchmarks.bench_schedule_audit --device cpu --target "$WORK/tiny.json" \
+  --draft "$WORK/tiny1.json" --problems 2 --max-steps 3 --max-step-tokens 16 \
+  --profile-repeats 1 --k2 1 --configs "target,sync k1=3 k2=1,async k1=3 k2=1 continuous" \
+  --out "$WORK/audit.json"
 echo "bare check passed ($WORK)"

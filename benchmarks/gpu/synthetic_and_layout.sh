@@ -19,6 +19,9 @@
 #                                                                    # one round (~5 min)
 #   OUT=dir PARTS=seed1 benchmarks/gpu/synthetic_and_layout.sh       # the same, another draw:
 #            seed 1, 6 problems, registered with the contention the 11-27 runs showed (~7 min)
+#   OUT=dir PARTS=audit benchmarks/gpu/synthetic_and_layout.sh       # the forward audit of
+#            the 11-27 runs' draws (seed 0, 3 problems): target, sync, async and continuous
+#            async with k2 = 1, every forward timed on the device by CUDA events (~4 min)
 # Each sweep is held against its registration (made without a GPU, committed before).
 set -u
 : "${OUT:?set OUT}"
@@ -60,7 +63,14 @@ for part in $PARTS; do
     long) sweep synthetic_gpu_long --prompt-words 3000 --rounds 1 ;;  # 2 rounds: > 600 s
     continuous) sweep synthetic_gpu_continuous --continuous --rounds 1 ;;
     seed1) sweep synthetic_gpu_continuous_seed1 --continuous --rounds 1 --seed 1 --problems 6 ;;
-    *) echo "unknown part $part (packed, synthetic, long, continuous, seed1)"; exit 2 ;;
+    audit)
+      timeout ${AUDIT_TIMEOUT:-480} python -m benchmarks.bench_schedule_audit --device cuda \
+        $CONTENTION --dtype bfloat16 --target qwen2.5-32b --draft deepseek-r1-distill-qwen-1.5b \
+        --problems 3 --seed 0 --k2 1 \
+        --configs "target,sync k1=3 k2=1,async k1=3 k2=1,async k1=3 k2=1 continuous" \
+        --out "$OUT/schedule_audit_gpu.json" > "$OUT/schedule_audit_gpu.log" 2>&1
+      echo "audit rc=$?"; tail -40 "$OUT/schedule_audit_gpu.log" ;;
+    *) echo "unknown part $part (packed, synthetic, long, continuous, seed1, audit)"; exit 2 ;;
   esac
 done
 ls "$OUT"

@@ -343,10 +343,15 @@ class _Forwards:
         return _captured(self.torch, self.stream, fn), need
 
     def run(self, b: int, q: int, L: int, graph: bool = True, *,
-            prefill: bool = False) -> None:
+            prefill: bool = False, events: bool = False) -> tuple[Any, Any] | None:
         """One forward of b sequences × q new tokens over an L-token context (on CUDA a
         captured graph's replay, or eager with ``graph`` False); ``prefill`` says that it
-        prefills uncached tokens (for whoever logs the forwards: it runs the same)."""
+        prefills uncached tokens (for whoever logs the forwards: it runs the same).
+
+        ``events`` (CUDA only): returns a pair of timing CUDA events recorded on the
+        engine's stream just before and just after the forward itself (binding and
+        capturing a new shape fall outside them), which time it on the device without
+        waiting for it; otherwise None."""
         key = (b, q, L, graph)
         entry = self.cache.get(key)
         if entry is None:
@@ -360,11 +365,19 @@ class _Forwards:
             self.build_seconds += time.perf_counter() - t0
         else:
             self.cache.move_to_end(key)
-        if self.stream is not None:
-            with self.torch.cuda.stream(self.stream):
-                entry[0]()
-        else:
+        if self.stream is None:
             entry[0]()
+            return None
+        with self.torch.cuda.stream(self.stream):
+            if not events:
+                entry[0]()
+                return None
+            start = self.torch.cuda.Event(enable_timing=True)
+            end = self.torch.cuda.Event(enable_timing=True)
+            start.record()
+            entry[0]()
+            end.record()
+        return start, end
 
     def sync(self) -> None:
         """Wait for the forwards launched so far (this engine's stream only)."""

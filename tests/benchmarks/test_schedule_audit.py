@@ -13,7 +13,9 @@ from pathlib import Path
 import pytest
 
 from benchmarks.bench_schedule_audit import (
+    ForwardLog,
     _overlap,
+    busy_share,
     main,
     measured_mix,
     model_mix,
@@ -37,6 +39,11 @@ def test_overlap_and_the_measured_mix() -> None:
            ("target", "decode", 5, 1, 64, 2.0, 3.0),   # 10 % beside; pooled into b = 4
            ("target", "prefill", 1, 32, 0, 3.0, 3.5),  # not a decode iteration
            ("target", "verify", 2, 3, 64, 3.5, 4.5)]   # a token-speculation pass
+    assert busy_share([{"seconds": 5.0, "log": log}]) == pytest.approx(4.5 / 5.0)
+    assert busy_share([{"seconds": 5.0, "log": log},  # a gap of 1 s between two forwards
+                       {"seconds": 3.0, "log": [log[0], (*log[1][:5], 2.0, 3.0)]}]
+                      ) == pytest.approx((4.5 + 2.0) / 8.0)
+    assert busy_share([{"seconds": 0.0, "log": []}]) is None
     mix = measured_mix([{"tokens": 4, "log": log}], lambda role, b, q, L: 0.5)
     assert mix["iterations_per_token"] == {"1": 0.25, "2": 0.25, "3": 0.25, "4": 0.25}
     ratio = mix["price_ratio"]
@@ -71,10 +78,10 @@ def test_replay_runs_each_role_alone_in_order_or_grouped() -> None:
            ("target", "decode", 1, 1, 64, 0.55, 0.6)]
     calls: list[tuple[str, int, int, int, bool, bool]] = []
     runners = {role: (lambda b, q, L, graph, prefill=False, role=role:
-                      calls.append((role, b, q, L, graph, prefill)))
+                      calls.append((role, b, q, L, graph, prefill)) or 0.001 * b)
                for role in ("target", "draft")}
-    got = replay(log, runners, "in_order")
-    assert set(got) == {"target", "draft"} and all(v >= 0 for v in got.values())
+    got = replay(log, runners, "in_order")  # the seconds each runner says its forward took
+    assert got == {"target": pytest.approx(0.006), "draft": pytest.approx(0.001)}
     assert calls == [("target", 2, 1, 64, True, False), ("target", 1, 32, 0, True, True),
                      ("target", 2, 1024, 0, False, True), ("target", 1, 1, 64, True, False),
                      ("draft", 1, 1, 64, True, False)]
@@ -97,6 +104,82 @@ def test_replay_runs_each_role_alone_in_order_or_grouped() -> None:
                                "grouped": pytest.approx(100.0), "priced": pytest.approx(200.0)}
     assert split["draft"]["in_run"] == pytest.approx(50.0)
     assert split["draft"]["priced"] == pytest.approx(50.0)
+
+
+class _FakeCuda:
+    """Stands in for ``torch`` on CUDA: a device clock the forwards advance, and timing
+    events that read it when recorded."""
+
+    def __init__(self) -> None:
+        self.now = 5.0
+        """The device's clock, seconds."""
+        self.synchronized = 0
+        fake = self
+
+        class Event:
+            def __init__(self, enable_timing: bool = False) -> None:
+                assert enable_timing
+                self.t: float | None = None
+
+            def record(self) -> None:
+                self.t = fake.now
+
+            def synchronize(self) -> None:
+                assert self.t is not None
+
+            def elapsed_time(self, other: Event) -> float:  # milliseconds
+                assert self.t is not None and other.t is not None
+                return 1e3 * (other.t - self.t)
+
+        class Cuda:
+            @staticmethod
+            def synchronize() -> None:
+                fake.synchronized += 1
+
+        Cuda.Event = Event  # type: ignore[attr-defined]
+        self.cuda = Cuda
+
+
+class _FakeForwards:
+    """A synthetic engine's ``_Forwards`` on CUDA: ``run`` launches a forward that keeps
+    the device 1 ms per row (after 0.5 ms on the host the device does not see) and,
+    asked, returns the events around it."""
+
+    def __init__(self, torch: _FakeCuda) -> None:
+        self.torch, self.stream = torch, object()
+
+    def run(self, b: int, q: int, L: int, graph: bool = True, *, prefill: bool = False,
+            events: bool = False) -> tuple | None:
+        self.torch.now += 0.0005  # binding, launching: not the forward's
+        start = self.torch.cuda.Event(enable_timing=True)
+        start.record()
+        self.torch.now += 0.001 * b
+        end = self.torch.cuda.Event(enable_timing=True)
+        end.record()
+        return (start, end) if events else None
+
+
+def test_on_cuda_the_log_times_forwards_on_the_device() -> None:
+    """On CUDA a call only launches its forward: the log times it by the events the
+    engine records around it on its stream (not the host clock around the call), on the
+    host clock's scale, after waiting for the device; the replay runner likewise."""
+    torch = _FakeCuda()
+    fwd = _FakeForwards(torch)
+    log = ForwardLog()
+    log.wrap(fwd, "target")
+    assert torch.synchronized == 1  # before the reference event
+    assert fwd.run(2, 1, 64) is None  # what the engine sees is unchanged
+    fwd.run(1, 32, 0, prefill=True)
+    assert fwd.run(3, 4, 64, events=True) is not None
+    rows = log.take()
+    assert torch.synchronized == 2
+    assert [r[:5] for r in rows] == [("target", "decode", 2, 1, 64),
+                                     ("target", "prefill", 1, 32, 0),
+                                     ("target", "verify", 3, 4, 64)]
+    assert [r[6] - r[5] for r in rows] == pytest.approx([0.002, 0.001, 0.003])
+    assert [rows[i + 1][5] - rows[i][6] for i in range(2)] == pytest.approx([0.0005] * 2)
+    assert log.take() == []
+    assert log.runners["target"](4, 1, 64, True) == pytest.approx(0.004)
 
 
 def _audit_tiny(tmp_path: Path, *options: str) -> dict:

@@ -8,6 +8,7 @@ import json
 import math
 import random
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -412,19 +413,14 @@ def test_profile_costs_on_the_engines_own_weights(arch: str, arch2: str,
         assert all(p.ms is not None for p in b.points) and b.concurrent is not None
 
 
-def test_a_captured_forward_keeps_its_buffers_as_long_as_its_graph(arch: str) -> None:
-    """On CUDA a forward's static buffers (allocated by ``bind`` outside the graph's
-    memory pool) must live as long as its captured graph: freed earlier, the replays
-    read memory the allocator has handed back (an illegal memory access on the H100).
-    The CUDA calls are stood in for on the CPU; the lifetimes are Python's."""
+def _on_stand_in_cuda(fwd: Any) -> tuple[Any, list[Any]]:
+    """Make ``fwd`` (a ``_Forwards`` built on the CPU) run as on CUDA, the CUDA calls
+    stood in for: (the graph class, whose ``replays`` counts replays, and weak
+    references to what each ``bind`` allocated).  Timing events read, when recorded, how
+    much work the device has done: replays and eager calls of bound forwards."""
     import contextlib
-    import gc
     import types
     import weakref
-
-    from profiler.engines.synthetic import _Forwards
-
-    fwd = _Forwards(arch, "cpu", "float32", 0, max_entries=8, memory_fraction=0.4)
 
     class Buffers:  # what bind() allocates: the KV cache and the inputs
         pass
@@ -434,7 +430,12 @@ def test_a_captured_forward_keeps_its_buffers_as_long_as_its_graph(arch: str) ->
     def bind(point):
         buf = Buffers()
         alive.append(weakref.ref(buf))
-        return lambda: buf
+
+        def eager() -> Buffers:
+            Graph.eager += 1
+            return buf
+
+        return eager
 
     class Stream:
         def wait_stream(self, other) -> None: ...
@@ -442,18 +443,40 @@ def test_a_captured_forward_keeps_its_buffers_as_long_as_its_graph(arch: str) ->
 
     class Graph:
         replays = 0
+        eager = 0
 
         def replay(self) -> None:
             Graph.replays += 1
 
+    class Event:
+        def __init__(self, enable_timing: bool = False) -> None:
+            self.timing, self.at = enable_timing, None
+
+        def record(self) -> None:
+            self.at = Graph.replays + Graph.eager
+
     cuda = types.SimpleNamespace(
-        CUDAGraph=Graph, current_stream=Stream,
+        CUDAGraph=Graph, current_stream=Stream, Event=Event,
         stream=lambda s: contextlib.nullcontext(),
         graph=lambda g, stream=None, capture_error_mode=None: contextlib.nullcontext(),
         empty_cache=lambda: None)
     fwd.torch = types.SimpleNamespace(cuda=cuda)
     fwd.device, fwd.stream = "cuda", Stream()
     fwd.decoder.bind = bind
+    return Graph, alive
+
+
+def test_a_captured_forward_keeps_its_buffers_as_long_as_its_graph(arch: str) -> None:
+    """On CUDA a forward's static buffers (allocated by ``bind`` outside the graph's
+    memory pool) must live as long as its captured graph: freed earlier, the replays
+    read memory the allocator has handed back (an illegal memory access on the H100).
+    The CUDA calls are stood in for on the CPU; the lifetimes are Python's."""
+    import gc
+
+    from profiler.engines.synthetic import _Forwards
+
+    fwd = _Forwards(arch, "cpu", "float32", 0, max_entries=8, memory_fraction=0.4)
+    Graph, alive = _on_stand_in_cuda(fwd)
     fwd.run(2, 1, 64)
     gc.collect()
     assert len(alive) == 1 and alive[0]() is not None  # held while its graph is cached
@@ -462,6 +485,25 @@ def test_a_captured_forward_keeps_its_buffers_as_long_as_its_graph(arch: str) ->
     fwd.clear()
     gc.collect()
     assert alive[0]() is None  # released with its graph
+
+
+def test_a_forwards_events_bracket_the_replay_alone(arch: str) -> None:
+    """Asked for them, a CUDA forward returns timing events recorded on its stream just
+    around its replay: binding and capturing a new shape (two eager warm-ups and the
+    captured call) fall before the first; unasked, and on the CPU, it returns None."""
+    from profiler.engines.synthetic import _Forwards
+
+    cpu = _Forwards(arch, "cpu", "float32", 0, max_entries=8, memory_fraction=0.4)
+    assert cpu.run(1, 1, 16, events=True) is None
+    fwd = _Forwards(arch, "cpu", "float32", 0, max_entries=8, memory_fraction=0.4)
+    Graph, _ = _on_stand_in_cuda(fwd)
+    assert fwd.run(2, 1, 64) is None
+    done = Graph.replays + Graph.eager
+    start, end = fwd.run(2, 1, 64, events=True)
+    assert start.timing and end.timing
+    assert (start.at, end.at) == (done, done + 1)
+    start, end = fwd.run(1, 2, 64, events=True)  # a new shape: bound, captured, replayed
+    assert (start.at, end.at) == (done + 4, done + 5)
 
 
 # --- continuous batching ------------------------------------------------------------------
