@@ -178,6 +178,11 @@ def main(argv: list[str] | None = None) -> int:
                     help="with --predict-on: the draft's slowdown beside the target where "
                          "it differs from --concurrent's (e.g. the in-run slowdown "
                          "--in-run-contention reads from earlier runs)")
+    ap.add_argument("--track-record", type=Path, nargs="+", default=None, metavar="RUN",
+                    help="committed sweeps held against registrations (summary JSON): with "
+                         "--predict-on, the registration also carries the band their "
+                         "rounds' errors give (decoder_track_interval); alone, run nothing "
+                         "and check that band on each of them, made from the others")
     ap.add_argument("--in-run-contention", type=Path, nargs="+", default=None,
                     metavar="RUN",
                     help="run nothing: print the step draft's in-run slowdown in committed "
@@ -196,7 +201,8 @@ def main(argv: list[str] | None = None) -> int:
                          "band of a run of that many problems, by run and pooled")
     a = ap.parse_args(argv)
     for paths, report in ((a.coverage, print_coverage),
-                          (a.in_run_contention, print_in_run_contention)):
+                          (a.in_run_contention, print_in_run_contention),
+                          (None if a.predict_on else a.track_record, print_track_record)):
         if paths:  # a report on committed files: nothing runs
             try:
                 report(paths)
@@ -370,14 +376,22 @@ def register(a: argparse.Namespace, dtype: str) -> dict[str, Any]:
         spread = statistics.stdev(vals)
         half = ((band[1] - band[0]) ** 2 / 4 + (1.96 * spread) ** 2) ** 0.5
         r.update(cost_spread=spread, decoder_cost_interval=[point - half, point + half])
+    track = None
+    if a.track_record:  # every source of error at once, as past rounds showed it
+        track = track_record(a.track_record, device=a.predict_on, problems=a.problems)
+        for r in rows:
+            if r["predicted_decoder"] is not None:
+                r["decoder_track_interval"] = track_interval(r["predicted_decoder"],
+                                                             track["quantile_log"])
     print(f"registered: {a.target} / {a.draft} on {a.predict_on} ({a.placement}) {dtype}, "
           f"{source}; T(1) {T[1] * 1e3:.2f} ms, c1 {costs['c1']:.3f}")
     for r in rows:
         iv, ms = r["decoder_interval"], r["decoder_ms_per_token"] or {}
-        cb = r.get("decoder_cost_interval")
+        cb, tb = r.get("decoder_cost_interval"), r.get("decoder_track_interval")
         print(f"  {r['config']:<18} {r['predicted_decoder'] or 0:.3f}"
               + ("" if iv is None else f"  [{iv[0]:.3f}, {iv[1]:.3f}]")
               + ("" if cb is None else f"  with the costs' error [{cb[0]:.3f}, {cb[1]:.3f}]")
+              + ("" if tb is None else f"  track record [{tb[0]:.3f}, {tb[1]:.3f}]")
               + "  ms/token " + ", ".join(f"{k} {v:.2f}" for k, v in ms.items()))
     return {"registered": timestamp(), "commit": git_commit(), "device": a.predict_on,
             "placement": a.placement, "dtype": dtype, "cost_model": source,
@@ -397,6 +411,7 @@ def register(a: argparse.Namespace, dtype: str) -> dict[str, Any]:
             "speedup_over": "the target alone, same problems",
             "cost_band": {"preset": preset, "relative_sd": sd, "draws": COST_DRAWS,
                           "problems_per_draw": COST_DRAW_PROBLEMS, "covers": COST_BAND_COVERS},
+            **({} if track is None else {"track_band": track}),
             "rows": rows}
 
 
@@ -626,7 +641,10 @@ def run(a: argparse.Namespace, dtype: str, out: Path) -> dict[str, Any]:
     if coverage is not None:
         summary["registered_band_coverage"] = coverage
         print(f"measured rounds inside the registered 95 % band: {coverage['rounds_inside']}"
-              f" of {coverage['rounds']} (the band covers {BAND_COVERS})")
+              f" of {coverage['rounds']} (the band covers {BAND_COVERS})"
+              + "".join(f"; {coverage[f'{k}rounds_inside']} of {coverage[f'{k}rounds']} "
+                        f"inside the {name}" for k, name in BANDS[1:]
+                        if f"{k}rounds" in coverage))
     return summary
 
 
@@ -642,6 +660,128 @@ BAND_COVERS = ("the problems' sampling alone, as the decoder model simulates it 
 """What a registration's band (``decoder_sample_interval``) accounts for."""
 
 
+TRACK_LEVEL = 0.95
+"""The coverage the track-record band claims."""
+TRACK_BAND_COVERS = (
+    "every source of error at once, as it showed in past rounds: the registered speedup "
+    "times and over exp(q), q the conformal 95 % bound of |log(measured / registered)| "
+    "over every speculative round of the committed sweeps it was made from (held against "
+    "registrations on the same device preset, of as many problems); it holds for a new "
+    "round as far as that round is exchangeable with theirs")
+"""What a registration's track-record band (``decoder_track_interval``) accounts for."""
+BANDS = (("", "registered band"), ("cost_", "band with the costs' error"),
+         ("track_", "track-record band"))
+"""The bands a registration can carry: (the prefix of their counts in
+:func:`band_coverage`, their name)."""
+
+
+def track_interval(point: float, quantile_log: float) -> list[float]:
+    """The track-record band around a registered speedup: ``point`` times and over
+    ``exp(quantile_log)``."""
+    import math
+
+    return [point * math.exp(-quantile_log), point * math.exp(quantile_log)]
+
+
+def track_residuals(run: dict[str, Any]) -> list[float]:
+    """``|log(measured / registered)|`` of every measured round of a sweep's speculative
+    configurations (``run``: a summary held against a registration)."""
+    import math
+
+    reg = {r["config"]: r.get("predicted_decoder")
+           for r in (run.get("registration") or {}).get("rows") or []}
+    return [abs(math.log(m / reg[row["config"]])) for row in run.get("rows") or []
+            if (row["k1"] > 1 or row["k2"] > 1) and reg.get(row["config"])
+            for m in row["measured"]]
+
+
+def _conformal(residuals: list[float], level: float = TRACK_LEVEL) -> float:
+    """The split-conformal bound: the ceil(level·(n + 1))-th smallest of ``residuals``, which
+    a new residual exchangeable with them exceeds with probability at most 1 − level."""
+    import math
+
+    n = len(residuals)
+    k = math.ceil(level * (n + 1))
+    if k > n:
+        raise ValueError(f"{n} rounds are too few for a {level:.0%} bound (it needs at "
+                         f"least {math.ceil(level / (1 - level))})")
+    return sorted(residuals)[k - 1]
+
+
+def _read_runs(paths: list[Path], option: str) -> list[tuple[Path, dict[str, Any]]]:
+    out = []
+    for path in paths:
+        try:
+            run = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as e:
+            raise ValueError(f"{option} {path}: cannot read it ({e})") from e
+        if not isinstance(run, dict) or not run.get("registration"):
+            raise ValueError(f"{option} {path}: not held against a registration")
+        out.append((path, run))
+    return out
+
+
+def track_record(paths: list[Path], *, device: str | None = None,
+                 problems: int | None = None) -> dict[str, Any]:
+    """The track-record band of the committed sweeps ``paths`` (summaries held against
+    registrations; with ``device`` and ``problems``, each must have been registered on
+    that device preset for that many problems): ``quantile_log`` (:func:`_conformal` of
+    their rounds' :func:`track_residuals`), the count, the runs, what it covers."""
+    res: list[float] = []
+    runs = _read_runs(paths, "--track-record")
+    for path, run in runs:
+        reg = run["registration"]
+        for key, want in (("device", device), ("problems", problems)):
+            if want is not None and reg.get(key) != want:
+                raise ValueError(f"--track-record {path}: registered with {key} "
+                                 f"{reg.get(key)!r}, not {want!r}")
+        got = track_residuals(run)
+        if not got:
+            raise ValueError(f"--track-record {path}: no measured speculative round")
+        res.extend(got)
+    try:
+        q = _conformal(res)
+    except ValueError as e:
+        raise ValueError(f"--track-record: {e}") from e
+    return {"quantile_log": q, "level": TRACK_LEVEL, "rounds": len(res),
+            "runs": [p.name for p, _ in runs], "covers": TRACK_BAND_COVERS}
+
+
+def print_track_record(paths: list[Path]) -> dict[str, int]:
+    """Check the track-record band on each committed sweep, made from the others (leave one
+    sweep out): print each's bound and how many of its rounds fell inside; the pooled
+    counts."""
+    import math
+
+    runs = _read_runs(paths, "--track-record")
+    if len(runs) < 2:
+        raise ValueError("--track-record: name at least two runs to check one against "
+                         "the others")
+    kinds = {(r["registration"].get("device"), r["registration"].get("problems"))
+             for _, r in runs}
+    if len(kinds) > 1:
+        raise ValueError("--track-record: the runs were registered on different device "
+                         f"presets or for different numbers of problems: {sorted(kinds)}")
+    res = [track_residuals(run) for _, run in runs]
+    inside = total = 0
+    for i, (path, _) in enumerate(runs):
+        others = [x for j, r in enumerate(res) if j != i for x in r]
+        try:
+            q = _conformal(others)
+        except ValueError as e:
+            raise ValueError(f"--track-record: without {path.name}, {e}") from e
+        got = sum(x <= q for x in res[i])
+        inside, total = inside + got, total + len(res[i])
+        print(f"{path.name}: bound ±{q:.3f} in log (from {len(others)} rounds of the "
+              f"others), {got} of {len(res[i])} rounds inside")
+    print(f"pooled: {inside} of {total} rounds inside ({inside / max(total, 1):.0%}; the "
+          f"band claims {TRACK_LEVEL:.0%})")
+    with_all = _conformal([x for r in res for x in r])
+    print(f"from all {sum(map(len, res))} rounds: ±{with_all:.3f} in log "
+          f"(x{math.exp(with_all):.3f})")
+    return {"rounds_inside": inside, "rounds": total}
+
+
 def band_coverage(run: dict[str, Any]) -> dict[str, Any] | None:
     """How many of a run's measured rounds (speculative configurations) fell inside the
     registered 95 % band of a run of its size (``decoder_sample_interval`` of its
@@ -651,7 +791,8 @@ def band_coverage(run: dict[str, Any]) -> dict[str, Any] | None:
         return None
     out: dict[str, Any] = {}
     for key, name, covers in (("decoder_sample_interval", "", BAND_COVERS),
-                              ("decoder_cost_interval", "cost_", COST_BAND_COVERS)):
+                              ("decoder_cost_interval", "cost_", COST_BAND_COVERS),
+                              ("decoder_track_interval", "track_", TRACK_BAND_COVERS)):
         bands = {r["config"]: r.get(key) for r in reg["rows"]}
         by_config: dict[str, list[bool]] = {}
         for row in run["rows"]:
@@ -719,10 +860,9 @@ def print_coverage(paths: list[Path]) -> dict[str, int]:
         if got is None:
             raise ValueError(f"--coverage {path}: not held against a registration")
         inside, total = inside + got["rounds_inside"], total + got["rounds"]
-        print(f"{path.name}: {got['rounds_inside']} of {got['rounds']} rounds inside the "
-              "registered band" + (f", {got['cost_rounds_inside']} of {got['cost_rounds']} "
-                                   "inside the band with the costs' error"
-                                   if "cost_rounds" in got else ""))
+        print(f"{path.name}: " + ", ".join(
+            f"{got[f'{k}rounds_inside']} of {got[f'{k}rounds']} rounds inside the {name}"
+            for k, name in BANDS if f"{k}rounds" in got))
         for config, flags in got["by_config"].items():
             print(f"  {config:<28} {' '.join('in' if f else 'out' for f in flags)}")
     print(f"pooled: {inside} of {total} rounds inside ({inside / max(total, 1):.0%}; a "

@@ -238,3 +238,93 @@ def test_perturbed_profiles_scale_each_kind_by_one_factor(tmp_path: Path) -> Non
                     round(y / x, 9) for x, y in zip(p.ms, q.ms, strict=True))
         assert ratios and all(len(v) == 1 for v in ratios.values())
         assert any(v != {1.0} for v in ratios.values())
+
+
+def _held(device: str, problems: int, errors: list[float]) -> dict:
+    """A sweep summary held against a registration on ``device`` for ``problems``
+    problems: one speculative configuration registered at 0.5, measured in one round per
+    relative error in ``errors``, and the baseline."""
+    return {"registration": {"device": device, "problems": problems, "rows": [
+                {"config": "target", "predicted_decoder": 1.0},
+                {"config": "async k1=2 k2=1", "predicted_decoder": 0.5}]},
+            "rows": [{"config": "target", "k1": 1, "k2": 1, "measured": [1.0, 1.0]},
+                     {"config": "async k1=2 k2=1", "k1": 2, "k2": 1,
+                      "measured": [0.5 * (1 + e) for e in errors]}]}
+
+
+def test_the_conformal_bound_and_the_rounds_residuals() -> None:
+    import math
+
+    from benchmarks.bench_synthetic import _conformal, track_interval, track_residuals
+
+    assert _conformal([float(i) for i in range(19, 0, -1)]) == 19.0  # n = 19: the largest
+    assert _conformal([float(i) for i in range(1, 40)]) == 38.0  # ceil(0.95 * 40) = 38
+    with pytest.raises(ValueError, match="18 rounds are too few for a 95% bound"):
+        _conformal([0.1] * 18)
+    got = track_residuals(_held("cpu-epyc", 2, [0.1, -0.2]))
+    assert got == pytest.approx([math.log(1.1), -math.log(0.8)])  # the baseline left out
+    lo, hi = track_interval(0.5, math.log(1.25))
+    assert (lo, hi) == (pytest.approx(0.4), pytest.approx(0.625))
+
+
+def test_a_registration_carries_its_track_record(tmp_path: Path, capsys) -> None:
+    """--track-record with --predict-on: each row's band is the registered point times
+    and over exp(q), q the conformal bound of the named sweeps' rounds, which must have
+    been registered on the same preset for as many problems; alone, the band is checked
+    on each sweep, made from the others."""
+    import math
+
+    from benchmarks.bench_synthetic import TRACK_BAND_COVERS, band_coverage
+
+    paths = []
+    for i in range(5):  # 5 sweeps x 5 rounds: relative errors 0.01 ... 0.25
+        paths.append(tmp_path / f"past{i}.json")
+        paths[-1].write_text(json.dumps(
+            _held("cpu-epyc", 2, [0.01 * (1 + 5 * j + i) for j in range(5)])))
+    out = tmp_path / "sweep.json"
+    assert main([*ARGS, "--track-record", *map(str, paths), "--out", str(out)]) == 0
+    reg = json.loads(out.with_name("sweep.registered.json").read_text())
+    band = reg["track_band"]
+    q = math.log(1.25)  # ceil(0.95 * 26) = 25: the largest of the 25
+    assert band["quantile_log"] == pytest.approx(q) and band["rounds"] == 25
+    assert band["runs"] == [p.name for p in paths] and band["covers"] == TRACK_BAND_COVERS
+    for r in reg["rows"]:
+        p = r["predicted_decoder"]
+        assert r["decoder_track_interval"] == [pytest.approx(p / 1.25),
+                                               pytest.approx(p * 1.25)]
+    run = {"registration": reg, "rows": [
+        {"config": r["config"], "k1": r["k1"], "k2": r["k2"],
+         "measured": [r["predicted_decoder"] * 1.24, r["predicted_decoder"] * 1.26]}
+        for r in reg["rows"]]}
+    got = band_coverage(run)
+    assert got["track_rounds"] == 2 * (len(reg["rows"]) - 1)
+    assert got["track_rounds_inside"] == got["track_rounds"] // 2
+    # refused: another preset, another number of problems, too few rounds
+    other = tmp_path / "xeon.json"
+    other.write_text(json.dumps(_held("cpu-xeon", 2, [0.1] * 20)))
+    assert main([*ARGS, "--track-record", str(other), "--out", str(tmp_path / "b.json")]) == 2
+    assert "registered with device 'cpu-xeon', not 'cpu-epyc'" in capsys.readouterr().err
+    assert main([*ARGS, "--track-record", str(paths[0]), "--out",
+                 str(tmp_path / "c.json")]) == 2
+    assert "5 rounds are too few" in capsys.readouterr().err
+    # alone: leave one sweep out (each bound the largest of the other 20 rounds)
+    assert main(["--track-record", *map(str, paths)]) == 0
+    printed = capsys.readouterr().out
+    assert (f"past4.json: bound ±{math.log(1.24):.3f} in log (from 20 rounds of the "
+            "others), 4 of 5 rounds inside") in printed  # its 0.25 outside
+    assert "past0.json" in printed and "pooled: 24 of 25 rounds" in printed
+    assert main(["--track-record", *map(str, paths), str(other)]) == 2
+    assert "different device presets" in capsys.readouterr().err
+
+
+def test_the_committed_epyc_sweeps_check_their_track_record(capsys) -> None:
+    """Every committed EPYC sweep of 24 problems, left out in turn, is held against the
+    band the others give (the count inside is a measurement, reported in the docs)."""
+    from benchmarks.bench_synthetic import ROOT, print_track_record
+
+    res = ROOT / "benchmarks" / "results"
+    paths = [res / f"synthetic_cpu_full_seed{s}.json"
+             for s in ("19", "20_prefix", "21", "24", "25", "26")]
+    got = print_track_record(paths)
+    assert got["rounds"] == 6 * 14 and 0 <= got["rounds_inside"] <= got["rounds"]
+    assert "from all 84 rounds" in capsys.readouterr().out
