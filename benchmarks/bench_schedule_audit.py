@@ -297,17 +297,10 @@ def model_mix(counters: dict[str, float]) -> dict[str, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from benchmarks.bench_synthetic import add_device_arguments
+
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
-                    help="where both engines run (on CUDA every forward is a captured "
-                         "graph's replay, timed on the device by CUDA events)")
-    ap.add_argument("--dtype", default=None,
-                    help="float32, bfloat16 or float16 (default: float32 on cpu, bfloat16 "
-                         "on cuda)")
-    ap.add_argument("--contention-eager", action="store_true",
-                    help="on CUDA: the profiles measure the two models' contention on "
-                         "eager forwards timed to the device's completion (bench_synthetic "
-                         "--contention-eager)")
+    add_device_arguments(ap)  # on CUDA the log times each forward by CUDA events
     ap.add_argument("--target", default="bench-target")
     ap.add_argument("--draft", default="bench-draft")
     ap.add_argument("--acceptance", default="lr-paper-gsm8k-deepseek")

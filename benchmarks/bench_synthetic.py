@@ -122,10 +122,7 @@ def _configs(a: argparse.Namespace) -> list[Any]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
-    ap.add_argument("--dtype", default=None,
-                    help="float32, bfloat16 or float16 (default: float32 on cpu, bfloat16 "
-                         "on cuda)")
+    add_device_arguments(ap)
     ap.add_argument("--target", default="bench-target",
                     help="architecture name or config.json (default: the built-in 8-layer)")
     ap.add_argument("--draft", default="bench-draft",
@@ -188,10 +185,6 @@ def main(argv: list[str] | None = None) -> int:
                     help="run nothing: print the step draft's in-run slowdown in committed "
                          "run records (ROUND.run.json): its seconds per draft step in each "
                          "async configuration over the mean in the sync ones")
-    ap.add_argument("--contention-eager", action="store_true",
-                    help="on CUDA: measure the two models' contention on eager forwards "
-                         "timed to the device's completion (as the runs of 2026-11-27 did) "
-                         "instead of graph replays on their own streams")
     ap.add_argument("--registered", type=Path, default=None,
                     help="a registration (--predict-on) to hold the measured speedups "
                          "against as well")
@@ -459,6 +452,21 @@ def engines(a: argparse.Namespace, dtype: str) -> tuple[Any, tuple[str, Any],
             "acceptance": acc, "role": role, "seed": a.seed, "prefill": a.prefill,
             "draws": a.draws})))
     return acc, built[0], built[1]
+
+
+def add_device_arguments(ap: argparse.ArgumentParser) -> None:
+    """The options of where a synthetic run's engines run and how its profiles time the
+    two models' contention: ``--device``, ``--dtype``, ``--contention-eager``."""
+    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
+                    help="where both engines run (on CUDA every forward is a captured "
+                         "graph's replay)")
+    ap.add_argument("--dtype", default=None,
+                    help="float32, bfloat16 or float16 (default: float32 on cpu, bfloat16 "
+                         "on cuda)")
+    ap.add_argument("--contention-eager", action="store_true",
+                    help="on CUDA: measure the two models' contention on eager forwards "
+                         "timed to the device's completion (as the runs of 2026-11-27 did) "
+                         "instead of graph replays on their own streams")
 
 
 def run_dtype(a: argparse.Namespace) -> str:
