@@ -355,6 +355,7 @@ def run(a: argparse.Namespace) -> dict[str, Any]:
         with_costs,
     )
     from profiler.environment import package_versions
+    from profiler.hardware import device_description
     from profiler.problems import format_prompt
     from specmodel.decodermodel import CostModel, EngineBehaviour
     from specmodel.prediction import at_run_acceptance, decoder_prediction
@@ -471,6 +472,7 @@ def run(a: argparse.Namespace) -> dict[str, Any]:
         "date": timestamp(),
         "versions": package_versions(("specmodel", "torch")),
         "device": a.device, "dtype": dtype,
+        "device_description": device_description(a.device, 1),
         "forward_clock": ("CUDA events on each engine's stream around the forward"
                           if a.device == "cuda" else "the host clock around the call"),
         "target": a.target, "draft": a.draft, "acceptance": a.acceptance, "k1": a.k1,
