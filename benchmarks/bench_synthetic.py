@@ -315,6 +315,10 @@ def register(a: argparse.Namespace, dtype: str) -> dict[str, Any]:
     from specmodel.hardware.shape import load_shape
     from specmodel.prediction import decoder_prediction, decoder_time_split
 
+    # every source of error at once, as past rounds showed it (read first: a bad file
+    # fails before the predictions are made)
+    track = (None if not a.track_record else
+             track_record(a.track_record, device=a.predict_on, problems=a.problems))
     acc = load_acceptance(a.acceptance)
     tmp = Path(tempfile.mkdtemp(prefix="bench-synthetic-"))
     target, draft = _arch(a.target, tmp), _arch(a.draft, tmp)
@@ -369,9 +373,7 @@ def register(a: argparse.Namespace, dtype: str) -> dict[str, Any]:
         spread = statistics.stdev(vals)
         half = ((band[1] - band[0]) ** 2 / 4 + (1.96 * spread) ** 2) ** 0.5
         r.update(cost_spread=spread, decoder_cost_interval=[point - half, point + half])
-    track = None
-    if a.track_record:  # every source of error at once, as past rounds showed it
-        track = track_record(a.track_record, device=a.predict_on, problems=a.problems)
+    if track is not None:
         for r in rows:
             if r["predicted_decoder"] is not None:
                 r["decoder_track_interval"] = track_interval(r["predicted_decoder"],
