@@ -139,13 +139,25 @@ class _Segments:
 
     def __init__(self, prompt_tokens: int) -> None:
         self.tokens = [int(prompt_tokens)]
+        self._lengths: dict[tuple[int, ...], int] = {}
+        """Prefix -> its token count (a segment's count never changes once made)."""
 
     def new(self, tokens: int) -> int:
         self.tokens.append(int(tokens))
         return len(self.tokens) - 1
 
+    def reset(self) -> None:
+        """Back to the prompt alone (a new problem: segment numbers are reused)."""
+        del self.tokens[1:]
+        self._lengths.clear()
+
     def length(self, prefix: Sequence[int]) -> int:
-        return sum(self.tokens[i] for i in prefix)
+        key = tuple(prefix)
+        got = self._lengths.get(key)
+        if got is None:
+            tokens = self.tokens
+            got = self._lengths[key] = sum(tokens[i] for i in key)
+        return got
 
 
 class _PairedLengths:
@@ -227,7 +239,8 @@ class _Engine:
         if len(self._lengths) < b:
             self._lengths.extend(self.lengths.sample(self.rng, max(4096, b),
                                                      self.cap).tolist())
-        out, self._lengths = self._lengths[-b:], self._lengths[:-b]
+        out = self._lengths[-b:]
+        del self._lengths[-b:]
         return out
 
     def _new_tokens(self, prefix: tuple[int, ...]) -> int:
@@ -727,7 +740,7 @@ class _Run:
     # -- one problem: (tokens, seconds) --------------------------------------------
 
     def problem(self) -> tuple[int, float]:
-        self.segs.tokens = self.segs.tokens[:1]
+        self.segs.reset()
         self.target.cache = self.draft.cache = None
         self.target.known.clear()
         self.draft.known.clear()
