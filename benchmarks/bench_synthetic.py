@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import statistics
 import sys
 import tempfile
@@ -688,16 +689,12 @@ BANDS = (("", "registered band"), ("cost_", "band with the costs' error"),
 def track_interval(point: float, quantile_log: float) -> list[float]:
     """The track-record band around a registered speedup: ``point`` times and over
     ``exp(quantile_log)``."""
-    import math
-
     return [point * math.exp(-quantile_log), point * math.exp(quantile_log)]
 
 
 def track_residuals(run: dict[str, Any]) -> list[float]:
     """``|log(measured / registered)|`` of every measured round of a sweep's speculative
     configurations (``run``: a summary held against a registration)."""
-    import math
-
     reg = {r["config"]: r.get("predicted_decoder")
            for r in (run.get("registration") or {}).get("rows") or []}
     return [abs(math.log(m / reg[row["config"]])) for row in run.get("rows") or []
@@ -708,8 +705,6 @@ def track_residuals(run: dict[str, Any]) -> list[float]:
 def _conformal(residuals: list[float], level: float = TRACK_LEVEL) -> float:
     """The split-conformal bound: the ceil(level·(n + 1))-th smallest of ``residuals``, which
     a new residual exchangeable with them exceeds with probability at most 1 − level."""
-    import math
-
     n = len(residuals)
     k = math.ceil(level * (n + 1))
     if k > n:
@@ -761,8 +756,6 @@ def print_track_record(paths: list[Path]) -> dict[str, int]:
     """Check the track-record band on each committed sweep, made from the others (leave one
     sweep out): print each's bound and how many of its rounds fell inside; the pooled
     counts."""
-    import math
-
     runs = _read_runs(paths, "--track-record")
     if len(runs) < 2:
         raise ValueError("--track-record: name at least two runs to check one against "
@@ -861,11 +854,7 @@ def print_in_run_contention(paths: list[Path]) -> float:
 def print_coverage(paths: list[Path]) -> dict[str, int]:
     """Print :func:`band_coverage` of each committed run and pooled; the pooled counts."""
     inside = total = 0
-    for path in paths:
-        try:
-            run = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as e:
-            raise ValueError(f"--coverage {path}: cannot read it ({e})") from e
+    for path, run in _read_runs(paths, "--coverage"):
         got = band_coverage(run)
         if got is None:
             raise ValueError(f"--coverage {path}: not held against a registration")
