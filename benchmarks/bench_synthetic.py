@@ -437,6 +437,27 @@ def registration(a: argparse.Namespace, path: Path) -> dict[str, Any]:
                                    if r["predicted_decoder"] is not None}}
 
 
+RENAMED_PRESETS = {"cpu-this": "cpu-epyc"}
+"""Device presets registrations were made on under a name since changed (old: new)."""
+
+
+def check_registered_device(reg: dict[str, Any], path: Path, device: str,
+                            description: dict[str, Any]) -> None:
+    """Refuse to hold a run on ``device`` (its ``description``, as
+    :func:`profiler.hardware.device_description` gives it) against a registration made for
+    another device preset: an H200 run against an H100 registration, a Xeon against the
+    EPYC's."""
+    from specmodel.hardware.predicted import preset_of
+
+    here = preset_of("cpu" if device == "cpu" else "cuda", description["name"])
+    there = RENAMED_PRESETS.get(reg["device"], reg["device"])
+    if here != there:
+        raise ValueError(f"--registered {path}: registered on {there}, but this run's "
+                         f"device is {description['name']} "
+                         f"({'preset ' + here if here else 'no preset'}): hold the run "
+                         "against a registration made for its own device")
+
+
 def engines(a: argparse.Namespace, dtype: str) -> tuple[Any, tuple[str, Any],
                                                        tuple[str, Any]]:
     """(the acceptance calibration, (target architecture, its synthetic engine), (draft
@@ -512,6 +533,9 @@ def run(a: argparse.Namespace, dtype: str, out: Path) -> dict[str, Any]:
     from specmodel.prediction import compare
 
     reg = registration(a, a.registered) if a.registered is not None else None
+    if reg is not None:
+        from profiler.hardware import device_description
+        check_registered_device(reg, a.registered, a.device, device_description(a.device, 1))
     configs = _configs(a)
     problems = _problems(a.problems, a.prompt_words)
     t0 = time.perf_counter()

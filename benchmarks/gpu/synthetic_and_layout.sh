@@ -18,7 +18,8 @@
 #   OUT=dir PARTS=continuous benchmarks/gpu/synthetic_and_layout.sh  # + continuous batching,
 #                                                                    # one round (~5 min)
 #   OUT=dir PARTS=seed1 benchmarks/gpu/synthetic_and_layout.sh       # the same, another draw:
-#            seed 1, 6 problems, registered with the contention the 11-27 runs showed (~7 min)
+#            seed 1, 6 problems, registered with the contention the 11-27 runs showed (~7 min;
+#            registered for the H100 and, apart, for the H200)
 #   OUT=dir PARTS=audit benchmarks/gpu/synthetic_and_layout.sh       # the forward audit of
 #            the 11-27 runs' draws (seed 0, 3 problems): target, sync, async and continuous
 #            async with k2 = 1, every forward timed on the device by CUDA events (~4 min)
@@ -40,8 +41,15 @@ timeout 120 python -c "from profiler.engines.synthetic import measure_contention
 print('graph contention (0.5b beside 0.5b):', m('qwen2.5-0.5b', 'qwen2.5-0.5b', context=256,
       device='cuda', dtype='bfloat16', seconds=0.2, rounds=1))" \
   || { CONTENTION=--contention-eager; echo "graph contention failed: $CONTENTION"; }
+# a registration is made for one device preset: NAME on an H100, NAME_h200 on an H200
+# (bench_synthetic refuses a registration made for another device)
+case $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1) in
+  *H200*) SUFFIX=_h200 ;; *) SUFFIX="" ;;
+esac
 sweep() {  # NAME [bench_synthetic options]: one registered sweep, 1.5B drafting for 32B
-  local name=$1; shift
+  local name=$1$SUFFIX; shift
+  [ -f "benchmarks/results/gpu/$name.registered.json" ] || {
+    echo "$name: no registration benchmarks/results/gpu/$name.registered.json"; return; }
   timeout ${SYNTH_TIMEOUT:-540} python -m benchmarks.bench_synthetic --device cuda $CONTENTION \
     --dtype bfloat16 --target qwen2.5-32b --draft deepseek-r1-distill-qwen-1.5b \
     --registered "benchmarks/results/gpu/$name.registered.json" \

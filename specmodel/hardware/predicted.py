@@ -40,9 +40,8 @@ from specmodel.hardware.devices import Device
 from specmodel.hardware.shape import Shape, dtype_bytes, load_shape
 
 __all__ = ["CPU_NAMES", "DEFAULT_CONTEXT_BUCKET", "PointSpec", "bucket", "cpu_preset_of",
-           "device_preset_of",
-           "forward_grid", "longest_context", "predict_like", "predict_profile",
-           "predicted_profiles", "profile_points"]
+           "device_preset_of", "forward_grid", "longest_context", "predict_like",
+           "predict_profile", "predicted_profiles", "preset_of", "profile_points"]
 
 PointSpec = tuple[str, int, int, int, bool]
 """(kind, batch, new tokens, context, shared prefix) of one forward to price."""
@@ -139,15 +138,27 @@ def cpu_preset_of(name: str) -> str | None:
     return next((preset for word, preset in CPU_NAMES if word in upper), None)
 
 
+def preset_of(kind: str, name: str) -> str | None:
+    """The device preset of a device of type ``kind`` (``cpu`` or ``cuda``) called
+    ``name`` as the machine reports it: for a CPU, the one measured on that CPU
+    (:func:`cpu_preset_of`); for a GPU, the preset whose name the device's name contains
+    (``NVIDIA H200`` -> ``h200``); None for a device no preset describes."""
+    if kind not in ("cpu", "cuda"):
+        raise ValueError(f"kind must be cpu or cuda, got {kind!r}")
+    if not isinstance(name, str):
+        raise ValueError(f"name must be a string, got {type(name).__name__}")
+    if kind == "cpu":
+        return cpu_preset_of(name)
+    return next((preset for word, preset in GPU_NAMES if word in name.upper()), None)
+
+
 def device_preset_of(profile: HardwareProfile) -> str:
-    """The device preset a measured profile's device corresponds to: for a CPU, the one
-    measured on that CPU (:func:`cpu_preset_of`; ``cpu-epyc``, where this project began,
-    for a CPU never measured); for a GPU, the preset whose name the device's name
-    contains (``NVIDIA H200`` -> ``h200``), else ``h100-sxm``."""
-    if profile.device.type == "cpu":
-        return cpu_preset_of(profile.device.name) or "cpu-epyc"
-    name = profile.device.name.upper()
-    return next((preset for word, preset in GPU_NAMES if word in name), "h100-sxm")
+    """The device preset a measured profile's device corresponds to (:func:`preset_of`);
+    for a device no preset describes, ``cpu-epyc`` (where this project began) for a CPU
+    and ``h100-sxm`` for a GPU."""
+    kind = "cpu" if profile.device.type == "cpu" else "cuda"
+    return (preset_of(kind, profile.device.name)
+            or ("cpu-epyc" if kind == "cpu" else "h100-sxm"))
 
 
 def predict_like(profile: HardwareProfile, *, device: Device | str | None = None,

@@ -328,3 +328,28 @@ def test_the_committed_epyc_sweeps_check_their_track_record(capsys) -> None:
     got = print_track_record(paths)
     assert got["rounds"] == 6 * 14 and 0 <= got["rounds_inside"] <= got["rounds"]
     assert "from all 84 rounds" in capsys.readouterr().out
+
+
+def test_a_run_is_held_only_against_a_registration_for_its_own_device() -> None:
+    """A registration names the device preset it priced; a run on another device (an H200
+    against the H100's registration, a Xeon against the EPYC's, a GPU no preset
+    describes) is refused before anything is built, naming both; the preset's old name
+    ``cpu-this`` is the EPYC's."""
+    from benchmarks.bench_synthetic import check_registered_device
+
+    path = Path("sweep.registered.json")
+    h100 = {"type": "cuda", "name": "NVIDIA H100 80GB HBM3"}
+    h200 = {"type": "cuda", "name": "NVIDIA H200"}
+    epyc = {"type": "cpu", "name": "AMD EPYC 7B13"}
+    check_registered_device({"device": "h100-sxm"}, path, "cuda", h100)
+    check_registered_device({"device": "h200"}, path, "cuda", h200)
+    check_registered_device({"device": "cpu-this"}, path, "cpu", epyc)
+    with pytest.raises(ValueError, match="registered on h100-sxm, but this run's device "
+                                         "is NVIDIA H200 \\(preset h200\\)"):
+        check_registered_device({"device": "h100-sxm"}, path, "cuda", h200)
+    with pytest.raises(ValueError, match=r"registered on cpu-epyc.*preset cpu-xeon"):
+        check_registered_device({"device": "cpu-epyc"}, path, "cpu",
+                                {"type": "cpu", "name": "Intel(R) Xeon(R) Processor"})
+    with pytest.raises(ValueError, match="NVIDIA B200 \\(no preset\\)"):
+        check_registered_device({"device": "h100-sxm"}, path, "cuda",
+                                {"type": "cuda", "name": "NVIDIA B200"})

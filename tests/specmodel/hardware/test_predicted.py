@@ -24,7 +24,12 @@ from specmodel.hardware.costmodel import (
     transfer,
 )
 from specmodel.hardware.devices import get_device
-from specmodel.hardware.predicted import device_preset_of, predict_like, predict_profile
+from specmodel.hardware.predicted import (
+    device_preset_of,
+    predict_like,
+    predict_profile,
+    preset_of,
+)
 from specmodel.hardware.shape import list_architectures, load_shape
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -92,6 +97,12 @@ def test_a_measured_profile_is_predicted_on_its_own_grid() -> None:
     assert device_preset_of(xeon) == "cpu-xeon"
     h200 = load_hardware_profile(GPU.parent / "h200-2026-11-23" / "qwen2.5-7b.graph.json")
     assert device_preset_of(h200) == "h200" and predict_like(h200).device.name == "h200"
+    b200 = h200.model_copy(update={"device": h200.device.model_copy(
+        update={"name": "NVIDIA B200"})})
+    assert device_preset_of(b200) == "h100-sxm" and preset_of("cuda", "NVIDIA B200") is None
+    assert preset_of("cpu", "AMD EPYC 7B13") == "cpu-epyc"
+    with pytest.raises(ValueError, match="kind must be cpu or cuda"):
+        preset_of("tpu", "v5e")
 
 
 def test_keep_concurrent_copies_the_measured_slowdown() -> None:
