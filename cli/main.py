@@ -55,6 +55,25 @@ def _main_options(
     """Predict, optimize and realize the speedup of speculative decoding."""
 
 
+def _contention(text: str | None, *, what_if: bool, placement: str
+                ) -> tuple[float | None, float | None]:
+    """``--contention TARGET[,DRAFT]`` as (the target's slowdown, the draft's); (None,
+    None) when not given.  It prices a decoder-model what-if on one device only."""
+    if text is None:
+        return None, None
+    if not what_if or placement != "one-device":
+        raise ValueError("--contention prices a what-if with --target-arch, --draft-arch, "
+                         "--decoder and --placement one-device")
+    try:
+        values = [float(v) for v in text.split(",")]
+    except ValueError:
+        values = []
+    if len(values) not in (1, 2) or not all(1.0 <= v < float("inf") for v in values):
+        raise ValueError(f"--contention must be TARGET or TARGET,DRAFT, numbers >= 1; "
+                         f"got {text!r}")
+    return values[0], values[-1]
+
+
 @_app.command()
 @model_inputs(budget=True, mode=True, options={"n_samples": "--samples", "samples": "--samples",
                                                "serving_batch": "--concurrency",
@@ -105,6 +124,12 @@ def optimize(
         "call priced; a few seconds): by default it leads when the calibration has engine "
         "costs; with --target-arch, --decoder adds it priced by predicted profiles.")
     ] = None,
+    contention: Annotated[str | None, typer.Option(
+        "--contention", metavar="TARGET[,DRAFT]",
+        help="What-if with --decoder on one device: how many times slower the target's "
+        "and the draft's forwards run beside each other's (numbers >= 1; one number for "
+        "both). Default 2 - overlap = 1.9 for both; one H100 measured about 2.15,3.49 "
+        "(docs/hardware.md).")] = None,
     json_out: JsonOut = False,
 ) -> None:
     """Split a parallelism budget between steps in flight (k1) and tokens per step (k2).
@@ -118,6 +143,8 @@ def optimize(
 
     params, budget, mode = inputs.params, inputs.budget, inputs.mode
     batchings = batchings_of(target_batching, "both" if target_arch is not None else "call")
+    slowdowns = _contention(contention, what_if=target_arch is not None and bool(decoder),
+                            placement=placement)
     if target_arch is not None or draft_arch is not None:
         if target_arch is None or draft_arch is None:
             raise ValueError("--target-arch and --draft-arch go together: give both")
@@ -143,7 +170,8 @@ def optimize(
                                   device=device, context=context,
                                   placement=placement,  # type: ignore[arg-type]
                                   token_drafter=token_drafter, budget=budget, seed=seed,
-                                  search={"batchings": batchings})
+                                  search={"batchings": batchings},
+                                  concurrent=slowdowns[0], concurrent_draft=slowdowns[1])
         if json_out:
             render.emit_json({**result.to_dict(), "calibration": inputs.source.to_dict(),
                               **({} if dec is None else {"decoder_model": dec.to_dict()})})

@@ -354,7 +354,8 @@ def decoder_costs(calibration: Any, target: Shape | str, draft: Shape | str, *,
                   judge: Shape | str | None = None, judge_tokens: int = 256,
                   preset: str | None = None, dtype: str | None = None, budget: int = 16,
                   configs: Sequence[tuple[str, int, int, int]] = (),
-                  contexts: int = 5) -> DecoderCosts:
+                  contexts: int = 5, concurrent: float | None = None,
+                  concurrent_draft: float | None = None) -> DecoderCosts:
     """The decoder model's costs for ``draft`` speculating for ``target`` on ``device``,
     one request whose context starts at ``context`` tokens — hardware profiles the
     analytical cost model predicts (:func:`~specmodel.hardware.predicted.
@@ -366,7 +367,10 @@ def decoder_costs(calibration: Any, target: Shape | str, draft: Shape | str, *,
     tokens in one forward and batched token speculation, a batch returning when its
     longest member ends (:meth:`~specmodel.decodermodel.EngineBehaviour.synthetic`, as
     vLLM runs the decoder's calls); on ``one-device`` the two models' forwards contend
-    (:func:`~specmodel.hardware.costmodel.contention`).  The profiles are predicted at
+    (:func:`~specmodel.hardware.costmodel.contention`), or by ``concurrent`` (the
+    target's slowdown beside the draft, >= 1) and ``concurrent_draft`` (the draft's, by
+    default ``concurrent``) where they were measured (one H100, 2026-11-27: about 2.15
+    and 3.49, docs/hardware.md).  The profiles are predicted at
     ``contexts`` context lengths from ``context`` to the longest answer the calibration's
     step limits allow, interpolated between.  A ``judge`` costs one prefill of
     ``judge_tokens`` per judged pair; without one the calibration's verifier cost holds.
@@ -405,7 +409,8 @@ def decoder_costs(calibration: Any, target: Shape | str, draft: Shape | str, *,
                                               else {tok_shape.name: tok_shape})}
     profiles = predicted_profiles(tgt.name, drf.name, grid, L, device=device,
                                   dtype=dtype, prefill=True, placement=placement,
-                                  overlap=o, preset=preset, contexts=ctx, shapes=names)
+                                  overlap=o, preset=preset, contexts=ctx, shapes=names,
+                                  concurrent=concurrent, concurrent_draft=concurrent_draft)
     keys = {p.key() for p in profiles}
     cal = calibration.model_copy(update={"hardware": [
         p for p in calibration.hardware or [] if p.key() not in keys] + profiles})
@@ -413,6 +418,15 @@ def decoder_costs(calibration: Any, target: Shape | str, draft: Shape | str, *,
         cal, target_architecture=tgt.name, draft_architecture=drf.name,
         token_drafter_architecture=None if tok_shape is None else tok_shape.name,
         engine=EngineBehaviour.synthetic(DEFAULT_CONTEXT_BUCKET, prefill=True))
+    given = {key: f"given: {v:g}× ({what}'s slowdown beside the "
+                  f"{'draft' if what == 'the target' else 'target'}, not predicted)"
+             for key, v, what in (("contention", concurrent, "the target"),
+                                  ("draft_contention", concurrent_draft
+                                   if concurrent_draft is not None else concurrent,
+                                   "the draft"))
+             if v is not None and key in costs.sources}
+    if given:
+        costs = replace(costs, sources={**costs.sources, **given})
     if jdg is not None:
         coef, _, preset_dtype, source = resolve_coefficients(device, preset=preset)
         t_j = seconds_of(features(jdg, Workload(1, jt, 0, logits="last"),
@@ -439,6 +453,9 @@ def what_if_decoder(calibration: Any, target: Shape | str, draft: Shape | str, *
                            prompt_tokens=dc.prompt_tokens, seed=seed, costs=dc.costs,
                            **(search or {}))
     gaps = [g for g in out.gaps if not g.startswith("engine call costs")]
+    contention = ("contention as given" if options.get("concurrent") is not None
+                  or options.get("concurrent_draft") is not None
+                  else "contention from the placement")
     gaps.insert(0, "engine call costs: the forwards predicted by the cost model (no per-call "
-                   "overhead; prefills priced as forwards; contention from the placement)")
+                   f"overhead; prefills priced as forwards; {contention})")
     return replace(out, gaps=gaps)

@@ -500,6 +500,14 @@ def test_optimize_what_if_with_the_decoder_model(capsys) -> None:
      "--placement must be one of"),
     (["--target-arch", "qwen2.5-32b", "--draft-arch", "qwen2.5-1.5b", "--attention-layout",
       "paged"], "--attention-layout must be one of"),
+    (["--target-arch", "qwen2.5-32b", "--draft-arch", "qwen2.5-1.5b", "--contention", "2"],
+     "--contention prices a what-if with"),
+    (["--preset", "lr-paper-gsm8k-deepseek", "--target-arch", "qwen2.5-32b", "--draft-arch",
+      "qwen2.5-1.5b", "--decoder", "--placement", "one-device", "--contention", "0.5,2"],
+     "--contention must be TARGET or TARGET,DRAFT, numbers >= 1; got '0.5,2'"),
+    (["--preset", "lr-paper-gsm8k-deepseek", "--target-arch", "qwen2.5-32b", "--draft-arch",
+      "qwen2.5-1.5b", "--decoder", "--placement", "one-device", "--contention", "2,x"],
+     "--contention must be TARGET or TARGET,DRAFT"),
 ])
 def test_optimize_what_if_bad_input(capsys, args, named) -> None:
     code, _, err = run(["optimize", *args], capsys)

@@ -159,6 +159,47 @@ def test_decoder_what_if_sharing_a_device_never_speeds_async_up() -> None:
             assert s == pytest.approx(two[label], rel=1e-12), label
 
 
+def test_decoder_what_if_takes_measured_asymmetric_contention() -> None:
+    """On one device the two models' slowdowns default to 2 - overlap; measured ones
+    (the target's and the draft's apart) go into the predicted profiles, and a draft
+    slowed more slows only the async rows."""
+    from specmodel.formats.calibration import load_preset
+    from specmodel.hardware.whatif import decoder_costs, what_if_decoder
+
+    cal = load_preset("lr-paper-gsm8k-deepseek")
+    kw = {"context": 1024, "token_drafter": "ngram", "budget": 4,
+          "placement": "one-device"}
+
+    def slowdowns(**more) -> dict[str, dict[str, float]]:
+        dc = decoder_costs(cal, T, D, **kw, **more)
+        return {p.architecture.name: p.concurrent for p in dc.calibration.hardware
+                if p.concurrent}
+
+    assert slowdowns() == {T: {D: pytest.approx(1.9)}, D: {T: pytest.approx(1.9)}}
+    assert slowdowns(concurrent=2.15, concurrent_draft=3.49) == {T: {D: 2.15}, D: {T: 3.49}}
+    assert slowdowns(concurrent=2.15) == {T: {D: 2.15}, D: {T: 2.15}}
+    sources = decoder_costs(cal, T, D, concurrent=2.15, concurrent_draft=3.49,
+                            **kw).costs.sources
+    assert sources["contention"].startswith("given: 2.15× (the target's slowdown")
+    assert sources["draft_contention"].startswith("given: 3.49× (the draft's slowdown")
+    assert decoder_costs(cal, T, D, **kw).costs.sources["contention"].startswith(
+        "predicted: 1.9×")
+    same = {c.label: c.speedup for c in what_if_decoder(
+        cal, T, D, concurrent=2.15, search=FAST, **kw).screened}
+    slower = {c.label: c.speedup for c in what_if_decoder(
+        cal, T, D, concurrent=2.15, concurrent_draft=3.49, search=FAST, **kw).screened}
+    assert any(slower[k] < same[k] for k in same if k.startswith("async"))
+    assert "contention as given" in what_if_decoder(
+        cal, T, D, concurrent=2.15, search=FAST, **kw).gaps[0]
+    for label, s in slower.items():
+        if label.startswith("async"):
+            assert s <= same[label] + 1e-12, label
+        else:
+            assert s == pytest.approx(same[label], rel=1e-12), label
+    with pytest.raises(ValueError, match=r"concurrent_draft must lie in \[1.0, inf\)"):
+        decoder_costs(cal, T, D, concurrent_draft=0.5, **kw)
+
+
 def test_decoder_what_if_draft_drafts_tokens_at_the_targets_widths() -> None:
     from specmodel.formats.calibration import load_preset
     from specmodel.hardware.whatif import what_if_decoder
