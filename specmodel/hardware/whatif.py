@@ -366,11 +366,12 @@ def decoder_costs(calibration: Any, target: Shape | str, draft: Shape | str, *,
     The engine is one with prefix caching at step boundaries, prefills of uncached
     tokens in one forward and batched token speculation, a batch returning when its
     longest member ends (:meth:`~specmodel.decodermodel.EngineBehaviour.synthetic`, as
-    vLLM runs the decoder's calls); on ``one-device`` the two models' forwards contend
-    (:func:`~specmodel.hardware.costmodel.contention`), or by ``concurrent`` (the
-    target's slowdown beside the draft, >= 1) and ``concurrent_draft`` (the draft's, by
-    default ``concurrent``) where they were measured (one H100, 2026-11-27: about 2.15
-    and 3.49, docs/hardware.md).  The profiles are predicted at
+    vLLM runs the decoder's calls); the two models' forwards contend as their
+    ``placement`` says (:func:`~specmodel.hardware.costmodel.contention`), or by
+    ``concurrent`` (the target's slowdown beside the draft, >= 1) and
+    ``concurrent_draft`` (the draft's, by default ``concurrent``) where they were
+    measured (one H100, 2026-11-27: about 2.15 and 3.49; two cores of the EPYC about
+    1.17; docs/hardware.md).  The profiles are predicted at
     ``contexts`` context lengths from ``context`` to the longest answer the calibration's
     step limits allow, interpolated between.  A ``judge`` costs one prefill of
     ``judge_tokens`` per judged pair; without one the calibration's verifier cost holds.

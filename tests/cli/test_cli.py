@@ -480,6 +480,14 @@ def test_optimize_what_if_with_the_decoder_model(capsys) -> None:
                         "--target-batching", "call", "--json"], capsys)
     assert code == 0 and {c["target_batching"] for c in json.loads(out)["decoder_model"][
         "screened"]} == {"call"}
+    # measured contention replaces the placement's, and the sources say it was given
+    code, out, _ = run(["optimize", "--budget", "2", "--preset", "lr-paper-gsm8k-deepseek",
+                        "--target-arch", "qwen2.5-32b", "--draft-arch", "qwen2.5-1.5b",
+                        "--context", "1024", "--token-drafter", "ngram", "--decoder",
+                        "--contention", "1.17", "--json"], capsys)
+    sources = json.loads(out)["decoder_model"]["sources"]
+    assert code == 0 and sources["contention"].startswith("given: 1.17×")
+    assert sources["draft_contention"].startswith("given: 1.17×")
     code, _, err = run(["optimize", "--alpha1", "0.6", "--c1", "0.1", "--alpha2", "0.3",
                         "--c2", "0", "--target-arch", "qwen2.5-32b", "--draft-arch",
                         "qwen2.5-1.5b", "--decoder"], capsys)
@@ -503,7 +511,7 @@ def test_optimize_what_if_with_the_decoder_model(capsys) -> None:
     (["--target-arch", "qwen2.5-32b", "--draft-arch", "qwen2.5-1.5b", "--contention", "2"],
      "--contention prices a what-if with"),
     (["--preset", "lr-paper-gsm8k-deepseek", "--target-arch", "qwen2.5-32b", "--draft-arch",
-      "qwen2.5-1.5b", "--decoder", "--placement", "one-device", "--contention", "0.5,2"],
+      "qwen2.5-1.5b", "--decoder", "--contention", "0.5,2"],
      "--contention must be TARGET or TARGET,DRAFT, numbers >= 1; got '0.5,2'"),
     (["--preset", "lr-paper-gsm8k-deepseek", "--target-arch", "qwen2.5-32b", "--draft-arch",
       "qwen2.5-1.5b", "--decoder", "--placement", "one-device", "--contention", "2,x"],
