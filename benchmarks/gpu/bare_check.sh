@@ -37,9 +37,8 @@ run "$py" -m profiler.hardware "$WORK/tiny.json" --device cpu --path eager --lay
 sweep=(--device cpu --target "$WORK/tiny.json" --draft "$WORK/tiny1.json" --problems 2
        --max-steps 3 --max-step-tokens 16 --profile-repeats 1 --continuous --rounds 1)
 # registered for this CPU's preset: a sweep refuses a registration made for another device
-cpu=$("$py" -c "from profiler.environment import machine_description as m
-from specmodel.hardware.predicted import cpu_preset_of as p; print(p(m()['cpu']) or '')")
-[ -n "$cpu" ] || { echo "no device preset for this CPU"; exit 1; }
+cpu=$("$py" -c "from benchmarks.bench_cpu_costmodel import this_cpu; print(this_cpu())") \
+  || exit 1
 run "$py" -m benchmarks.bench_synthetic "${sweep[@]}" --predict-on "$cpu" \
   --out "$WORK/sweep.json"
 run "$py" -m benchmarks.bench_synthetic "${sweep[@]}" \

@@ -419,12 +419,11 @@ def decoder_costs(calibration: Any, target: Shape | str, draft: Shape | str, *,
         cal, target_architecture=tgt.name, draft_architecture=drf.name,
         token_drafter_architecture=None if tok_shape is None else tok_shape.name,
         engine=EngineBehaviour.synthetic(DEFAULT_CONTEXT_BUCKET, prefill=True))
-    given = {key: f"given: {v:g}× ({what}'s slowdown beside the "
-                  f"{'draft' if what == 'the target' else 'target'}, not predicted)"
-             for key, v, what in (("contention", concurrent, "the target"),
-                                  ("draft_contention", concurrent_draft
-                                   if concurrent_draft is not None else concurrent,
-                                   "the draft"))
+    draft_slowdown = concurrent if concurrent_draft is None else concurrent_draft
+    given = {key: f"given: {v:g}× ({who}'s slowdown beside the {other}, not predicted)"
+             for key, v, who, other in (
+                 ("contention", concurrent, "the target", "draft"),
+                 ("draft_contention", draft_slowdown, "the draft", "target"))
              if v is not None and key in costs.sources}
     if given:
         costs = replace(costs, sources={**costs.sources, **given})
