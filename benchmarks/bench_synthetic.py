@@ -164,6 +164,12 @@ def main(argv: list[str] | None = None) -> int:
                          "sweep on a device preset (e.g. h100-sxm), its forwards priced by "
                          "the analytical cost model; writes OUT's name with "
                          ".registered.json")
+    ap.add_argument("--predict-here", action="store_true",
+                    help="decode nothing: build the engines on --device, take one profiling "
+                         "pass (the one a run takes before its rounds) and register the "
+                         "decoder model's predictions of this sweep priced by it; writes "
+                         "OUT's name with .registered.json (--track-record: the band the "
+                         "named runs' errors on their own profiles give)")
     ap.add_argument("--placement", default=None, choices=["one-device", "two-devices"],
                     help="with --predict-on: draft and target share the device (their "
                          "forwards contend; default on a GPU) or each has its own (default "
@@ -181,22 +187,33 @@ def main(argv: list[str] | None = None) -> int:
                          "--predict-on, the registration also carries the band their "
                          "rounds' errors give (decoder_track_interval); alone, run nothing "
                          "and check that band on each of them, made from the others")
+    ap.add_argument("--track-basis", default="registered", choices=TRACK_BASES,
+                    help="with --track-record alone: check the band of the runs' errors "
+                         "against their registrations (registered) or of the decoder "
+                         "model's on their own profiling passes (profiles, the band a "
+                         "--predict-here registration carries)")
     ap.add_argument("--in-run-contention", type=Path, nargs="+", default=None,
                     metavar="RUN",
                     help="run nothing: print the step draft's in-run slowdown in committed "
                          "run records (ROUND.run.json): its seconds per draft step in each "
                          "async configuration over the mean in the sync ones")
-    ap.add_argument("--registered", type=Path, default=None,
-                    help="a registration (--predict-on) to hold the measured speedups "
-                         "against as well")
+    ap.add_argument("--registered", type=Path, nargs="+", default=None, metavar="REG",
+                    help="registrations (--predict-on, --predict-here) to hold the "
+                         "measured speedups against as well (the first is the run's "
+                         "registration; the others are reported beside it)")
     ap.add_argument("--coverage", type=Path, nargs="+", default=None, metavar="RUN",
                     help="run nothing: how many measured rounds of these committed runs "
                          "(held against a registration) fell inside the registered 95 %% "
                          "band of a run of that many problems, by run and pooled")
     a = ap.parse_args(argv)
+    if a.predict_here and (a.predict_on or a.registered):
+        ap.error("--predict-here registers from this device's measured prices: not with "
+                 + ("--predict-on" if a.predict_on else "--registered"))
+    registering = a.predict_on or a.predict_here
     for paths, report in ((a.coverage, print_coverage),
                           (a.in_run_contention, print_in_run_contention),
-                          (None if a.predict_on else a.track_record, print_track_record)):
+                          (None if registering else a.track_record,
+                           lambda p: print_track_record(p, a.track_basis))):
         if paths:  # a report on committed files: nothing runs
             try:
                 report(paths)
@@ -208,13 +225,16 @@ def main(argv: list[str] | None = None) -> int:
         if v is not None and not (a.predict_on and 1 <= v < float("inf")):
             ap.error(f"{flag} must be a number >= 1, with --predict-on; got {v}"
                      + ("" if a.predict_on else " without --predict-on"))
+    if a.predict_here and a.placement is not None:
+        ap.error("--placement is for --predict-on: --predict-here measures the engines "
+                 "where --device puts them")
     if a.placement is None:
-        a.placement = ("two-devices" if (a.predict_on or "").startswith("cpu")
-                       else "one-device")
+        a.placement = ("two-devices" if (a.predict_on or "").startswith("cpu") or (
+            a.predict_here and a.device == "cpu") else "one-device")
     dtype = run_dtype(a)
     out = Path(a.out or ROOT / "benchmarks" / "results" / f"synthetic_{a.device}.json")
     try:
-        if a.predict_on:
+        if registering:
             path = out.with_name(f"{out.stem}.registered.json")
             if path.exists():
                 raise ValueError(f"{path} exists: a registration is never overwritten "
@@ -295,17 +315,13 @@ def perturbed(profiles: list[Any], rng: Any, sd: float) -> list[Any]:
     return out
 
 
-def register(a: argparse.Namespace, dtype: str) -> dict[str, Any]:
-    """The decoder model's predictions of the sweep on the device preset ``a.predict_on``,
-    made before it runs: every forward the run can take priced by the analytical cost
-    model (:func:`profiler.engines.synthetic.predicted_profiles`), nothing run."""
-    from benchmarks.harness import git_commit, registered_row
-    from profiler.engines.synthetic import (
-        cost_point,
-        load_acceptance,
-        scalar_costs,
-        with_costs,
-    )
+def _priced_on_preset(a: argparse.Namespace, dtype: str, configs: list[Any]
+                      ) -> dict[str, Any]:
+    """The prices of every forward the sweep can take on the device preset
+    ``a.predict_on``, from the analytical cost model, nothing run: the hardware profiles
+    (:func:`profiler.engines.synthetic.predicted_profiles`), the calibration's scalar
+    costs, the prompts' lengths, the architectures' config files, the model's source."""
+    from profiler.engines.synthetic import cost_point, scalar_costs
     from profiler.problems import format_prompt
     from specmodel.hardware.costmodel import Workload, predict_seconds, resolve_coefficients
     from specmodel.hardware.predicted import (
@@ -314,16 +330,9 @@ def register(a: argparse.Namespace, dtype: str) -> dict[str, Any]:
         predicted_profiles,
     )
     from specmodel.hardware.shape import load_shape
-    from specmodel.prediction import decoder_prediction, decoder_time_split
 
-    # every source of error at once, as past rounds showed it (read first: a bad file
-    # fails before the predictions are made)
-    track = (None if not a.track_record else
-             track_record(a.track_record, device=a.predict_on, problems=a.problems))
-    acc = load_acceptance(a.acceptance)
     tmp = Path(tempfile.mkdtemp(prefix="bench-synthetic-"))
     target, draft = _arch(a.target, tmp), _arch(a.draft, tmp)
-    configs = _configs(a)
     lengths = [len(format_prompt(p).split()) for p in _problems(a.problems, a.prompt_words)]
     prompt = max(lengths)
     hardware = predicted_profiles(target, draft, configs, prompt, device=a.predict_on,
@@ -343,9 +352,71 @@ def register(a: argparse.Namespace, dtype: str) -> dict[str, Any]:
     T = {b: t(tshape, b) for b in range(1, widest + 1)}
     costs = scalar_costs(T, t(dshape, 1), context=mid, k2=k2,
                          V=t(tshape, 1, k2) if k2 > 1 else None)  # n-gram drafter: free
+    return {"hardware": hardware, "costs": costs,
+            "lengths": lengths, "target": target, "draft": draft, "source": source,
+            "device": a.predict_on, "priced_by": "preset", "measured_on": None}
+
+
+def _priced_here(a: argparse.Namespace, dtype: str, configs: list[Any],
+                 described: dict[str, Any]) -> dict[str, Any]:
+    """The prices of every forward the sweep can take, measured now on ``a.device``: the
+    engines built and prepared as a run builds them (:func:`profiler.engines.synthetic.
+    prepare_run`), then one profiling pass (:func:`profiler`, the pass a run takes before
+    its rounds, on fresh random-weight decoders); no round decoded. ``described``: the
+    device (:func:`profiler.hardware.device_description`). The same fields as
+    :func:`_priced_on_preset`."""
+    from profiler.engines.synthetic import prepare_run
+    from profiler.problems import format_prompt
+
+    _, (target, tgt), (draft, drf) = engines(a, dtype)
+    lengths = [tgt.count_tokens(format_prompt(p))
+               for p in _problems(a.problems, a.prompt_words)]
+    prompt = max(lengths)
+    print(f"measuring the prices here: {a.target} / {a.draft} on {a.device} {dtype}, "
+          f"prompt {prompt} tokens ...", flush=True)
+    costs = prepare_run(tgt, drf, configs, prompt)
+    profile, how = profiler(a, tgt, drf, configs, prompt)
+    when = timestamp()
+    hardware = profile()
+    return {"hardware": hardware, "costs": costs, "lengths": lengths, "target": target,
+            "draft": draft, "device": here_device(a.device, described),
+            "source": f"one profiling pass on {described['name']} at {when} (contention: "
+                      f"{how}), {a.profile_repeats} repeats per point",
+            "priced_by": "profile", "measured_on": described}
+
+
+def register(a: argparse.Namespace, dtype: str) -> dict[str, Any]:
+    """The decoder model's predictions of the sweep, made before it runs: every forward
+    the run can take priced by the analytical cost model on the device preset
+    ``a.predict_on`` (:func:`_priced_on_preset`, nothing run), or with
+    ``a.predict_here`` by one profiling pass on this device (:func:`_priced_here`, no
+    round decoded)."""
+    from benchmarks.harness import git_commit, registered_row
+    from profiler.engines.synthetic import load_acceptance, with_costs
+    from specmodel.prediction import decoder_prediction, decoder_time_split
+
+    # every source of error at once, as past rounds showed it (read first: a bad file
+    # fails before the predictions are made)
+    here = bool(getattr(a, "predict_here", False))
+    described = None
+    if here:
+        from profiler.hardware import device_description
+        described = device_description(a.device, a.threads)
+    device = a.predict_on if not here else here_device(a.device, described)
+    track = (None if not a.track_record else
+             track_record(a.track_record, device=device, problems=a.problems,
+                          basis="profiles" if here else "registered"))
+    acc = load_acceptance(a.acceptance)
+    configs = _configs(a)
+    priced = (_priced_here(a, dtype, configs, described) if here else
+              _priced_on_preset(a, dtype, configs))
+    hardware, costs, lengths = priced["hardware"], priced["costs"], priced["lengths"]
+    target, draft, source, T = priced["target"], priced["draft"], priced["source"], \
+        costs["T"]
     syn, ver = _settings(a, acc, lengths, configs, target, draft, T[1])
     models = {"target": a.target, "draft": a.draft, "verifier": ver.name}
-    what = f"{a.target} / {a.draft} predicted on {a.predict_on} {dtype}"
+    what = (f"{a.target} / {a.draft} " + ("measured" if here else "predicted")
+            + f" on {device} {dtype}")
     cal = with_costs(acc, costs, what, models, hardware)
     rows = []
     for cfg in configs:
@@ -353,13 +424,14 @@ def register(a: argparse.Namespace, dtype: str) -> dict[str, Any]:
         rows.append({**registered_row(cfg, got), "decoder_ms_per_token": None if got is None
                      else {k: v * 1e3 for k, v in decoder_time_split(got).items()}})
     # the cost model's error: the same predictions with every predicted surface drawn
-    # off by the preset's held-out error, the spread added to the sample band
+    # off by the preset's held-out error, the spread added to the sample band (measured
+    # prices have no such error: their drift shows in the track record)
     import numpy as np
 
-    sd, preset = cost_error_sd(a.predict_on)
+    sd, preset = (0.0, None) if here else cost_error_sd(a.predict_on)
     rng = np.random.default_rng(a.seed)
     drawn: dict[str, list[float]] = {cfg.label: [] for cfg in configs}
-    for _ in range(COST_DRAWS):
+    for _ in range(0 if here else COST_DRAWS):
         cal_d = with_costs(acc, costs, what, models, perturbed(hardware, rng, sd))
         for cfg in configs:
             got = decoder_prediction(cal_d, cfg, synthetic=syn, problems=COST_DRAW_PROBLEMS,
@@ -379,7 +451,7 @@ def register(a: argparse.Namespace, dtype: str) -> dict[str, Any]:
             if r["predicted_decoder"] is not None:
                 r["decoder_track_interval"] = track_interval(r["predicted_decoder"],
                                                              track["quantile_log"])
-    print(f"registered: {a.target} / {a.draft} on {a.predict_on} ({a.placement}) {dtype}, "
+    print(f"registered: {a.target} / {a.draft} on {device} ({a.placement}) {dtype}, "
           f"{source}; T(1) {T[1] * 1e3:.2f} ms, c1 {costs['c1']:.3f}")
     for r in rows:
         iv, ms = r["decoder_interval"], r["decoder_ms_per_token"] or {}
@@ -389,7 +461,8 @@ def register(a: argparse.Namespace, dtype: str) -> dict[str, Any]:
               + ("" if cb is None else f"  with the costs' error [{cb[0]:.3f}, {cb[1]:.3f}]")
               + ("" if tb is None else f"  track record [{tb[0]:.3f}, {tb[1]:.3f}]")
               + "  ms/token " + ", ".join(f"{k} {v:.2f}" for k, v in ms.items()))
-    return {"registered": timestamp(), "commit": git_commit(), "device": a.predict_on,
+    return {"registered": timestamp(), "commit": git_commit(), "device": device,
+            "priced_by": priced["priced_by"], "measured_on": priced["measured_on"],
             "placement": a.placement, "dtype": dtype, "cost_model": source,
             "concurrent": hardware[0].concurrent.get(hardware[1].architecture.name)
             if len(hardware) > 1 else None,
@@ -401,14 +474,27 @@ def register(a: argparse.Namespace, dtype: str) -> dict[str, Any]:
             "max_step_tokens": a.max_step_tokens, "k1": a.k1, "k2": a.k2,
             "prompt_tokens": syn.prompt_tokens, "prompt_words": a.prompt_words,
             "prefill": a.prefill, "continuous": a.continuous,
-            "costs": {"context": mid, "T_ms": {str(b): v * 1e3 for b, v in T.items()},
+            "costs": {"context": costs["context"],
+                      "T_ms": {str(b): v * 1e3 for b, v in T.items()},
                       "draft_T1_ms": costs["draft_T1"] * 1e3, "c1": costs["c1"],
                       "c2": costs["c2"]},
             "speedup_over": "the target alone, same problems",
-            "cost_band": {"preset": preset, "relative_sd": sd, "draws": COST_DRAWS,
-                          "problems_per_draw": COST_DRAW_PROBLEMS, "covers": COST_BAND_COVERS},
+            **({} if here else {"cost_band": {
+                "preset": preset, "relative_sd": sd, "draws": COST_DRAWS,
+                "problems_per_draw": COST_DRAW_PROBLEMS, "covers": COST_BAND_COVERS}}),
             **({} if track is None else {"track_band": track}),
+            **({"hardware": [h.model_dump(mode="json") for h in hardware]} if here else {}),
             "rows": rows}
+
+
+def here_device(device: str, described: dict[str, Any]) -> str:
+    """The device a registration measured here names: the preset of the device
+    ``described`` (:func:`profiler.hardware.device_description`; see
+    :func:`specmodel.hardware.predicted.preset_of`), else its own name."""
+    from specmodel.hardware.predicted import preset_of
+
+    return (preset_of("cpu" if device == "cpu" else "cuda", described["name"])
+            or described["name"])
 
 
 REGISTERED_KEYS = ("target", "draft", "acceptance", "problems", "seed", "max_steps",
@@ -451,7 +537,7 @@ def check_registered_device(reg: dict[str, Any], path: Path, device: str,
 
     here = preset_of("cpu" if device == "cpu" else "cuda", description["name"])
     there = RENAMED_PRESETS.get(reg["device"], reg["device"])
-    if here != there:
+    if here != there and (here is not None or there != description["name"]):
         raise ValueError(f"--registered {path}: registered on {there}, but this run's "
                          f"device is {description['name']} "
                          f"({'preset ' + here if here else 'no preset'}): hold the run "
@@ -532,10 +618,13 @@ def run(a: argparse.Namespace, dtype: str, out: Path) -> dict[str, Any]:
     from specmodel.formats.run_record import RunSettings
     from specmodel.prediction import compare
 
-    reg = registration(a, a.registered) if a.registered is not None else None
-    if reg is not None:
+    regs = [(path, registration(a, path)) for path in a.registered or []]
+    if regs:
         from profiler.hardware import device_description
-        check_registered_device(reg, a.registered, a.device, device_description(a.device, 1))
+        described = device_description(a.device, 1)
+        for path, got in regs:
+            check_registered_device(got, path, a.device, described)
+    reg = regs[0][1] if regs else None
     configs = _configs(a)
     problems = _problems(a.problems, a.prompt_words)
     t0 = time.perf_counter()
@@ -630,11 +719,15 @@ def run(a: argparse.Namespace, dtype: str, out: Path) -> dict[str, Any]:
             "decoder_at_run_acceptance_error": (
                 None if None in at_run else statistics.fmean(at_run) / mean - 1),
         })
-    if reg is not None:
+    for i, (path, held) in enumerate(regs):
         for row in rows:
-            got = reg["predictions"].get(row["config"])
-            row["registered"] = got
-            row["registered_error"] = None if got is None else got / row["measured_mean"] - 1
+            got = held["predictions"].get(row["config"])
+            err = None if got is None else got / row["measured_mean"] - 1
+            if i == 0:
+                row.update(registered=got, registered_error=err)
+            if len(regs) > 1:
+                row.setdefault("registered_by", {})[path.name] = {"predicted": got,
+                                                                  "error": err}
     _print(rows, a, dtype, costs)
     machine = machine_description()
     summary = {
@@ -666,20 +759,36 @@ def run(a: argparse.Namespace, dtype: str, out: Path) -> dict[str, Any]:
                           "decoder_at_run_acceptance_error"))
             if reg is not None or k != "registered_error")},
         "registration": None if reg is None else {k: v for k, v in reg.items()
-                                                  if k != "predictions"},
+                                                  if k not in ("predictions", "hardware")},
         "calibration": {"name": cal.name, "alpha1": cal.step.alpha1, "c1": cal.step.c1,
                         "alpha2": cal.token.alpha2, "c2": cal.token.c2},
         "records": [str(p) for p, _ in records],
         "rows": rows,
     }
-    coverage = band_coverage(summary)
-    if coverage is not None:
-        summary["registered_band_coverage"] = coverage
+    also = []
+    for i, (path, held) in enumerate(regs):
+        fields = {k: v for k, v in held.items() if k not in ("predictions", "hardware")}
+        coverage = band_coverage({**summary, "registration": fields})
+        assert coverage is not None  # a registration with rows
+        if i == 0:
+            summary["registered_band_coverage"] = coverage
+        else:
+            errs = [abs(r["registered_by"][path.name]["error"]) for r in rows
+                    if (r["k1"] > 1 or r["k2"] > 1)
+                    and r["registered_by"][path.name]["error"] is not None]
+            also.append({"file": path.name, "registration": fields,
+                         "mean_abs_error": statistics.fmean(errs) if errs else None,
+                         "registered_band_coverage": coverage})
+            print(f"held against {path.name} ({held.get('priced_by', 'preset')}) too: "
+                  + ("" if not errs else f"mean |error| {statistics.fmean(errs):.1%}; "),
+                  end="")
         print(f"measured rounds inside the registered 95 % band: {coverage['rounds_inside']}"
               f" of {coverage['rounds']} (the band covers {BAND_COVERS})"
               + "".join(f"; {coverage[f'{k}rounds_inside']} of {coverage[f'{k}rounds']} "
                         f"inside the {name}" for k, name in BANDS[1:]
                         if f"{k}rounds" in coverage))
+    if also:
+        summary["registrations_also"] = also
     return summary
 
 
@@ -704,6 +813,15 @@ TRACK_BAND_COVERS = (
     "registrations on the same device preset, of as many problems); it holds for a new "
     "round as far as that round is exchangeable with theirs")
 """What a registration's track-record band (``decoder_track_interval``) accounts for."""
+PROFILE_TRACK_COVERS = (
+    "every source of error at once, as it showed in past rounds for the decoder model "
+    "priced by measured profiles: the registered speedup times and over exp(q), q the "
+    "conformal 95 % bound of |log(measured / the decoder model on that run's own "
+    "profiling passes)| over every speculative round of the committed sweeps it was made "
+    "from (on the same device, of as many problems); their passes bracketed the rounds, "
+    "where a registration's one pass precedes them")
+"""What the track-record band of a registration measured here (``--predict-here``)
+accounts for."""
 BANDS = (("", "registered band"), ("cost_", "band with the costs' error"),
          ("track_", "track-record band"))
 """The bands a registration can carry: (the prefix of their counts in
@@ -716,14 +834,26 @@ def track_interval(point: float, quantile_log: float) -> list[float]:
     return [point * math.exp(-quantile_log), point * math.exp(quantile_log)]
 
 
-def track_residuals(run: dict[str, Any]) -> list[float]:
-    """``|log(measured / registered)|`` of every measured round of a sweep's speculative
-    configurations (``run``: a summary held against a registration)."""
+TRACK_BASES = ("registered", "profiles")
+"""What a track record's residuals hold the measured rounds against: the run's
+registration, or the decoder model priced by the run's own profiling passes."""
+
+
+def track_residuals(run: dict[str, Any], basis: str = "registered") -> list[float]:
+    """``|log(measured / predicted)|`` of every measured round of a sweep's speculative
+    configurations (``run``: a summary held against a registration), the prediction its
+    registration's (``basis`` "registered") or the decoder model's on the run's own
+    profiles ("profiles": each round's ``decoder_errors_by_round``)."""
+    if basis not in TRACK_BASES:
+        raise ValueError(f"basis must be one of {TRACK_BASES}, got {basis!r}")
+    rows = [row for row in run.get("rows") or [] if row["k1"] > 1 or row["k2"] > 1]
+    if basis == "profiles":
+        return [abs(math.log1p(e)) for row in rows
+                for e in row.get("decoder_errors_by_round") or [] if e is not None]
     reg = {r["config"]: r.get("predicted_decoder")
            for r in (run.get("registration") or {}).get("rows") or []}
-    return [abs(math.log(m / reg[row["config"]])) for row in run.get("rows") or []
-            if (row["k1"] > 1 or row["k2"] > 1) and reg.get(row["config"])
-            for m in row["measured"]]
+    return [abs(math.log(m / reg[row["config"]])) for row in rows
+            if reg.get(row["config"]) for m in row["measured"]]
 
 
 def _conformal(residuals: list[float], level: float = TRACK_LEVEL) -> float:
@@ -751,20 +881,27 @@ def _read_runs(paths: list[Path], option: str) -> list[tuple[Path, dict[str, Any
 
 
 def track_record(paths: list[Path], *, device: str | None = None,
-                 problems: int | None = None) -> dict[str, Any]:
+                 problems: int | None = None, basis: str = "registered") -> dict[str, Any]:
     """The track-record band of the committed sweeps ``paths`` (summaries held against
     registrations; with ``device`` and ``problems``, each must have been registered on
-    that device preset for that many problems): ``quantile_log`` (:func:`_conformal` of
-    their rounds' :func:`track_residuals`), the count, the runs, what it covers."""
+    that device preset for that many problems; with ``basis`` "registered", by a
+    registration priced as theirs were, from a preset): ``quantile_log``
+    (:func:`_conformal` of their rounds' :func:`track_residuals` on ``basis``), the
+    count, the runs, the basis, what it covers."""
     res: list[float] = []
     runs = _read_runs(paths, "--track-record")
     for path, run in runs:
         reg = run["registration"]
+        have = {"device": RENAMED_PRESETS.get(reg.get("device"), reg.get("device")),
+                "problems": reg.get("problems")}
         for key, want in (("device", device), ("problems", problems)):
-            if want is not None and reg.get(key) != want:
+            if want is not None and have[key] != want:
                 raise ValueError(f"--track-record {path}: registered with {key} "
-                                 f"{reg.get(key)!r}, not {want!r}")
-        got = track_residuals(run)
+                                 f"{have[key]!r}, not {want!r}")
+        if basis == "registered" and reg.get("priced_by", "preset") != "preset":
+            raise ValueError(f"--track-record {path}: its registration was priced by "
+                             f"{reg.get('priced_by')!r}, not a device preset")
+        got = track_residuals(run, basis)
         if not got:
             raise ValueError(f"--track-record {path}: no measured speculative round")
         res.extend(got)
@@ -773,13 +910,14 @@ def track_record(paths: list[Path], *, device: str | None = None,
     except ValueError as e:
         raise ValueError(f"--track-record: {e}") from e
     return {"quantile_log": q, "level": TRACK_LEVEL, "rounds": len(res),
-            "runs": [p.name for p, _ in runs], "covers": TRACK_BAND_COVERS}
+            "runs": [p.name for p, _ in runs], "basis": basis,
+            "covers": TRACK_BAND_COVERS if basis == "registered" else PROFILE_TRACK_COVERS}
 
 
-def print_track_record(paths: list[Path]) -> dict[str, int]:
+def print_track_record(paths: list[Path], basis: str = "registered") -> dict[str, int]:
     """Check the track-record band on each committed sweep, made from the others (leave one
-    sweep out): print each's bound and how many of its rounds fell inside; the pooled
-    counts."""
+    sweep out), its residuals on ``basis`` (:func:`track_residuals`): print each's bound
+    and how many of its rounds fell inside; the pooled counts."""
     runs = _read_runs(paths, "--track-record")
     if len(runs) < 2:
         raise ValueError("--track-record: name at least two runs to check one against "
@@ -789,7 +927,7 @@ def print_track_record(paths: list[Path]) -> dict[str, int]:
     if len(kinds) > 1:
         raise ValueError("--track-record: the runs were registered on different device "
                          f"presets or for different numbers of problems: {sorted(kinds)}")
-    res = [track_residuals(run) for _, run in runs]
+    res = [track_residuals(run, basis) for _, run in runs]
     inside = total = 0
     for i, (path, _) in enumerate(runs):
         others = [x for j, r in enumerate(res) if j != i for x in r]
