@@ -170,6 +170,12 @@ def main(argv: list[str] | None = None) -> int:
                          "decoder model's predictions of this sweep priced by it; writes "
                          "OUT's name with .registered.json (--track-record: the band the "
                          "named runs' errors on their own profiles give)")
+    ap.add_argument("--register-first-pass", action="store_true",
+                    help="a run also registers the decoder model's predictions priced by "
+                         "its first profiling pass alone (what --predict-here registers), "
+                         "written to OUT's name with _first_pass.registered.json before "
+                         "round 1 decodes, and holds its rounds against them beside "
+                         "--registered's (--track-record: their band as --predict-here's)")
     ap.add_argument("--placement", default=None, choices=["one-device", "two-devices"],
                     help="with --predict-on: draft and target share the device (their "
                          "forwards contend; default on a GPU) or each has its own (default "
@@ -206,10 +212,13 @@ def main(argv: list[str] | None = None) -> int:
                          "(held against a registration) fell inside the registered 95 %% "
                          "band of a run of that many problems, by run and pooled")
     a = ap.parse_args(argv)
+    if a.register_first_pass and (a.predict_on or a.predict_here):
+        ap.error("--register-first-pass registers during a run: not with "
+                 + ("--predict-on" if a.predict_on else "--predict-here"))
     if a.predict_here and (a.predict_on or a.registered):
         ap.error("--predict-here registers from this device's measured prices: not with "
                  + ("--predict-on" if a.predict_on else "--registered"))
-    registering = a.predict_on or a.predict_here
+    registering = a.predict_on or a.predict_here or a.register_first_pass
     for paths, report in ((a.coverage, print_coverage),
                           (a.in_run_contention, print_in_run_contention),
                           (None if registering else a.track_record,
@@ -234,7 +243,7 @@ def main(argv: list[str] | None = None) -> int:
     dtype = run_dtype(a)
     out = Path(a.out or ROOT / "benchmarks" / "results" / f"synthetic_{a.device}.json")
     try:
-        if registering:
+        if a.predict_on or a.predict_here:
             path = out.with_name(f"{out.stem}.registered.json")
             if path.exists():
                 raise ValueError(f"{path} exists: a registration is never overwritten "
@@ -377,11 +386,20 @@ def _priced_here(a: argparse.Namespace, dtype: str, configs: list[Any],
     costs = prepare_run(tgt, drf, configs, prompt)
     profile, how = profiler(a, tgt, drf, configs, prompt)
     when = timestamp()
-    hardware = profile()
+    return measured_prices(a, described, profile(), costs, lengths, target, draft,
+                           f"one profiling pass on {described['name']} at {when}", how)
+
+
+def measured_prices(a: argparse.Namespace, described: dict[str, Any], hardware: list[Any],
+                    costs: dict[str, Any], lengths: list[int], target: str, draft: str,
+                    what: str, how: str) -> dict[str, Any]:
+    """The fields of :func:`_priced_on_preset` for prices measured on the device
+    ``described``: its profiling pass ``hardware`` (``what`` it was, ``how`` it timed the
+    contention), the scalar ``costs`` :func:`profiler.engines.synthetic.prepare_run`
+    timed, the prompts' ``lengths`` in tokens, the architectures' config files."""
     return {"hardware": hardware, "costs": costs, "lengths": lengths, "target": target,
             "draft": draft, "device": here_device(a.device, described),
-            "source": f"one profiling pass on {described['name']} at {when} (contention: "
-                      f"{how}), {a.profile_repeats} repeats per point",
+            "source": f"{what} (contention: {how}), {a.profile_repeats} repeats per point",
             "priced_by": "profile", "measured_on": described}
 
 
@@ -391,9 +409,7 @@ def register(a: argparse.Namespace, dtype: str) -> dict[str, Any]:
     ``a.predict_on`` (:func:`_priced_on_preset`, nothing run), or with
     ``a.predict_here`` by one profiling pass on this device (:func:`_priced_here`, no
     round decoded)."""
-    from benchmarks.harness import git_commit, registered_row
-    from profiler.engines.synthetic import load_acceptance, with_costs
-    from specmodel.prediction import decoder_prediction, decoder_time_split
+    from profiler.engines.synthetic import load_acceptance
 
     # every source of error at once, as past rounds showed it (read first: a bad file
     # fails before the predictions are made)
@@ -410,6 +426,21 @@ def register(a: argparse.Namespace, dtype: str) -> dict[str, Any]:
     configs = _configs(a)
     priced = (_priced_here(a, dtype, configs, described) if here else
               _priced_on_preset(a, dtype, configs))
+    return registration_of(a, dtype, acc, configs, priced, track)
+
+
+def registration_of(a: argparse.Namespace, dtype: str, acc: Any, configs: list[Any],
+                    priced: dict[str, Any], track: dict[str, Any] | None
+                    ) -> dict[str, Any]:
+    """The registration of the sweep ``a`` (its ``configs``, the acceptance calibration
+    ``acc``) priced by ``priced`` (:func:`_priced_on_preset` or :func:`_priced_here`'s
+    fields): each configuration's decoder-model speedup with its sample band, for a
+    preset its cost band, with ``track`` (:func:`track_record`) its track-record band."""
+    from benchmarks.harness import git_commit, registered_row
+    from profiler.engines.synthetic import with_costs
+    from specmodel.prediction import decoder_prediction, decoder_time_split
+
+    here, device = priced["priced_by"] == "profile", priced["device"]
     hardware, costs, lengths = priced["hardware"], priced["costs"], priced["lengths"]
     target, draft, source, T = priced["target"], priced["draft"], priced["source"], \
         costs["T"]
@@ -519,6 +550,12 @@ def registration(a: argparse.Namespace, path: Path) -> dict[str, Any]:
     print(f"registered predictions: {path.name}, written {reg['registered']} at commit "
           f"{(reg.get('commit') or '?')[:7]} on {reg['device']} ({reg['placement']})",
           flush=True)
+    return with_predictions(reg)
+
+
+def with_predictions(reg: dict[str, Any]) -> dict[str, Any]:
+    """A registration's fields and ``predictions`` (configuration -> the decoder model's
+    speedup)."""
     return {**reg, "predictions": {r["config"]: r["predicted_decoder"] for r in reg["rows"]
                                    if r["predicted_decoder"] is not None}}
 
@@ -624,7 +661,17 @@ def run(a: argparse.Namespace, dtype: str, out: Path) -> dict[str, Any]:
         described = device_description(a.device, 1)
         for path, got in regs:
             check_registered_device(got, path, a.device, described)
-    reg = regs[0][1] if regs else None
+    first_pass = None
+    if a.register_first_pass:  # refused before anything is built
+        first_pass = out.with_name(f"{out.stem}_first_pass.registered.json")
+        if first_pass.exists():
+            raise ValueError(f"{first_pass} exists: a registration is never overwritten "
+                             "(choose another --out)")
+        from profiler.hardware import device_description
+        described = device_description(a.device, a.threads)
+        track = (None if not a.track_record else track_record(
+            a.track_record, device=here_device(a.device, described), problems=a.problems,
+            basis="profiles"))
     configs = _configs(a)
     problems = _problems(a.problems, a.prompt_words)
     t0 = time.perf_counter()
@@ -643,6 +690,16 @@ def run(a: argparse.Namespace, dtype: str, out: Path) -> dict[str, Any]:
     passes = [profile()]
     hardware = passes[0]
     profile_s = time.perf_counter() - t1
+    if first_pass is not None:  # registered from the first pass before any round decodes
+        priced = measured_prices(a, described, hardware, costs, lengths, target, draft,
+                                 f"the run's first profiling pass on {described['name']}",
+                                 contention_forwards)
+        doc = registration_of(a, dtype, acc, configs, priced, track)
+        first_pass.parent.mkdir(parents=True, exist_ok=True)
+        first_pass.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+        print(f"wrote {first_pass} before round 1", flush=True)
+        regs.append((first_pass, with_predictions(doc)))
+    reg = regs[0][1] if regs else None
     cal = with_costs(acc, costs, f"{a.target} / {a.draft} on {a.device} {dtype}", models,
                      hardware)
     print(f"prepared in {costs['prepare_seconds']:.1f} s: T(1) {costs['T'][1] * 1e3:.2f} ms, "

@@ -19,7 +19,8 @@
 #                                                                    # one round (~5 min)
 #   OUT=dir PARTS=seed1 benchmarks/gpu/synthetic_and_layout.sh       # the same, another draw:
 #            seed 1, 6 problems, registered with the contention the 11-27 runs showed (~7 min;
-#            registered for the H100 and, apart, for the H200)
+#            registered for the H100 and, apart, for the H200; registered once more from
+#            the run's own first profiling pass before round 1: NAME_first_pass.registered.json)
 #   OUT=dir PARTS=audit benchmarks/gpu/synthetic_and_layout.sh       # the forward audit of
 #            the 11-27 runs' draws (seed 0, 3 problems): target, sync, async and continuous
 #            async with k2 = 1, every forward timed on the device by CUDA events (~4 min)
@@ -70,7 +71,8 @@ for part in $PARTS; do
     synthetic) sweep synthetic_gpu ;;
     long) sweep synthetic_gpu_long --prompt-words 3000 --rounds 1 ;;  # 2 rounds: > 600 s
     continuous) sweep synthetic_gpu_continuous --continuous --rounds 1 ;;
-    seed1) sweep synthetic_gpu_continuous_seed1 --continuous --rounds 1 --seed 1 --problems 6 ;;
+    seed1) sweep synthetic_gpu_continuous_seed1 --continuous --rounds 1 --seed 1 --problems 6 \
+             --register-first-pass ;;  # + priced by its own first pass, before round 1
     audit)
       timeout ${AUDIT_TIMEOUT:-480} python -m benchmarks.bench_schedule_audit --device cuda \
         $CONTENTION --dtype bfloat16 --target qwen2.5-32b --draft deepseek-r1-distill-qwen-1.5b \

@@ -353,3 +353,109 @@ def test_a_run_is_held_only_against_a_registration_for_its_own_device() -> None:
     with pytest.raises(ValueError, match="NVIDIA B200 \\(no preset\\)"):
         check_registered_device({"device": "h100-sxm"}, path, "cuda",
                                 {"type": "cuda", "name": "NVIDIA B200"})
+
+
+def test_the_track_record_on_the_runs_own_profiles() -> None:
+    """Basis "profiles": each round's error of the decoder model priced by the run's own
+    profiling passes (``decoder_errors_by_round``), the baseline left out; a registration
+    made from a preset takes its band only from runs registered from a preset."""
+    import math
+
+    from benchmarks.bench_synthetic import track_residuals
+
+    run = _held("cpu-epyc", 2, [0.1, -0.2])
+    run["rows"][0]["decoder_errors_by_round"] = [0.0, 0.0]
+    run["rows"][1]["decoder_errors_by_round"] = [0.05, -0.1]
+    assert track_residuals(run, "profiles") == pytest.approx([math.log(1.05),
+                                                               -math.log(0.9)])
+    assert track_residuals(run) == pytest.approx([math.log(1.1), -math.log(0.8)])
+    with pytest.raises(ValueError, match="basis must be one of"):
+        track_residuals(run, "preset")
+
+
+def test_a_preset_track_record_refuses_a_run_registered_from_a_profile(tmp_path: Path
+                                                                       ) -> None:
+    from benchmarks.bench_synthetic import track_record
+
+    paths = []
+    for i in range(4):
+        run = _held("cpu-this" if i == 0 else "cpu-epyc", 2, [0.01 * j for j in range(6)])
+        for row in run["rows"]:
+            row["decoder_errors_by_round"] = [0.0] * len(row["measured"])
+        paths.append(tmp_path / f"run{i}.json")
+        paths[-1].write_text(json.dumps(run))
+    got = track_record(paths, device="cpu-epyc", problems=2)  # cpu-this is the EPYC's
+    assert got["basis"] == "registered" and got["rounds"] == 24
+    assert track_record(paths, basis="profiles")["quantile_log"] == 0.0
+    here = json.loads(paths[1].read_text())
+    here["registration"]["priced_by"] = "profile"
+    paths[1].write_text(json.dumps(here))
+    with pytest.raises(ValueError, match=r"run1\.json: its registration was priced by "
+                                         r"'profile', not a device preset"):
+        track_record(paths)
+    assert track_record(paths, basis="profiles")["rounds"] == 24
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--predict-here", "--predict-on", "cpu-epyc"], "not with --predict-on"),
+    (["--predict-here", "--registered", "x.registered.json"], "not with --registered"),
+    (["--predict-here", "--placement", "one-device"], "--placement is for --predict-on"),
+    (["--register-first-pass", "--predict-here"], "during a run: not with --predict-here"),
+    (["--register-first-pass", "--predict-on", "h100-sxm"], "not with --predict-on"),
+])
+def test_registering_here_refuses_what_it_cannot_mean(args: list[str], says: str, capsys
+                                                      ) -> None:
+    with pytest.raises(SystemExit) as e:
+        main(args)
+    assert e.value.code == 2 and says in capsys.readouterr().err
+
+
+@pytest.mark.live
+def test_a_registration_measured_here_is_held_beside_a_presets(tmp_path: Path, capsys
+                                                               ) -> None:
+    """--predict-here builds the engines, takes one profiling pass and registers from it
+    (no round decoded: no run record); a run then holds its measured rounds against both
+    registrations, the first as the run's own, the other beside it, and with
+    --register-first-pass registers from its own first pass before round 1 as well."""
+    small = ["--problems", "2", "--max-steps", "3", "--max-step-tokens", "12", "--k1", "2",
+             "--k2", "1", "--only-async", "--profile-repeats", "1"]
+    assert main([*small, "--predict-here", "--out", str(tmp_path / "here.json")]) == 0
+    here = json.loads((tmp_path / "here.registered.json").read_text())
+    assert here["priced_by"] == "profile" and here["device"] in (
+        "cpu-epyc", "cpu-xeon", here["measured_on"]["name"])
+    assert here["measured_on"]["type"] == "cpu" and here["placement"] == "two-devices"
+    assert "one profiling pass" in here["cost_model"] and "cost_band" not in here
+    assert [h["architecture"]["name"] for h in here["hardware"]] == ["bench-target",
+                                                                      "bench-draft"]
+    assert all(r["predicted_decoder"] > 0 for r in here["rows"])
+    assert not list(tmp_path.glob("*.run.json"))
+    from specmodel.hardware.predicted import preset_of
+    if preset_of("cpu", here["measured_on"]["name"]) is None:
+        return  # a CPU without a preset: no preset registration to hold it beside
+    assert main([*small, "--predict-on", here["device"], "--out",
+                 str(tmp_path / "preset.json")]) == 0
+    capsys.readouterr()
+    out = tmp_path / "run.json"
+    assert main([*small, "--rounds", "1", "--register-first-pass", "--registered",
+                 str(tmp_path / "preset.registered.json"),
+                 str(tmp_path / "here.registered.json"), "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "held against here.registered.json (profile) too" in printed
+    assert printed.index("run_first_pass.registered.json before round 1") < printed.index(
+        "round 1 [1/")
+    first = json.loads((tmp_path / "run_first_pass.registered.json").read_text())
+    assert first["priced_by"] == "profile" and "first profiling pass" in first["cost_model"]
+    assert first["registered"] <= json.loads(
+        (tmp_path / "run_round1.run.json").read_text())["created"]
+    run = json.loads(out.read_text())
+    assert run["registration"]["priced_by"] == "preset"
+    also, also_first = run["registrations_also"]
+    assert also_first["file"] == "run_first_pass.registered.json"
+    assert also["file"] == "here.registered.json" and "hardware" not in also["registration"]
+    spec = [r for r in run["rows"] if r["k1"] > 1]
+    errs = [abs(r["registered_by"]["here.registered.json"]["error"]) for r in spec]
+    assert also["mean_abs_error"] == pytest.approx(sum(errs) / len(errs))
+    for r in spec:
+        got = r["registered_by"]["preset.registered.json"]
+        assert got["predicted"] == r["registered"] and got["error"] == r["registered_error"]
+    assert also["registered_band_coverage"]["rounds"] == len(spec)
