@@ -907,10 +907,26 @@ def track_residuals(run: dict[str, Any], basis: str = "registered") -> list[floa
     if basis == "profiles":
         return [abs(math.log1p(e)) for row in rows
                 for e in row.get("decoder_errors_by_round") or [] if e is not None]
-    reg = {r["config"]: r.get("predicted_decoder")
-           for r in (run.get("registration") or {}).get("rows") or []}
-    return [abs(math.log(m / reg[row["config"]])) for row in rows
-            if reg.get(row["config"]) for m in row["measured"]]
+    reg = preset_registration(run)
+    preds = {} if reg is None else reg[1]
+    return [abs(math.log(m / preds[row["config"]])) for row in rows
+            if preds.get(row["config"]) for m in row["measured"]]
+
+
+def preset_registration(run: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """(the fields, configuration -> predicted speedup) of the registration priced by a
+    device preset that a sweep's summary ``run`` was held against: its own registration,
+    else the first such of ``registrations_also``; None if none was."""
+    reg = run.get("registration") or {}
+    if reg.get("priced_by", "preset") == "preset":
+        return reg, {r["config"]: r.get("predicted_decoder") for r in reg.get("rows") or []}
+    for also in run.get("registrations_also") or []:
+        if also["registration"].get("priced_by", "preset") == "preset":
+            return also["registration"], {
+                row["config"]: row["registered_by"][also["file"]]["predicted"]
+                for row in run.get("rows") or [] if also["file"] in row.get(
+                    "registered_by", {})}
+    return None
 
 
 def _conformal(residuals: list[float], level: float = TRACK_LEVEL) -> float:
@@ -949,15 +965,18 @@ def track_record(paths: list[Path], *, device: str | None = None,
     runs = _read_runs(paths, "--track-record")
     for path, run in runs:
         reg = run["registration"]
+        if basis == "registered":
+            found = preset_registration(run)
+            if found is None:
+                raise ValueError(f"--track-record {path}: held against no registration "
+                                 "priced by a device preset")
+            reg = found[0]
         have = {"device": RENAMED_PRESETS.get(reg.get("device"), reg.get("device")),
                 "problems": reg.get("problems")}
         for key, want in (("device", device), ("problems", problems)):
             if want is not None and have[key] != want:
                 raise ValueError(f"--track-record {path}: registered with {key} "
                                  f"{have[key]!r}, not {want!r}")
-        if basis == "registered" and reg.get("priced_by", "preset") != "preset":
-            raise ValueError(f"--track-record {path}: its registration was priced by "
-                             f"{reg.get('priced_by')!r}, not a device preset")
         got = track_residuals(run, basis)
         if not got:
             raise ValueError(f"--track-record {path}: no measured speculative round")

@@ -390,10 +390,18 @@ def test_a_preset_track_record_refuses_a_run_registered_from_a_profile(tmp_path:
     here = json.loads(paths[1].read_text())
     here["registration"]["priced_by"] = "profile"
     paths[1].write_text(json.dumps(here))
-    with pytest.raises(ValueError, match=r"run1\.json: its registration was priced by "
-                                         r"'profile', not a device preset"):
+    with pytest.raises(ValueError, match=r"run1\.json: held against no registration "
+                                         "priced by a device preset"):
         track_record(paths)
     assert track_record(paths, basis="profiles")["rounds"] == 24
+    # a preset's registration held beside the run's own (measured) one serves instead
+    preset = {**here["registration"], "priced_by": "preset"}
+    for row in here["rows"]:
+        row["registered_by"] = {"p.registered.json": {"predicted": 0.5 if row["k1"] > 1
+                                                      else 1.0}}
+    here["registrations_also"] = [{"file": "p.registered.json", "registration": preset}]
+    paths[1].write_text(json.dumps(here))
+    assert track_record(paths, device="cpu-epyc")["rounds"] == 24
 
 
 @pytest.mark.parametrize("args, says", [
