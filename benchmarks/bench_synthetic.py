@@ -234,12 +234,12 @@ def main(argv: list[str] | None = None) -> int:
         if v is not None and not (a.predict_on and 1 <= v < float("inf")):
             ap.error(f"{flag} must be a number >= 1, with --predict-on; got {v}"
                      + ("" if a.predict_on else " without --predict-on"))
-    if a.predict_here and a.placement is not None:
-        ap.error("--placement is for --predict-on: --predict-here measures the engines "
-                 "where --device puts them")
-    if a.placement is None:
+    if a.placement is not None and not a.predict_on:
+        ap.error("--placement is for --predict-on: a run, and what --predict-here and "
+                 "--register-first-pass measure, have the engines where --device puts them")
+    if a.placement is None:  # a measured CPU run: each model on its own core
         a.placement = ("two-devices" if (a.predict_on or "").startswith("cpu") or (
-            a.predict_here and a.device == "cpu") else "one-device")
+            not a.predict_on and a.device == "cpu") else "one-device")
     dtype = run_dtype(a)
     out = Path(a.out or ROOT / "benchmarks" / "results" / f"synthetic_{a.device}.json")
     try:

@@ -410,6 +410,7 @@ def test_a_preset_track_record_refuses_a_run_registered_from_a_profile(tmp_path:
     (["--predict-here", "--placement", "one-device"], "--placement is for --predict-on"),
     (["--register-first-pass", "--predict-here"], "during a run: not with --predict-here"),
     (["--register-first-pass", "--predict-on", "h100-sxm"], "not with --predict-on"),
+    (["--register-first-pass", "--placement", "two-devices"], "--placement is for"),
 ])
 def test_registering_here_refuses_what_it_cannot_mean(args: list[str], says: str, capsys
                                                       ) -> None:
@@ -453,6 +454,7 @@ def test_a_registration_measured_here_is_held_beside_a_presets(tmp_path: Path, c
         "round 1 [1/")
     first = json.loads((tmp_path / "run_first_pass.registered.json").read_text())
     assert first["priced_by"] == "profile" and "first profiling pass" in first["cost_model"]
+    assert first["placement"] == "two-devices"  # each model on its own core
     assert first["registered"] <= json.loads(
         (tmp_path / "run_round1.run.json").read_text())["created"]
     run = json.loads(out.read_text())
