@@ -413,7 +413,7 @@ def register(a: argparse.Namespace, dtype: str) -> dict[str, Any]:
 
     # every source of error at once, as past rounds showed it (read first: a bad file
     # fails before the predictions are made)
-    here = bool(getattr(a, "predict_here", False))
+    here = a.predict_here
     described = None
     if here:
         from profiler.hardware import device_description
@@ -454,29 +454,10 @@ def registration_of(a: argparse.Namespace, dtype: str, acc: Any, configs: list[A
         got = decoder_prediction(cal, cfg, synthetic=syn, sample_problems=a.problems)
         rows.append({**registered_row(cfg, got), "decoder_ms_per_token": None if got is None
                      else {k: v * 1e3 for k, v in decoder_time_split(got).items()}})
-    # the cost model's error: the same predictions with every predicted surface drawn
-    # off by the preset's held-out error, the spread added to the sample band (measured
-    # prices have no such error: their drift shows in the track record)
-    import numpy as np
-
-    sd, preset = (0.0, None) if here else cost_error_sd(a.predict_on)
-    rng = np.random.default_rng(a.seed)
-    drawn: dict[str, list[float]] = {cfg.label: [] for cfg in configs}
-    for _ in range(0 if here else COST_DRAWS):
-        cal_d = with_costs(acc, costs, what, models, perturbed(hardware, rng, sd))
-        for cfg in configs:
-            got = decoder_prediction(cal_d, cfg, synthetic=syn, problems=COST_DRAW_PROBLEMS,
-                                     draws=1)
-            if got is not None:
-                drawn[cfg.label].append(got.speedup)
-    for r in rows:
-        vals, band, point = drawn[r["config"]], r["decoder_sample_interval"], \
-            r["predicted_decoder"]
-        if point is None or band is None or len(vals) < 2:
-            continue
-        spread = statistics.stdev(vals)
-        half = ((band[1] - band[0]) ** 2 / 4 + (1.96 * spread) ** 2) ** 0.5
-        r.update(cost_spread=spread, decoder_cost_interval=[point - half, point + half])
+    # the cost model's error (measured prices have none: their drift shows in the track
+    # record)
+    band = None if here else cost_band(a, cal_of=lambda hw: with_costs(
+        acc, costs, what, models, hw), hardware=hardware, syn=syn, configs=configs, rows=rows)
     if track is not None:
         for r in rows:
             if r["predicted_decoder"] is not None:
@@ -510,12 +491,43 @@ def registration_of(a: argparse.Namespace, dtype: str, acc: Any, configs: list[A
                       "draft_T1_ms": costs["draft_T1"] * 1e3, "c1": costs["c1"],
                       "c2": costs["c2"]},
             "speedup_over": "the target alone, same problems",
-            **({} if here else {"cost_band": {
-                "preset": preset, "relative_sd": sd, "draws": COST_DRAWS,
-                "problems_per_draw": COST_DRAW_PROBLEMS, "covers": COST_BAND_COVERS}}),
+            **({} if band is None else {"cost_band": band}),
             **({} if track is None else {"track_band": track}),
             **({"hardware": [h.model_dump(mode="json") for h in hardware]} if here else {}),
             "rows": rows}
+
+
+def cost_band(a: argparse.Namespace, *, cal_of: Any, hardware: list[Any], syn: Any,
+              configs: list[Any], rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The cost band of a registration on the device preset ``a.predict_on``: the same
+    predictions with every predicted surface of ``hardware`` drawn off by the preset's
+    held-out error (``cal_of``: the calibration priced by given profiles), the spread
+    added to each row's sample band (``rows`` gain ``cost_spread`` and
+    ``decoder_cost_interval``); returns what the band is."""
+    import numpy as np
+
+    from specmodel.prediction import decoder_prediction
+
+    sd, preset = cost_error_sd(a.predict_on)
+    rng = np.random.default_rng(a.seed)
+    drawn: dict[str, list[float]] = {cfg.label: [] for cfg in configs}
+    for _ in range(COST_DRAWS):
+        cal_d = cal_of(perturbed(hardware, rng, sd))
+        for cfg in configs:
+            got = decoder_prediction(cal_d, cfg, synthetic=syn, problems=COST_DRAW_PROBLEMS,
+                                     draws=1)
+            if got is not None:
+                drawn[cfg.label].append(got.speedup)
+    for r in rows:
+        vals, band, point = drawn[r["config"]], r["decoder_sample_interval"], \
+            r["predicted_decoder"]
+        if point is None or band is None or len(vals) < 2:
+            continue
+        spread = statistics.stdev(vals)
+        half = ((band[1] - band[0]) ** 2 / 4 + (1.96 * spread) ** 2) ** 0.5
+        r.update(cost_spread=spread, decoder_cost_interval=[point - half, point + half])
+    return {"preset": preset, "relative_sd": sd, "draws": COST_DRAWS,
+            "problems_per_draw": COST_DRAW_PROBLEMS, "covers": COST_BAND_COVERS}
 
 
 def here_device(device: str, described: dict[str, Any]) -> str:
@@ -574,7 +586,7 @@ def check_registered_device(reg: dict[str, Any], path: Path, device: str,
 
     here = preset_of("cpu" if device == "cpu" else "cuda", description["name"])
     there = RENAMED_PRESETS.get(reg["device"], reg["device"])
-    if here != there and (here is not None or there != description["name"]):
+    if there != (here or description["name"]):  # a device without a preset: its name
         raise ValueError(f"--registered {path}: registered on {there}, but this run's "
                          f"device is {description['name']} "
                          f"({'preset ' + here if here else 'no preset'}): hold the run "
@@ -656,19 +668,17 @@ def run(a: argparse.Namespace, dtype: str, out: Path) -> dict[str, Any]:
     from specmodel.prediction import compare
 
     regs = [(path, registration(a, path)) for path in a.registered or []]
-    if regs:
+    if regs or a.register_first_pass:
         from profiler.hardware import device_description
-        described = device_description(a.device, 1)
-        for path, got in regs:
-            check_registered_device(got, path, a.device, described)
+        described = device_description(a.device, a.threads)
+    for path, got in regs:
+        check_registered_device(got, path, a.device, described)
     first_pass = None
     if a.register_first_pass:  # refused before anything is built
         first_pass = out.with_name(f"{out.stem}_first_pass.registered.json")
         if first_pass.exists():
             raise ValueError(f"{first_pass} exists: a registration is never overwritten "
                              "(choose another --out)")
-        from profiler.hardware import device_description
-        described = device_description(a.device, a.threads)
         track = (None if not a.track_record else track_record(
             a.track_record, device=here_device(a.device, described), problems=a.problems,
             basis="profiles"))
