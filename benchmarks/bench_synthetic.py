@@ -193,11 +193,14 @@ def main(argv: list[str] | None = None) -> int:
                          "--predict-on, the registration also carries the band their "
                          "rounds' errors give (decoder_track_interval); alone, run nothing "
                          "and check that band on each of them, made from the others")
-    ap.add_argument("--track-basis", default="registered", choices=TRACK_BASES,
-                    help="with --track-record alone: check the band of the runs' errors "
-                         "against their registrations (registered) or of the decoder "
-                         "model's on their own profiling passes (profiles, the band a "
-                         "--predict-here registration carries)")
+    ap.add_argument("--track-basis", default=None, choices=TRACK_BASES,
+                    help="the errors a --track-record band is made of: the runs' against "
+                         "their registrations priced by a device preset (registered; the "
+                         "default alone and the only one for --predict-on), the decoder "
+                         "model's on the runs' own profiling passes (profiles; the default "
+                         "for --predict-here and --register-first-pass) or the runs' "
+                         "against their registrations priced by a profiling pass measured "
+                         "before them (measured)")
     ap.add_argument("--in-run-contention", type=Path, nargs="+", default=None,
                     metavar="RUN",
                     help="run nothing: print the step draft's in-run slowdown in committed "
@@ -219,6 +222,15 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--predict-here registers from this device's measured prices: not with "
                  + ("--predict-on" if a.predict_on else "--registered"))
     registering = a.predict_on or a.predict_here or a.register_first_pass
+    measuring = a.predict_here or a.register_first_pass
+    if a.track_basis is None:
+        a.track_basis = "profiles" if measuring else "registered"
+    elif registering and (a.track_basis == "registered") == bool(measuring):
+        ap.error(f"--track-basis {a.track_basis}: "
+                 + ("a registration priced by a measured profiling pass takes its band from "
+                    "measured prices (profiles or measured)" if measuring else
+                    "a --predict-on registration takes its band from runs registered from "
+                    "a preset (registered)"))
     for paths, report in ((a.coverage, print_coverage),
                           (a.in_run_contention, print_in_run_contention),
                           (None if registering else a.track_record,
@@ -421,7 +433,7 @@ def register(a: argparse.Namespace, dtype: str) -> dict[str, Any]:
     device = a.predict_on if not here else here_device(a.device, described)
     track = (None if not a.track_record else
              track_record(a.track_record, device=device, problems=a.problems,
-                          basis="profiles" if here else "registered"))
+                          basis=a.track_basis))
     acc = load_acceptance(a.acceptance)
     configs = _configs(a)
     priced = (_priced_here(a, dtype, configs, described) if here else
@@ -681,7 +693,7 @@ def run(a: argparse.Namespace, dtype: str, out: Path) -> dict[str, Any]:
                              "(choose another --out)")
         track = (None if not a.track_record else track_record(
             a.track_record, device=here_device(a.device, described), problems=a.problems,
-            basis="profiles"))
+            basis=a.track_basis))
     configs = _configs(a)
     problems = _problems(a.problems, a.prompt_words)
     t0 = time.perf_counter()
@@ -819,7 +831,7 @@ def run(a: argparse.Namespace, dtype: str, out: Path) -> dict[str, Any]:
                   "contention_draft": hardware[1].concurrent if len(hardware) > 1 else None,
                   "contention_forwards": contention_forwards},
         "mean_abs_error": {name: (statistics.fmean(errs) if errs else None) for name, errs in (
-            (n, [abs(r[k]) for r in rows if (r["k1"] > 1 or r["k2"] > 1) and r[k] is not None])
+            (n, [abs(r[k]) for r in rows if speculative(r) and r[k] is not None])
             for n, k in (("f·g", "error"), ("priced", "priced_error"),
                          ("decoder", "decoder_error"), ("registered", "registered_error"),
                          ("decoder at the run's acceptance",
@@ -841,7 +853,7 @@ def run(a: argparse.Namespace, dtype: str, out: Path) -> dict[str, Any]:
             summary["registered_band_coverage"] = coverage
         else:
             errs = [abs(r["registered_by"][path.name]["error"]) for r in rows
-                    if (r["k1"] > 1 or r["k2"] > 1)
+                    if speculative(r)
                     and r["registered_by"][path.name]["error"] is not None]
             also.append({"file": path.name, "registration": fields,
                          "mean_abs_error": statistics.fmean(errs) if errs else None,
@@ -888,7 +900,15 @@ PROFILE_TRACK_COVERS = (
     "from (on the same device, of as many problems); their passes bracketed the rounds, "
     "where a registration's one pass precedes them")
 """What the track-record band of a registration measured here (``--predict-here``)
-accounts for."""
+accounts for, made from the runs' own profiles (basis "profiles")."""
+MEASURED_TRACK_COVERS = (
+    "every source of error at once, as it showed in past rounds held against "
+    "registrations priced as this one is, by one profiling pass measured before the "
+    "rounds: the registered speedup times and over exp(q), q the conformal 95 % bound of "
+    "|log(measured / registered)| over every speculative round of the committed sweeps "
+    "it was made from (on the same device, of as many problems)")
+"""What the track-record band of a registration measured here accounts for, made from
+past measured registrations' own errors (basis "measured")."""
 BANDS = (("", "registered band"), ("cost_", "band with the costs' error"),
          ("track_", "track-record band"))
 """The bands a registration can carry: (the prefix of their counts in
@@ -901,37 +921,54 @@ def track_interval(point: float, quantile_log: float) -> list[float]:
     return [point * math.exp(-quantile_log), point * math.exp(quantile_log)]
 
 
-TRACK_BASES = ("registered", "profiles")
-"""What a track record's residuals hold the measured rounds against: the run's
-registration, or the decoder model priced by the run's own profiling passes."""
+TRACK_BASES = ("registered", "profiles", "measured")
+"""What a track record's residuals hold the measured rounds against: the registration
+priced by a device preset that the run was held against ("registered"), the decoder
+model priced by the run's own profiling passes ("profiles"), or the registration priced
+by a profiling pass measured before the run ("measured")."""
+PRICED_BY = {"registered": "preset", "measured": "profile"}
+"""The bases that hold rounds against a registration -> how that registration was
+priced (its ``priced_by``)."""
+BASIS_COVERS = {"registered": TRACK_BAND_COVERS, "profiles": PROFILE_TRACK_COVERS,
+                "measured": MEASURED_TRACK_COVERS}
+"""Each basis -> what a track-record band made on it accounts for."""
+
+
+def speculative(row: dict[str, Any]) -> bool:
+    """Whether a summary's ``row`` speculates (steps, tokens or both), i.e. is not the
+    target-alone baseline."""
+    return row["k1"] > 1 or row["k2"] > 1
 
 
 def track_residuals(run: dict[str, Any], basis: str = "registered") -> list[float]:
     """``|log(measured / predicted)|`` of every measured round of a sweep's speculative
     configurations (``run``: a summary held against a registration), the prediction its
     registration's (``basis`` "registered") or the decoder model's on the run's own
-    profiles ("profiles": each round's ``decoder_errors_by_round``)."""
+    profiles ("profiles": each round's ``decoder_errors_by_round``), or that of the
+    registration priced by a measured profiling pass it was held against ("measured")."""
     if basis not in TRACK_BASES:
         raise ValueError(f"basis must be one of {TRACK_BASES}, got {basis!r}")
-    rows = [row for row in run.get("rows") or [] if row["k1"] > 1 or row["k2"] > 1]
+    rows = [row for row in run.get("rows") or [] if speculative(row)]
     if basis == "profiles":
         return [abs(math.log1p(e)) for row in rows
                 for e in row.get("decoder_errors_by_round") or [] if e is not None]
-    reg = preset_registration(run)
+    reg = priced_registration(run, PRICED_BY[basis])
     preds = {} if reg is None else reg[1]
     return [abs(math.log(m / preds[row["config"]])) for row in rows
             if preds.get(row["config"]) for m in row["measured"]]
 
 
-def preset_registration(run: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]] | None:
-    """(the fields, configuration -> predicted speedup) of the registration priced by a
-    device preset that a sweep's summary ``run`` was held against: its own registration,
-    else the first such of ``registrations_also``; None if none was."""
+def priced_registration(run: dict[str, Any], priced_by: str = "preset"
+                        ) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """(the fields, configuration -> predicted speedup) of the registration priced
+    ``priced_by`` ("preset": by a device preset; "profile": by a profiling pass measured
+    before the run) that a sweep's summary ``run`` was held against: its own
+    registration, else the first such of ``registrations_also``; None if none was."""
     reg = run.get("registration") or {}
-    if reg.get("priced_by", "preset") == "preset":
+    if reg.get("priced_by", "preset") == priced_by:
         return reg, {r["config"]: r.get("predicted_decoder") for r in reg.get("rows") or []}
     for also in run.get("registrations_also") or []:
-        if also["registration"].get("priced_by", "preset") == "preset":
+        if also["registration"].get("priced_by", "preset") == priced_by:
             return also["registration"], {
                 row["config"]: row["registered_by"][also["file"]]["predicted"]
                 for row in run.get("rows") or [] if also["file"] in row.get(
@@ -967,20 +1004,15 @@ def track_record(paths: list[Path], *, device: str | None = None,
                  problems: int | None = None, basis: str = "registered") -> dict[str, Any]:
     """The track-record band of the committed sweeps ``paths`` (summaries held against
     registrations; with ``device`` and ``problems``, each must have been registered on
-    that device preset for that many problems; with ``basis`` "registered", by a
-    registration priced as theirs were, from a preset): ``quantile_log``
+    that device preset for that many problems; with ``basis`` "registered" or
+    "measured", by a registration priced as theirs were, from a preset or a measured
+    profiling pass (:data:`PRICED_BY`), which that basis reads): ``quantile_log``
     (:func:`_conformal` of their rounds' :func:`track_residuals` on ``basis``), the
     count, the runs, the basis, what it covers."""
     res: list[float] = []
     runs = _read_runs(paths, "--track-record")
     for path, run in runs:
-        reg = run["registration"]
-        if basis == "registered":
-            found = preset_registration(run)
-            if found is None:
-                raise ValueError(f"--track-record {path}: held against no registration "
-                                 "priced by a device preset")
-            reg = found[0]
+        reg = _basis_registration(run, basis, path)
         have = {"device": RENAMED_PRESETS.get(reg.get("device"), reg.get("device")),
                 "problems": reg.get("problems")}
         for key, want in (("device", device), ("problems", problems)):
@@ -996,8 +1028,21 @@ def track_record(paths: list[Path], *, device: str | None = None,
     except ValueError as e:
         raise ValueError(f"--track-record: {e}") from e
     return {"quantile_log": q, "level": TRACK_LEVEL, "rounds": len(res),
-            "runs": [p.name for p, _ in runs], "basis": basis,
-            "covers": TRACK_BAND_COVERS if basis == "registered" else PROFILE_TRACK_COVERS}
+            "runs": [p.name for p, _ in runs], "basis": basis, "covers": BASIS_COVERS[basis]}
+
+
+def _basis_registration(run: dict[str, Any], basis: str, path: Path) -> dict[str, Any]:
+    """The registration of ``run`` (read from ``path``) whose residuals ``basis`` reads:
+    for "registered" and "measured", the one priced as that basis says (an error naming
+    the file if it was held against none); for "profiles", the run's own."""
+    if basis not in PRICED_BY:
+        return run["registration"]
+    found = priced_registration(run, PRICED_BY[basis])
+    if found is None:
+        how = "a device preset" if basis == "registered" else "a measured profiling pass"
+        raise ValueError(f"--track-record {path}: held against no registration priced by "
+                         f"{how}")
+    return found[0]
 
 
 def print_track_record(paths: list[Path], basis: str = "registered") -> dict[str, int]:
@@ -1008,8 +1053,9 @@ def print_track_record(paths: list[Path], basis: str = "registered") -> dict[str
     if len(runs) < 2:
         raise ValueError("--track-record: name at least two runs to check one against "
                          "the others")
-    kinds = {(r["registration"].get("device"), r["registration"].get("problems"))
-             for _, r in runs}
+    regs = [_basis_registration(r, basis, path) for path, r in runs]
+    kinds = {(RENAMED_PRESETS.get(g.get("device"), g.get("device")), g.get("problems"))
+             for g in regs}
     if len(kinds) > 1:
         raise ValueError("--track-record: the runs were registered on different device "
                          f"presets or for different numbers of problems: {sorted(kinds)}")
@@ -1041,14 +1087,16 @@ def band_coverage(run: dict[str, Any]) -> dict[str, Any] | None:
     if not reg or not reg.get("rows"):
         return None
     out: dict[str, Any] = {}
+    track = reg.get("track_band") or {}
     for key, name, covers in (("decoder_sample_interval", "", BAND_COVERS),
                               ("decoder_cost_interval", "cost_", COST_BAND_COVERS),
-                              ("decoder_track_interval", "track_", TRACK_BAND_COVERS)):
+                              ("decoder_track_interval", "track_",
+                               track.get("covers", TRACK_BAND_COVERS))):
         bands = {r["config"]: r.get(key) for r in reg["rows"]}
         by_config: dict[str, list[bool]] = {}
         for row in run["rows"]:
             band = bands.get(row["config"])
-            if (row["k1"] == 1 and row["k2"] == 1) or band is None:
+            if not speculative(row) or band is None:
                 continue
             lo, hi = band
             by_config[row["config"]] = [lo <= m <= hi for m in row["measured"]]
@@ -1140,7 +1188,7 @@ def _print(rows: list[dict[str, Any]], a: argparse.Namespace, dtype: str,
     print("  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True)))
     for b in body:
         print("  ".join(v.ljust(w) for v, w in zip(b, widths, strict=True)))
-    spec = [r for r in rows if r["k1"] > 1 or r["k2"] > 1]
+    spec = [r for r in rows if speculative(r)]
     for key, name in (("error", "f·g"), ("priced_error", "priced"),
                       ("decoder_error", "decoder"), ("registered_error", "registered"),
                       ("decoder_at_run_acceptance_error", "decoder at the run's α1")):

@@ -404,7 +404,49 @@ def test_a_preset_track_record_refuses_a_run_registered_from_a_profile(tmp_path:
     assert track_record(paths, device="cpu-epyc")["rounds"] == 24
 
 
+def test_the_track_record_of_measured_registrations(tmp_path: Path) -> None:
+    """Basis "measured": each round against the registration priced by a profiling pass
+    measured before the run — the run's own, else one held beside a preset's; a run held
+    against none is refused, naming it; the band says what it covers."""
+    import math
+
+    from benchmarks.bench_synthetic import MEASURED_TRACK_COVERS, track_record
+
+    paths = []
+    for i in range(4):
+        run = _held("cpu-epyc", 2, [0.01 * j for j in range(6)])
+        run["registration"]["priced_by"] = "profile"
+        paths.append(tmp_path / f"run{i}.json")
+        paths[-1].write_text(json.dumps(run))
+    got = track_record(paths, device="cpu-epyc", problems=2, basis="measured")
+    assert got["rounds"] == 24 and got["covers"] == MEASURED_TRACK_COVERS
+    assert got["quantile_log"] == pytest.approx(max(
+        abs(math.log(1 + 0.01 * j)) for j in range(6)))
+    with pytest.raises(ValueError, match="held against no registration priced by a device"):
+        track_record(paths)
+    # the run's own registration from the preset, the measured one held beside it
+    preset = json.loads(paths[2].read_text())
+    measured = {**preset["registration"]}
+    preset["registration"]["priced_by"] = "preset"
+    for row in preset["rows"]:
+        row["registered_by"] = {"m.registered.json": {"predicted": row["measured"][0]}}
+    preset["registrations_also"] = [{"file": "m.registered.json",
+                                     "registration": measured}]
+    paths[2].write_text(json.dumps(preset))
+    assert track_record(paths, basis="measured")["rounds"] == 24
+    del preset["registrations_also"]
+    paths[2].write_text(json.dumps(preset))
+    with pytest.raises(ValueError, match=r"run2\.json: held against no registration "
+                                         "priced by a measured profiling pass"):
+        track_record(paths, basis="measured")
+
+
 @pytest.mark.parametrize("args, says", [
+    (["--predict-here", "--track-basis", "registered"], "--track-basis registered: a "
+     "registration priced by a measured profiling pass"),
+    (["--register-first-pass", "--track-basis", "registered"], "(profiles or measured)"),
+    (["--predict-on", "cpu-epyc", "--track-basis", "measured"], "registered from a preset"),
+    (["--predict-on", "cpu-epyc", "--track-basis", "profiles"], "registered from a preset"),
     (["--predict-here", "--predict-on", "cpu-epyc"], "not with --predict-on"),
     (["--predict-here", "--registered", "x.registered.json"], "not with --registered"),
     (["--predict-here", "--placement", "one-device"], "--placement is for --predict-on"),
