@@ -151,6 +151,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="timed forwards per verification/prefill point in each profiling "
                          "pass (4× for decode points); a pass runs before the rounds and "
                          "after each")
+    ap.add_argument("--profile-sweeps", type=int, default=1,
+                    help="passes over a profile's points its repeats are spread across (1 "
+                         "to --profile-repeats; 1: each point's repeats back to back, as "
+                         "every committed run timed them)")
     ap.add_argument("--threads", type=int, default=1, help="CPU threads per model")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--draws", default="position", choices=["position", "prefix"],
@@ -246,6 +250,9 @@ def main(argv: list[str] | None = None) -> int:
         if v is not None and not (a.predict_on and 1 <= v < float("inf")):
             ap.error(f"{flag} must be a number >= 1, with --predict-on; got {v}"
                      + ("" if a.predict_on else " without --predict-on"))
+    if not 1 <= a.profile_sweeps <= a.profile_repeats:
+        ap.error(f"--profile-sweeps must be between 1 and --profile-repeats "
+                 f"({a.profile_repeats}), got {a.profile_sweeps}")
     if a.placement is not None and not a.predict_on:
         ap.error("--placement is for --predict-on: a run, and what --predict-here and "
                  "--register-first-pass measure, have the engines where --device puts them")
@@ -411,7 +418,9 @@ def measured_prices(a: argparse.Namespace, described: dict[str, Any], hardware: 
     timed, the prompts' ``lengths`` in tokens, the architectures' config files."""
     return {"hardware": hardware, "costs": costs, "lengths": lengths, "target": target,
             "draft": draft, "device": here_device(a.device, described),
-            "source": f"{what} (contention: {how}), {a.profile_repeats} repeats per point",
+            "source": f"{what} (contention: {how}), {a.profile_repeats} repeats per point"
+                      + ("" if a.profile_sweeps == 1 else
+                         f" in {a.profile_sweeps} sweeps"),
             "priced_by": "profile", "measured_on": described}
 
 
@@ -651,7 +660,7 @@ def profiler(a: argparse.Namespace, tgt: Any, drf: Any, configs: list[Any],
              prompt: int) -> tuple[Any, str]:
     """(the profiling pass a run takes before and after its rounds, how it times the two
     models' contention in words): :func:`profiler.engines.synthetic.profile_costs` with
-    ``a``'s ``--profile-repeats``, the contention on CUDA timed on captured graphs each
+    ``a``'s ``--profile-repeats`` and ``--profile-sweeps``, the contention on CUDA timed on captured graphs each
     on its own stream unless ``--contention-eager``."""
     from profiler.engines.synthetic import profile_costs
 
@@ -659,7 +668,7 @@ def profiler(a: argparse.Namespace, tgt: Any, drf: Any, configs: list[Any],
 
     def profile() -> list[Any]:
         return profile_costs(tgt, drf, configs, prompt, repeats=a.profile_repeats,
-                             progress=lambda m: print("  " + m, flush=True),
+                             sweeps=a.profile_sweeps, progress=lambda m: print("  " + m, flush=True),
                              contention_graphs=graphs)
 
     return profile, ("captured graphs, each side timed to its own stream" if graphs else

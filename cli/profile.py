@@ -609,6 +609,10 @@ def hardware(
         help="Batch sizes of decode with a shared prefix (empty: none).")] = "4",
     repeats: Annotated[int, typer.Option(help="Timed forwards per point.")] = 5,
     warmup: Annotated[int, typer.Option(help="Untimed forwards per point.")] = 2,
+    sweeps: Annotated[int, typer.Option(
+        help="Passes over the points the repeats are spread across (1 to --repeats): each "
+        "pass times its share of every point's repeats, so that a slow spell of a shared "
+        "machine falls on one share of several points, not on every repeat of one.")] = 1,
     threads: Threads = 1,
     probe: Annotated[bool, typer.Option(
         "--probe", help="Time a fixed speed probe before every point and after the last, "
@@ -665,10 +669,13 @@ def hardware(
     else:
         dtype = dtype or "float32"
         check_options(device, dtype, path, attention)
+        if not 1 <= sweeps <= repeats:
+            raise ValueError(f"--sweeps must be between 1 and --repeats ({repeats}), "
+                             f"got {sweeps}")
         with ProgressBar(description=f"hardware {shape.name}") as bar, \
                 saving(_unchanged(output, "the profile")):
             raw = measure(shape, config, points, device=device, dtype=dtype, path=path,
-                          repeats=repeats, warmup=warmup, threads=threads,
+                          repeats=repeats, warmup=warmup, threads=threads, sweeps=sweeps,
                           attention=attention, probe=probe, progress=lambda i, n, row: bar(
                               i, n, f"{row['kind']} b={row['batch']} L={row['context']}"))
         profiles = [HardwareProfile.model_validate(raw)]

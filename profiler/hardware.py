@@ -47,7 +47,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -579,13 +579,25 @@ class _TransformersRunner:
         return forward
 
 
+def sweep_repeats(repeats: int, sweeps: int) -> list[int]:
+    """How many of a point's ``repeats`` each of ``sweeps`` passes over the points times:
+    as even shares as whole forwards allow, the larger first (``sweeps`` at most
+    ``repeats``: every pass times each point at least once)."""
+    if not (isinstance(sweeps, int) and 1 <= sweeps <= repeats):
+        raise ValueError(f"sweeps must be an integer in [1, repeats = {repeats}], "
+                         f"got {sweeps!r}")
+    base, extra = divmod(repeats, sweeps)
+    return [base + (s < extra) for s in range(sweeps)]
+
+
 def measure(
     shape: Shape, config: dict[str, Any], points: Iterable[Point], *, device: str = "cpu",
     dtype: str = "float32", path: str = "auto", repeats: int = 10, warmup: int = 3,
     threads: int = 1, seed: int = 0, memory_margin: float = 0.9, attention: str = "auto",
     layout: str = "gqa", burn_in: float = BURN_IN_SECONDS, probe: bool = False,
     progress: Callable[[int, int, dict[str, Any]], None] | None = None,
-    runner: ReferenceDecoder | None = None,
+    runner: ReferenceDecoder | None = None, sweeps: int = 1,
+    point_repeats: Sequence[int] | None = None,
 ) -> dict[str, Any]:
     """Time one forward per point; return the profile as a JSON-ready dict (validated
     by :class:`specmodel.formats.hardware.HardwareProfile`).
@@ -601,16 +613,34 @@ def measure(
     forward's time does not depend on the weights' values; on a GPU a second copy of a
     large model's weights may not fit beside the first); ``path`` must then be the
     reference decoder's.  With ``probe``, a :class:`SpeedProbe` is timed before every timed
-    point (its ``probe_ms``) and once after the last (the profile's ``probe``)."""
+    point (its ``probe_ms``, the median where it was timed in several sweeps) and once
+    after the last (the profile's ``probe``).  ``sweeps``: the points are timed in that
+    many passes over the list, each timing its share of the ``repeats`` (after
+    ``warmup`` forwards of its own), so that a point's repeats are spread over the whole
+    measurement instead of back to back: a slow spell of a shared machine lasting a second
+    or two then falls on one share of several points, which their medians reject, not on
+    every repeat of one point (:func:`sweep_repeats`).  ``point_repeats``: each point's
+    own number of repeats in place of ``repeats`` (the profile's ``repeats`` is then the
+    largest; each row's ``n`` says how many it took)."""
     path = check_options(device, dtype, path, attention)
     if layout not in LAYOUTS:
         raise ValueError(f"layout must be one of {', '.join(LAYOUTS)}, got {layout!r}")
     points = list(points)
     if not points:
         raise ValueError("points must name at least one forward to time")
-    for name, v, lo in (("repeats", repeats, 1), ("warmup", warmup, 0), ("threads", threads, 1)):
+    for name, v, lo in (("repeats", repeats, 1), ("warmup", warmup, 0), ("threads", threads, 1),
+                        ("sweeps", sweeps, 1)):
         if not isinstance(v, int) or v < lo:
             raise ValueError(f"{name} must be an integer >= {lo}, got {v!r}")
+    if point_repeats is None:
+        point_repeats = [repeats] * len(points)
+    point_repeats = list(point_repeats)
+    if len(point_repeats) != len(points) or not all(
+            isinstance(r, int) and r >= 1 for r in point_repeats):
+        raise ValueError(f"point_repeats must be {len(points)} integers >= 1 (one per "
+                         f"point), got {point_repeats!r}")
+    repeats = max(point_repeats)
+    shares = [sweep_repeats(r, sweeps) for r in point_repeats]
     if not (isinstance(burn_in, int | float) and 0 <= burn_in <= 600):
         raise ValueError(f"burn_in must be seconds in [0, 600], got {burn_in!r}")
     torch = _torch()
@@ -629,39 +659,46 @@ def measure(
                   if path == "transformers" else ReferenceDecoder(shape, device, dtype, seed))
     speed = SpeedProbe(torch, device, dtype, seed) if probe else None
     build_s = time.perf_counter() - started
-    rows: list[dict[str, Any]] = []
+    rows: list[dict[str, Any]] = [asdict(point) for point in points]
+    samples: list[list[float]] = [[] for _ in points]
+    probes: list[list[float]] = [[] for _ in points]
     with torch.inference_mode():
         burned = _burn_in(torch, runner, points, device, burn_in, layout, memory_margin)
-        for i, point in enumerate(points):
-            row: dict[str, Any] = asdict(point)
-            big = _too_big(torch, runner, point, device, memory_margin)
-            if big is not None:
-                row["skipped"] = (f"needs about {big[0] / 2**30:.1f} GiB, "
-                                  f"{big[1] / 2**30:.1f} GiB free")
-            else:
-                try:
-                    if speed is not None:
-                        row["probe_ms"] = speed()
-                    with _attention_context(torch, attention):
-                        ms = _time_point(torch, runner, point, path, device, warmup, repeats,
-                                         layout)
-                    row["ms"] = [statistics.median(ms), min(ms), max(ms)]
-                    row["n"] = len(ms)
-                    row["mean_ms"] = statistics.fmean(ms)
-                except (RuntimeError, ValueError) as e:
-                    first = str(e).strip().splitlines()[0][:160] if str(e).strip() else ""
-                    if _is_oom(torch, e):
-                        row["skipped"] = f"out of memory: {first}"
-                    elif "no available kernel" in str(e).lower():
-                        row["skipped"] = f"attention {attention} cannot run it: {first}"
-                    else:
-                        raise
-                    row.pop("probe_ms", None)
-            if device == "cuda":
-                torch.cuda.empty_cache()
-            rows.append(row)
-            if progress is not None:
-                progress(i + 1, len(points), row)
+        for sweep in range(sweeps):
+            for i, point in enumerate(points):
+                row = rows[i]
+                if sweep == 0:
+                    big = _too_big(torch, runner, point, device, memory_margin)
+                    if big is not None:
+                        row["skipped"] = (f"needs about {big[0] / 2**30:.1f} GiB, "
+                                          f"{big[1] / 2**30:.1f} GiB free")
+                if "skipped" not in row:
+                    try:
+                        if speed is not None:
+                            probes[i].append(speed())
+                        with _attention_context(torch, attention):
+                            samples[i] += _time_point(torch, runner, point, path, device,
+                                                      warmup, shares[i][sweep], layout)
+                    except (RuntimeError, ValueError) as e:
+                        first = str(e).strip().splitlines()[0][:160] if str(e).strip() else ""
+                        if _is_oom(torch, e):
+                            row["skipped"] = f"out of memory: {first}"
+                        elif "no available kernel" in str(e).lower():
+                            row["skipped"] = f"attention {attention} cannot run it: {first}"
+                        else:
+                            raise
+                if device == "cuda":
+                    torch.cuda.empty_cache()
+                if sweep == sweeps - 1:
+                    if "skipped" not in row:
+                        ms = samples[i]
+                        if probes[i]:
+                            row["probe_ms"] = statistics.median(probes[i])
+                        row["ms"] = [statistics.median(ms), min(ms), max(ms)]
+                        row["n"] = len(ms)
+                        row["mean_ms"] = statistics.fmean(ms)
+                    if progress is not None:
+                        progress(i + 1, len(points), row)
         final = None if speed is None else {"description": speed.description(dtype),
                                             "final_ms": speed()}
     versions = package_versions(("specmodel", "torch", "transformers"))
@@ -675,6 +712,7 @@ def measure(
         "layout": layout,
         "repeats": repeats,
         "warmup": warmup,
+        "sweeps": sweeps,
         "burn_in_seconds": round(burned, 3),
         "seed": seed,
         "versions": versions,
@@ -727,6 +765,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--shared-batches", default="8,32")
     ap.add_argument("--repeats", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--sweeps", type=int, default=1,
+                    help="passes over the points the repeats are spread across (1 to "
+                         "--repeats)")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--attention", default="auto", choices=ATTENTION)
     ap.add_argument("--layout", default="gqa", choices=LAYOUTS)
@@ -751,6 +792,7 @@ def main(argv: list[str] | None = None) -> int:
 
         profile = measure(shape, config, pts, device=a.device, dtype=a.dtype, path=a.path,
                           repeats=a.repeats, warmup=a.warmup, threads=a.threads, progress=show,
+                          sweeps=a.sweeps,
                           attention=a.attention, layout=a.layout, probe=a.probe)
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)

@@ -995,7 +995,7 @@ def profile_costs(target: SyntheticEngine, draft: SyntheticEngine | None,
                   configs: Sequence[Any], prompt_tokens: int, *, repeats: int = 5,
                   warmup: int = 1, contention_seconds: float = 1.0,
                   progress: Any = None, share_weights: bool | None = None,
-                  contention_graphs: bool | None = None) -> list[Any]:
+                  contention_graphs: bool | None = None, sweeps: int = 1) -> list[Any]:
     """Hardware profiles (:class:`~specmodel.formats.hardware.HardwareProfile`) of the
     forwards ``configs`` can run, measured by :func:`profiler.hardware.measure` on fresh
     random-weight decoders of the same architectures (not the run's), or with
@@ -1007,7 +1007,12 @@ def profile_costs(target: SyntheticEngine, draft: SyntheticEngine | None,
     drafter T(b, L); and the target's and the draft's slowdown when both run at once
     (``concurrent``, :func:`measure_contention`, with ``graphs`` =
     ``contention_graphs``).  The decoder model
-    (:meth:`specmodel.decodermodel.CostModel.from_calibration`) prices a run from them."""
+    (:meth:`specmodel.decodermodel.CostModel.from_calibration`) prices a run from them.
+    ``sweeps`` (at most ``repeats``): 1 times each architecture's points in alternating
+    chunks of decode and verification forwards, each chunk on a freshly built decoder and
+    each point's repeats back to back; more times all of an architecture's points, in
+    the same order, on one decoder in that many passes, each timing its share of every
+    point's repeats (:func:`profiler.hardware.measure`'s ``sweeps``)."""
     from profiler.hardware import Point, measure, read_config
     from specmodel.formats.hardware import HardwareProfile
 
@@ -1039,17 +1044,20 @@ def profile_costs(target: SyntheticEngine, draft: SyntheticEngine | None,
         # machine does not fall on one kind only
         data = None
         chunks = max(1, min(len(pts_d), len(pts_v), 4))
-        for c in range(chunks):
-            for sub, rep in ((pts_d[c::chunks], 4 * repeats), (pts_v[c::chunks], repeats)):
-                if not sub:
-                    continue
-                more = measure(shape, config, sub, **{**dev, "repeats": rep},
-                               runner=own.get(arch))
-                if data is None:
-                    data = more
-                else:
-                    data["points"] += more["points"]
-                    data["measure_seconds"] += more["measure_seconds"]
+        order = [(sub, rep) for c in range(chunks)
+                 for sub, rep in ((pts_d[c::chunks], 4 * repeats), (pts_v[c::chunks], repeats))
+                 if sub]
+        if sweeps > 1:  # one decoder, every point in each pass
+            data = measure(shape, config, [p for sub, _ in order for p in sub],
+                           **dev, runner=own.get(arch), sweeps=sweeps,
+                           point_repeats=[rep for sub, rep in order for _ in sub])
+        for sub, rep in order if sweeps == 1 else ():
+            more = measure(shape, config, sub, **{**dev, "repeats": rep}, runner=own.get(arch))
+            if data is None:
+                data = more
+            else:
+                data["points"] += more["points"]
+                data["measure_seconds"] += more["measure_seconds"]
         assert data is not None
         pts = [*pts_d, *pts_v]
         out.append(data)

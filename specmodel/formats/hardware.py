@@ -184,7 +184,12 @@ class HardwareProfile(_Strict):
     repeats: int = Field(ge=1)
     """Timed forwards per point."""
     warmup: int = Field(ge=0)
-    """Untimed forwards (or replays) before timing."""
+    """Untimed forwards (or replays) before timing (before each sweep's share)."""
+    sweeps: int = Field(default=1, ge=1)
+    """Passes over the points the repeats were spread across (1: each point's repeats back
+    to back, as every profile written before it existed): with several, each pass timed
+    its share of every point's repeats, so that a slow spell of a shared machine fell on
+    one share of several points, not on every repeat of one."""
     burn_in_seconds: float = Field(default=0.0, ge=0)
     """Seconds of untimed forwards of the first point right after the model was built,
     before any point is timed (0: none — profiles written before it existed): a freshly

@@ -447,6 +447,8 @@ def test_the_track_record_of_measured_registrations(tmp_path: Path) -> None:
     (["--register-first-pass", "--track-basis", "registered"], "(profiles or measured)"),
     (["--predict-on", "cpu-epyc", "--track-basis", "measured"], "registered from a preset"),
     (["--predict-on", "cpu-epyc", "--track-basis", "profiles"], "registered from a preset"),
+    (["--predict-here", "--profile-sweeps", "4"], "--profile-sweeps must be between 1 "
+     "and --profile-repeats (3), got 4"),
     (["--predict-here", "--predict-on", "cpu-epyc"], "not with --predict-on"),
     (["--predict-here", "--registered", "x.registered.json"], "not with --registered"),
     (["--predict-here", "--placement", "one-device"], "--placement is for --predict-on"),

@@ -10,6 +10,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from cli.main import main
 from specmodel.formats.calibration import load_calibration
@@ -99,6 +101,67 @@ def test_the_first_point_is_timed_after_a_burn_in(tiny: Path) -> None:
             measure(shape, config, pts, burn_in=bad)  # type: ignore[arg-type]
     old = default.model_dump(exclude={"burn_in_seconds"})  # profiles written before it
     assert HardwareProfile.model_validate(old).burn_in_seconds == 0.0
+
+
+@given(repeats=st.integers(1, 60), sweeps=st.integers(1, 60))
+def test_sweep_shares_split_the_repeats_evenly(repeats: int, sweeps: int) -> None:
+    """A point's repeats split over the sweeps: every sweep times it at least once, the
+    shares sum to the repeats and differ by at most one, the larger first; more sweeps
+    than repeats is refused, naming the parameter and its range."""
+    from profiler.hardware import sweep_repeats
+
+    if sweeps > repeats:
+        with pytest.raises(ValueError, match=rf"sweeps must be an integer in \[1, repeats "
+                                             rf"= {repeats}\]"):
+            sweep_repeats(repeats, sweeps)
+        return
+    shares = sweep_repeats(repeats, sweeps)
+    assert len(shares) == sweeps and sum(shares) == repeats and min(shares) >= 1
+    assert max(shares) - min(shares) <= 1 and shares == sorted(shares, reverse=True)
+
+
+def test_sweeps_spread_each_points_repeats_over_the_pass(tiny: Path, monkeypatch) -> None:
+    """With sweeps the points are timed pass after pass, each pass its share of every
+    point's repeats (each point's own with ``point_repeats``), and each row pools all of
+    its forwards; the profile records the sweeps."""
+    require("torch")
+    import profiler.hardware as hw
+
+    shape, config = hw.read_config(str(tiny))
+    pts = [hw.Point("decode", 1, 1, 16), hw.Point("verify", 1, 2, 16),
+           hw.Point("decode", 2, 1, 16)]
+    calls: list[tuple[int, int]] = []
+    timed = hw._time_point
+
+    def spy(torch, runner, point, path, device, warmup, repeats, layout):
+        calls.append((pts.index(point), repeats))
+        return timed(torch, runner, point, path, device, warmup, repeats, layout)
+
+    monkeypatch.setattr(hw, "_time_point", spy)
+    raw = hw.measure(shape, config, pts, warmup=0, burn_in=0, sweeps=3,
+                     point_repeats=[7, 3, 4])
+    assert calls == [(0, 3), (1, 1), (2, 2), (0, 2), (1, 1), (2, 1), (0, 2), (1, 1), (2, 1)]
+    prof = HardwareProfile.model_validate(raw)
+    assert prof.sweeps == 3 and prof.repeats == 7
+    assert [p.n for p in prof.points] == [7, 3, 4]
+    assert all(p.ms is not None and p.ms[1] <= p.ms[0] <= p.ms[2] for p in prof.points)
+    calls.clear()
+    one = HardwareProfile.model_validate(hw.measure(shape, config, pts, repeats=2, warmup=0,
+                                                    burn_in=0))
+    assert calls == [(0, 2), (1, 2), (2, 2)] and one.sweeps == 1  # back to back, as before
+    for kw, says in (({"sweeps": 3, "repeats": 2}, r"sweeps must be an integer in \[1, "
+                      r"repeats = 2\]"), ({"sweeps": 0}, "sweeps must be an integer >= 1"),
+                     ({"point_repeats": [1, 2]}, "point_repeats must be 3 integers >= 1")):
+        with pytest.raises(ValueError, match=says):
+            hw.measure(shape, config, pts, burn_in=0, **kw)
+    old = one.model_dump(exclude={"sweeps"})  # profiles written before sweeps existed
+    assert HardwareProfile.model_validate(old).sweeps == 1
+
+
+def test_cli_refuses_more_sweeps_than_repeats(tiny: Path, tmp_path: Path, capsys) -> None:
+    code, _, err = run(["profile", "hardware", str(tiny), "-o", str(tmp_path / "c.json"),
+                        "--repeats", "2", "--sweeps", "3"], capsys)
+    assert code == 2 and "--sweeps must be between 1 and --repeats (2), got 3" in err
 
 
 def test_transformers_path_runs_the_same_grid(tiny: Path) -> None:

@@ -413,6 +413,33 @@ def test_profile_costs_on_the_engines_own_weights(arch: str, arch2: str,
         assert all(p.ms is not None for p in b.points) and b.concurrent is not None
 
 
+def test_profile_costs_in_sweeps(arch: str, arch2: str, monkeypatch) -> None:
+    """With sweeps, each architecture's points are timed on one decoder in one call,
+    every point in each pass (the same grid, each point's forwards as many as without)."""
+    import profiler.hardware as hw
+    from profiler.engines.synthetic import profile_costs
+    from specmodel.config import SpecConfig
+
+    acc = load_preset("lr-paper-gsm8k-deepseek")
+    tgt = SyntheticEngine(arch, acceptance=acc, role="target")
+    drf = SyntheticEngine(arch2, acceptance=acc, role="draft")
+    cfgs = [SpecConfig(mode="async", k1=2, k2=2, max_steps=2, max_step_tokens=8)]
+    calls = []
+    measure = hw.measure
+    monkeypatch.setattr(hw, "measure", lambda *a, **k: calls.append(k) or measure(*a, **k))
+    chunked = profile_costs(tgt, drf, cfgs, 5, repeats=2, contention_seconds=0.05)
+    assert len(calls) > 2 and all(k.get("sweeps", 1) == 1 for k in calls)
+    calls.clear()
+    swept = profile_costs(tgt, drf, cfgs, 5, repeats=2, contention_seconds=0.05, sweeps=2)
+    assert [k["sweeps"] for k in calls] == [2, 2]  # one call per architecture
+    for a, b in zip(chunked, swept, strict=True):
+        assert b.sweeps == 2 and a.sweeps == 1
+        assert [(p.kind, p.batch, p.new_tokens, p.context, p.n) for p in a.points] == \
+            [(p.kind, p.batch, p.new_tokens, p.context, p.n) for p in b.points]
+    with pytest.raises(ValueError, match=r"sweeps must be an integer in \[1, repeats = 2\]"):
+        profile_costs(tgt, drf, cfgs, 5, repeats=2, contention_seconds=0.05, sweeps=3)
+
+
 def _on_stand_in_cuda(fwd: Any) -> tuple[Any, list[Any]]:
     """Make ``fwd`` (a ``_Forwards`` built on the CPU) run as on CUDA, the CUDA calls
     stood in for: (the graph class, whose ``replays`` counts replays, and weak
