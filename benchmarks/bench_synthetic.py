@@ -660,15 +660,16 @@ def profiler(a: argparse.Namespace, tgt: Any, drf: Any, configs: list[Any],
              prompt: int) -> tuple[Any, str]:
     """(the profiling pass a run takes before and after its rounds, how it times the two
     models' contention in words): :func:`profiler.engines.synthetic.profile_costs` with
-    ``a``'s ``--profile-repeats`` and ``--profile-sweeps``, the contention on CUDA timed on captured graphs each
-    on its own stream unless ``--contention-eager``."""
+    ``a``'s ``--profile-repeats`` and ``--profile-sweeps``, the contention on CUDA timed
+    on captured graphs each on its own stream unless ``--contention-eager``."""
     from profiler.engines.synthetic import profile_costs
 
     graphs = a.device == "cuda" and not a.contention_eager
 
     def profile() -> list[Any]:
         return profile_costs(tgt, drf, configs, prompt, repeats=a.profile_repeats,
-                             sweeps=a.profile_sweeps, progress=lambda m: print("  " + m, flush=True),
+                             sweeps=a.profile_sweeps,
+                             progress=lambda m: print("  " + m, flush=True),
                              contention_graphs=graphs)
 
     return profile, ("captured graphs, each side timed to its own stream" if graphs else
