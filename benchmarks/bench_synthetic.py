@@ -121,7 +121,8 @@ def _configs(a: argparse.Namespace) -> list[Any]:
     return list({c.label: c for c in out}.values())
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """The options of a sweep (and of what this benchmark reports on committed runs)."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add_device_arguments(ap)
     ap.add_argument("--target", default="bench-target",
@@ -218,6 +219,11 @@ def main(argv: list[str] | None = None) -> int:
                     help="run nothing: how many measured rounds of these committed runs "
                          "(held against a registration) fell inside the registered 95 %% "
                          "band of a run of that many problems, by run and pooled")
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = build_parser()
     a = ap.parse_args(argv)
     if a.register_first_pass and (a.predict_on or a.predict_here):
         ap.error("--register-first-pass registers during a run: not with "
