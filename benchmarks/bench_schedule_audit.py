@@ -316,6 +316,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="what keys a synthetic step's draws (bench_synthetic --draws; "
                          "prefix reproduces the audits before 2026-11-25)")
     ap.add_argument("--profile-repeats", type=int, default=3)
+    ap.add_argument("--profile-sweeps", type=int, default=1,
+                    help="passes over a profile's points its repeats are spread across "
+                         "(bench_synthetic --profile-sweeps)")
     ap.add_argument("--configs", default=None,
                     help="only these configurations (comma-separated labels, e.g. "
                          "'target,async k1=3 k2=1,async k1=3 k2=1 continuous')")
@@ -331,6 +334,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: --{name.replace('_', '-')} must be >= "
                   f"{2 if name == 'k1' else 1}", file=sys.stderr)
             return 2
+    if not 1 <= a.profile_sweeps <= a.profile_repeats:
+        print(f"error: --profile-sweeps must be between 1 and --profile-repeats "
+              f"({a.profile_repeats}), got {a.profile_sweeps}", file=sys.stderr)
+        return 2
     from benchmarks.harness import write_json
 
     out = Path(a.out or ROOT / "benchmarks" / "results" / "schedule_audit.json")

@@ -415,10 +415,12 @@ def test_profile_costs_on_the_engines_own_weights(arch: str, arch2: str,
 
 def test_profile_costs_in_sweeps(arch: str, arch2: str, monkeypatch) -> None:
     """With sweeps, each architecture's points are timed on one decoder in one call,
-    every point in each pass (the same grid, each point's forwards as many as without)."""
+    every point in each pass: the grid :func:`profile_points` names, each decode point
+    timed 4 × repeats times and each other point repeats times, as without sweeps."""
     import profiler.hardware as hw
     from profiler.engines.synthetic import profile_costs
     from specmodel.config import SpecConfig
+    from specmodel.hardware.predicted import profile_points
 
     acc = load_preset("lr-paper-gsm8k-deepseek")
     tgt = SyntheticEngine(arch, acceptance=acc, role="target")
@@ -427,15 +429,12 @@ def test_profile_costs_in_sweeps(arch: str, arch2: str, monkeypatch) -> None:
     calls = []
     measure = hw.measure
     monkeypatch.setattr(hw, "measure", lambda *a, **k: calls.append(k) or measure(*a, **k))
-    chunked = profile_costs(tgt, drf, cfgs, 5, repeats=2, contention_seconds=0.05)
-    assert len(calls) > 2 and all(k.get("sweeps", 1) == 1 for k in calls)
-    calls.clear()
     swept = profile_costs(tgt, drf, cfgs, 5, repeats=2, contention_seconds=0.05, sweeps=2)
     assert [k["sweeps"] for k in calls] == [2, 2]  # one call per architecture
-    for a, b in zip(chunked, swept, strict=True):
-        assert b.sweeps == 2 and a.sweeps == 1
-        assert [(p.kind, p.batch, p.new_tokens, p.context, p.n) for p in a.points] == \
-            [(p.kind, p.batch, p.new_tokens, p.context, p.n) for p in b.points]
+    for prof, (_, dec, ver) in zip(swept, profile_points(arch, arch2, cfgs, 5), strict=True):
+        assert prof.sweeps == 2
+        got = {(p.kind, p.batch, p.new_tokens, p.context): p.n for p in prof.points}
+        assert got == {**{k: 2 for k in ver}, **{k: 8 for k in dec}}
     with pytest.raises(ValueError, match=r"sweeps must be an integer in \[1, repeats = 2\]"):
         profile_costs(tgt, drf, cfgs, 5, repeats=2, contention_seconds=0.05, sweeps=3)
 
