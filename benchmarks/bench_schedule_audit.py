@@ -297,7 +297,7 @@ def model_mix(counters: dict[str, float]) -> dict[str, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from benchmarks.bench_synthetic import add_device_arguments
+    from benchmarks.bench_synthetic import add_device_arguments, profile_sweeps_error
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add_device_arguments(ap)  # on CUDA the log times each forward by CUDA events
@@ -334,9 +334,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: --{name.replace('_', '-')} must be >= "
                   f"{2 if name == 'k1' else 1}", file=sys.stderr)
             return 2
-    if not 1 <= a.profile_sweeps <= a.profile_repeats:
-        print(f"error: --profile-sweeps must be between 1 and --profile-repeats "
-              f"({a.profile_repeats}), got {a.profile_sweeps}", file=sys.stderr)
+    if (bad := profile_sweeps_error(a)) is not None:
+        print(f"error: {bad}", file=sys.stderr)
         return 2
     from benchmarks.harness import write_json
 

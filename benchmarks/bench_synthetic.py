@@ -222,6 +222,15 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
+def profile_sweeps_error(a: argparse.Namespace) -> str | None:
+    """What is wrong with ``a``'s ``--profile-sweeps`` (1 to ``--profile-repeats``), or
+    None."""
+    if 1 <= a.profile_sweeps <= a.profile_repeats:
+        return None
+    return (f"--profile-sweeps must be between 1 and --profile-repeats "
+            f"({a.profile_repeats}), got {a.profile_sweeps}")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = build_parser()
     a = ap.parse_args(argv)
@@ -256,9 +265,8 @@ def main(argv: list[str] | None = None) -> int:
         if v is not None and not (a.predict_on and 1 <= v < float("inf")):
             ap.error(f"{flag} must be a number >= 1, with --predict-on; got {v}"
                      + ("" if a.predict_on else " without --predict-on"))
-    if not 1 <= a.profile_sweeps <= a.profile_repeats:
-        ap.error(f"--profile-sweeps must be between 1 and --profile-repeats "
-                 f"({a.profile_repeats}), got {a.profile_sweeps}")
+    if (bad := profile_sweeps_error(a)) is not None:
+        ap.error(bad)
     if a.placement is not None and not a.predict_on:
         ap.error("--placement is for --predict-on: a run, and what --predict-here and "
                  "--register-first-pass measure, have the engines where --device puts them")

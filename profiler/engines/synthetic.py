@@ -1051,13 +1051,15 @@ def profile_costs(target: SyntheticEngine, draft: SyntheticEngine | None,
             data = measure(shape, config, [p for sub, _ in order for p in sub],
                            **dev, runner=own.get(arch), sweeps=sweeps,
                            point_repeats=[rep for sub, rep in order for _ in sub])
-        for sub, rep in order if sweeps == 1 else ():
-            more = measure(shape, config, sub, **{**dev, "repeats": rep}, runner=own.get(arch))
-            if data is None:
-                data = more
-            else:
-                data["points"] += more["points"]
-                data["measure_seconds"] += more["measure_seconds"]
+        else:
+            for sub, rep in order:
+                more = measure(shape, config, sub, **{**dev, "repeats": rep},
+                               runner=own.get(arch))
+                if data is None:
+                    data = more
+                else:
+                    data["points"] += more["points"]
+                    data["measure_seconds"] += more["measure_seconds"]
         assert data is not None
         pts = [*pts_d, *pts_v]
         out.append(data)
