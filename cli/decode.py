@@ -153,6 +153,12 @@ def decode(
         _architecture(target, "--target")
         if cfg.k1 > 1:
             _architecture(draft, "--draft")
+    if not synthetic:  # every model argument checked before the first one loads
+        from profiler.packs import check_model
+
+        check_model(target, option="--target")
+        if cfg.k1 > 1:
+            check_model(draft, option="--draft")
     if cfg.k1 > 1:
         from profiler.calibrate import check_distinct_models
 

@@ -465,7 +465,7 @@ def run(
         steps_key,
         tokens_key,
     )
-    from profiler.packs import resolve_model
+    from profiler.packs import check_model, resolve_model
 
     # Everything that can be checked without measuring is checked before the first phase.
     check_settings(verifier=verifier, token_engine=token_engine if measure_tokens else None,
@@ -475,6 +475,8 @@ def run(
     grid = _engine_cost_options(contexts, cost_widths, cost_tokens, speculation_k2,
                                 cost_repeats, speculation_problems)
     with _models_named(target=target, draft=draft):
+        check_model(target)  # both names before either pack is fetched
+        check_model(draft)
         resolve_model(target)
         resolve_model(draft)
     expected = {

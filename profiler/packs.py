@@ -934,9 +934,19 @@ def resolve_model(name_or_path: str | Path, cache_dir: Path | str | None = None,
     ``config.json`` is returned as it is.  Anything else raises :class:`UnknownModelError`
     (a ValueError) that names ``option`` and lists the known pack names.
     """
+    if check_model(name_or_path, option=option) == "pack":
+        return fetch_pack(str(name_or_path), cache_dir)
+    return Path(name_or_path).expanduser()
+
+
+def check_model(name_or_path: str | Path, *, option: str = "model") -> Literal["pack", "folder"]:
+    """Whether ``name_or_path`` (given in ``option``) names a registered pack or a local
+    model folder with a ``config.json``, fetching and loading nothing: a command checks
+    every model argument with it before the first model loads, so a bad one is refused at
+    once.  Anything else raises :class:`UnknownModelError` naming ``option``."""
     if isinstance(name_or_path, str) and name_or_path in PACKS:
-        return fetch_pack(name_or_path, cache_dir)
+        return "pack"
     path = Path(name_or_path).expanduser()
     if path.is_dir() and (path / "config.json").is_file():
-        return path
+        return "folder"
     raise UnknownModelError(str(name_or_path), option)

@@ -25,6 +25,7 @@ from profiler.packs import (
     ModelPack,
     PackError,
     cache_root,
+    check_model,
     fetch_pack,
     list_packs,
     pack_path,
@@ -300,6 +301,20 @@ def test_resolve_model(tmp_path) -> None:
     assert all(name in str(err.value) for name in PACKS)
     with pytest.raises(ValueError, match=r"config\.json"):
         resolve_model(str(tmp_path.parent))  # a folder, but not a model
+
+
+def test_check_model_fetches_nothing(tmp_path, monkeypatch) -> None:
+    """A pack name passes as a name alone (nothing fetched, whatever the cache holds); a
+    folder needs its config.json; anything else names the option it came in."""
+    monkeypatch.setenv("SPECMODEL_CACHE", str(tmp_path / "empty-cache"))
+    assert check_model("smollm2-135m", option="--target") == "pack"
+    assert not (tmp_path / "empty-cache").exists()
+    (tmp_path / "config.json").write_text("{}")
+    assert check_model(tmp_path) == "folder"
+    with pytest.raises(ValueError, match=r"^--draft must be a pack name .*'nope'"):
+        check_model("nope", option="--draft")
+    with pytest.raises(ValueError, match=r"config\.json"):
+        check_model(tmp_path.parent)
 
 
 def test_resolve_model_returns_a_cached_pack(tmp_path) -> None:
