@@ -779,6 +779,13 @@ def run(a: argparse.Namespace, dtype: str, out: Path) -> dict[str, Any]:
         rec = rec.model_copy(update={"calibration": cal})
         write_json_atomic(rec, path)
         records[i] = (path, rec)
+    # each round priced by the passes nearest it as well (a diagnosis of the drift): the
+    # pass taken just before it, as a registration from that pass would price it, and
+    # the two bracketing it
+    by_pass = {basis: [{x.config: x.predicted_decoder for x in compare(rec, with_costs(
+        acc, costs, f"{a.target} / {a.draft} on {a.device} {dtype}", models,
+        merge_profiles(nearest_passes(passes, r, basis))))}
+        for r, (_, rec) in enumerate(records)] for basis in NEAREST_PASSES}
     rows = []
     # the decoder model at each round's own step acceptance too (a diagnosis: what is
     # left of its error once the acceptance the round drew is given to it)
@@ -805,6 +812,7 @@ def run(a: argparse.Namespace, dtype: str, out: Path) -> dict[str, Any]:
             if drafts:
                 alpha2.append(first / drafts)
         mean = statistics.fmean(measured)
+        nearest = {basis: [got[c.label] for got in by_pass[basis]] for basis in by_pass}
         rows.append({
             "config": c.label, "mode": c.mode, "k1": c.k1, "k2": c.k2,
             "predicted": pred, "priced": priced, "measured": measured,
@@ -815,6 +823,10 @@ def run(a: argparse.Namespace, dtype: str, out: Path) -> dict[str, Any]:
             "decoder_error": None if decoder is None else decoder / mean - 1,
             "decoder_errors_by_round": [None if decoder is None else decoder / m - 1
                                         for m in measured],
+            "decoder_by_pass": nearest,
+            "decoder_errors_by_pass": {basis: [None if p is None else p / m - 1
+                                               for p, m in zip(got, measured, strict=True)]
+                                       for basis, got in nearest.items()},
             "ms_per_token": per_round,
             "step_acceptance_run": statistics.fmean(alpha1) if alpha1 else None,
             "token_acceptance_pos0_run": statistics.fmean(alpha2) if alpha2 else None,
@@ -861,13 +873,18 @@ def run(a: argparse.Namespace, dtype: str, out: Path) -> dict[str, Any]:
                          ("decoder at the run's acceptance",
                           "decoder_at_run_acceptance_error"))
             if reg is not None or k != "registered_error")},
+        "per_round_abs_error": per_round_abs_error(rows),
         "registration": None if reg is None else {k: v for k, v in reg.items()
                                                   if k not in ("predictions", "hardware")},
         "calibration": {"name": cal.name, "alpha1": cal.step.alpha1, "c1": cal.step.c1,
                         "alpha2": cal.token.alpha2, "c2": cal.token.c2},
         "records": [str(p) for p, _ in records],
         "rows": rows,
+        "profiles_by_pass": [[h.model_dump(mode="json") for h in pass_] for pass_ in passes],
     }
+    print("each round priced by " + "; ".join(
+        f"{PASS_BASES[k]}: mean |error| {v:.1%}" for k, v in
+        summary["per_round_abs_error"].items() if v is not None), flush=True)
     also = []
     for i, (path, held) in enumerate(regs):
         fields = {k: v for k, v in held.items() if k not in ("predictions", "hardware")}
@@ -893,6 +910,43 @@ def run(a: argparse.Namespace, dtype: str, out: Path) -> dict[str, Any]:
     if also:
         summary["registrations_also"] = also
     return summary
+
+
+NEAREST_PASSES = ("preceding", "bracketing")
+"""The passes each round is priced by besides all of a run's passes merged: the one
+taken just before it, or the two bracketing it (before and after)."""
+PASS_BASES = {"merged": "every pass of the run (merged)",
+              "preceding": "the pass just before the round",
+              "bracketing": "the two passes bracketing the round"}
+"""The pricing bases of :func:`per_round_abs_error`, described."""
+
+
+def nearest_passes(passes: list[Any], r: int, basis: str) -> list[Any]:
+    """The profiling passes nearest round ``r`` (0-based) of a run whose ``passes`` were
+    taken before the first round and after each: ``preceding`` the one just before it,
+    ``bracketing`` that one and the one just after it."""
+    if basis not in NEAREST_PASSES:
+        raise ValueError(f"basis must be one of {NEAREST_PASSES}; got {basis!r}")
+    if not 0 <= r < len(passes) - 1:
+        raise ValueError(f"r must be in [0, {len(passes) - 2}] for {len(passes)} passes "
+                         f"(one before each round and one after the last); got {r}")
+    return passes[r:r + (1 if basis == "preceding" else 2)]
+
+
+def per_round_abs_error(rows: list[dict[str, Any]]) -> dict[str, float | None]:
+    """The decoder model's mean |error| against each round's measured speedup over the
+    speculative rows, priced by every pass merged (``decoder_errors_by_round``) and by
+    each basis of ``decoder_errors_by_pass``; None where a basis priced no row."""
+    def mean(errs: list[float | None]) -> float | None:
+        got = [abs(e) for e in errs if e is not None]
+        return statistics.fmean(got) if got else None
+
+    spec = [r for r in rows if speculative(r)]
+    out = {"merged": mean([e for r in spec for e in r["decoder_errors_by_round"]])}
+    for basis in NEAREST_PASSES:
+        out[basis] = mean([e for r in spec
+                           for e in (r.get("decoder_errors_by_pass") or {}).get(basis, [])])
+    return out
 
 
 COST_BAND_COVERS = (

@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from benchmarks.bench_synthetic import REGISTERED_KEYS, main, registration
 
@@ -373,6 +375,39 @@ def test_the_track_record_on_the_runs_own_profiles() -> None:
         track_residuals(run, "preset")
 
 
+@given(st.integers(min_value=2, max_value=8), st.data())
+def test_the_passes_nearest_a_round(n: int, data: st.DataObject) -> None:
+    """Passes taken before the first round and after each: round r is preceded by pass r
+    and followed by pass r + 1, whatever the run's length."""
+    from benchmarks.bench_synthetic import nearest_passes
+
+    passes = list(range(n))
+    r = data.draw(st.integers(min_value=0, max_value=n - 2))
+    assert nearest_passes(passes, r, "preceding") == [r]
+    assert nearest_passes(passes, r, "bracketing") == [r, r + 1]
+    with pytest.raises(ValueError, match=r"^r must be in \[0, "):
+        nearest_passes(passes, n - 1, "preceding")  # no round follows the last pass
+    with pytest.raises(ValueError, match="basis must be one of"):
+        nearest_passes(passes, r, "nearest")
+
+
+def test_each_round_priced_by_its_nearest_passes() -> None:
+    """The per-round mean |error| of each basis over the speculative rows: the baseline
+    left out, a basis no row carries reported as None."""
+    from benchmarks.bench_synthetic import per_round_abs_error
+
+    rows = [{"k1": 1, "k2": 1, "decoder_errors_by_round": [0.5, 0.5],
+             "decoder_errors_by_pass": {"preceding": [0.5, 0.5]}},
+            {"k1": 2, "k2": 1, "decoder_errors_by_round": [0.1, -0.3],
+             "decoder_errors_by_pass": {"preceding": [0.2, None]}},
+            {"k1": 1, "k2": 3, "decoder_errors_by_round": [-0.2, 0.0],
+             "decoder_errors_by_pass": {"preceding": [-0.4, 0.0]}}]
+    got = per_round_abs_error(rows)
+    assert got["merged"] == pytest.approx(0.15)
+    assert got["preceding"] == pytest.approx(0.2)
+    assert got["bracketing"] is None
+
+
 def test_a_preset_track_record_refuses_a_run_registered_from_a_profile(tmp_path: Path
                                                                        ) -> None:
     from benchmarks.bench_synthetic import track_record
@@ -503,6 +538,11 @@ def test_a_registration_measured_here_is_held_beside_a_presets(tmp_path: Path, c
         (tmp_path / "run_round1.run.json").read_text())["created"]
     run = json.loads(out.read_text())
     assert run["registration"]["priced_by"] == "preset"
+    # one round: bracketed by the passes before and after it, the pass before alone too
+    assert len(run["profiles_by_pass"]) == 2
+    assert all(len(r["decoder_errors_by_pass"][b]) == 1 for r in run["rows"]
+               for b in ("preceding", "bracketing"))
+    assert set(run["per_round_abs_error"]) == {"merged", "preceding", "bracketing"}
     also, also_first = run["registrations_also"]
     assert also_first["file"] == "run_first_pass.registered.json"
     assert also["file"] == "here.registered.json" and "hardware" not in also["registration"]
