@@ -147,6 +147,10 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--only-async", action="store_true",
                     help="run only the baseline and the async configurations (with "
                          "--continuous: call and continuous side by side; --k2 1: no hybrid)")
+    ap.add_argument("--interleave", action="store_true",
+                    help="time each round problem by problem, every configuration on each "
+                         "(a slow spell then falls on all of them alike), instead of each "
+                         "configuration over every problem in turn")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--profile-repeats", type=int, default=3,
                     help="timed forwards per verification/prefill point in each profiling "
@@ -765,7 +769,7 @@ def run(a: argparse.Namespace, dtype: str, out: Path) -> dict[str, Any]:
 
         rec = run_configurations(tgt, drf, ver, order, problems, path, models=models,
                                  settings=settings, calibration=cal, include_baseline=True,
-                                 progress=show)
+                                 progress=show, interleave=a.interleave)
         records.append((path, rec))
         t1 = time.perf_counter()
         passes.append(profile())  # after every round: the machine's state drifts
@@ -855,6 +859,7 @@ def run(a: argparse.Namespace, dtype: str, out: Path) -> dict[str, Any]:
         "architectures": {"target": tgt.shape.to_dict(), "draft": drf.shape.to_dict()},
         "acceptance": a.acceptance, "prefill": a.prefill,
         "synthetic": syn.model_dump(mode="json"),
+        "interleave": a.interleave,
         "problems": a.problems, "max_steps": a.max_steps,
         "max_step_tokens": a.max_step_tokens, "prompt_tokens": prompt, "rounds": a.rounds,
         "costs": {"context": costs["context"], "T_ms": {str(b): t * 1e3 for b, t in

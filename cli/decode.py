@@ -84,6 +84,10 @@ def decode(
     output: Annotated[Path, typer.Option("--output", "-o", help="Run record to write.")]
     = Path("run.json"),
     resume: Annotated[bool, typer.Option(help="Skip configurations already in OUTPUT.")] = False,
+    interleave: Annotated[bool, typer.Option(
+        help="Decode problem by problem, the baseline and the configuration on each in "
+             "turn, so that a slow spell of a shared machine falls on both alike (OUTPUT "
+             "is written at the end; no --resume).")] = False,
     json_out: JsonOut = False,
 ) -> None:
     """Run Lookahead Reasoning on real models and write a run record.
@@ -100,6 +104,9 @@ def decode(
     from specmodel.formats.calibration import resolve_calibration
     from specmodel.formats.run_record import RunSettings
 
+    if interleave and resume:
+        raise ValueError("--resume cannot continue an --interleave run (its record is "
+                         "written only at the end): drop one of them")
     synthetic = engine == "synthetic"
     acc_cal = _check_synthetic_options(engine, acceptance, verifier, verifier_cost)
     cfg = SpecConfig()
@@ -167,7 +174,7 @@ def decode(
     from specmodel.formats.lock import WriteLock
 
     # The record is locked before any model loads: a second writer is refused at once.
-    with WriteLock(output), saving(lambda: _decode_saved(output)):
+    with WriteLock(output), saving(lambda: _decode_saved(output, interleave)):
         probs = load_problems(problems, seed)
         where: dict[str, Any] = {"threads": threads, "delimiter": cfg.step_delimiter,
                                  "device": device, "dtype": dtype}
@@ -207,6 +214,7 @@ def decode(
                                      device=device, dtype=dtype, synthetic=syn,
                                      prompt_tokens=mean_prompt_tokens(tgt, probs)),
                 calibration=cal, include_baseline=baseline, resume=resume, progress=bar,
+                interleave=interleave,
             )
     con = console()
     rows = [{"config": c.label, **c.totals.model_dump()} for c in record.configs]
@@ -327,9 +335,13 @@ class _LazyBar:
             self._bar.__exit__(*exc)
 
 
-def _decode_saved(output: Path) -> str:
+def _decode_saved(output: Path, interleave: bool = False) -> str:
     """The interrupt line of ``decode``: the configurations saved and how to go on."""
     from specmodel.formats.run_record import load_run_record
+
+    if interleave:
+        return (f"an --interleave run writes {output} only at its end: nothing of this run "
+                "was saved; run the same command again")
 
     try:
         labels = [c.label for c in load_run_record(output).configs] if output.is_file() else []

@@ -33,6 +33,7 @@ from specmodel.formats.lock import WriteLock, resume_mismatch
 from specmodel.formats.run_record import (
     ConfigRun,
     CostProbe,
+    ProblemRun,
     RunRecord,
     RunSettings,
     load_run_record,
@@ -131,18 +132,28 @@ def run_configurations(
     resume: bool = False,
     progress: Callable[[int, int, str], None] | None = None,
     cost_probes: Sequence[CostProbe] = (),
+    interleave: bool = False,
 ) -> RunRecord:
     """Decode ``problems`` with every configuration (the target-only baseline first).
 
     ``progress(done, total, message)`` is called after every problem, counting
     over all configurations.  ``cost_probes`` (engine-cost probes taken for this
     invocation, :func:`profiler.engine_costs.probe_costs`) are added to the record's
-    (a resumed record keeps its earlier ones).
+    (a resumed record keeps its earlier ones).  ``interleave``: decode problem by
+    problem, every configuration on each (forwards on even problems, backwards on odd
+    ones), so that a slow spell of a shared machine lands on every configuration alike
+    and not on one configuration's minutes; the record (``settings.order``
+    'problems') is then written once, at the end, and cannot be resumed.  Either way
+    each configuration decodes each problem from a cold prefix cache, with the same
+    draws.
     """
     if not configs and not include_baseline:
         raise ValueError("configs must not be empty")
     if not problems:
         raise ValueError("problems must not be empty")
+    if interleave and resume:
+        raise ValueError("resume cannot continue an interleaved run (its record is written "
+                         "only at the end): give interleave=False or resume=False")
     todo = list(configs)
     for cfg in todo:
         _check_verifier(cfg, verifier)
@@ -155,7 +166,8 @@ def run_configurations(
     with WriteLock(path):
         done: list[ConfigRun] = []
         probes = list(cost_probes)
-        run_settings = RunSettings.model_validate(settings)
+        run_settings = RunSettings.model_validate(settings).model_copy(
+            update={"order": "problems" if interleave else "configurations"})
         if resume and path.is_file():
             old = load_run_record(path)
             check_resume(path, old, engine=target.name, models=models, settings=run_settings,
@@ -179,25 +191,42 @@ def run_configurations(
         total = len(todo) * len(problems)
         count = len(finished) * len(problems)
         record: RunRecord | None = None
-        for cfg in todo:
-            if cfg.label in finished:
-                continue
-            dec = LookaheadDecoder.for_config(target, draft if cfg.k1 > 1 else None,
-                                              verifier if cfg.k1 > 1 else None, cfg)
-            runs = []
-            for p in problems:
-                for eng in (target, draft):  # a problem starts with a cold prefix cache
-                    forget = getattr(eng, "forget", None)
-                    if forget is not None:
-                        forget()
-                runs.append(dec.decode(p))
-                count += 1
-                if progress is not None:
-                    r = runs[-1]
-                    progress(count, total, f"{cfg.label}: problem {p.index}, {r.output_tokens} "
-                             f"tokens in {r.seconds:.1f} s")
+        pending = [c for c in todo if c.label not in finished]
+
+        def decoder(cfg: SpecConfig) -> LookaheadDecoder:
+            return LookaheadDecoder.for_config(target, draft if cfg.k1 > 1 else None,
+                                               verifier if cfg.k1 > 1 else None, cfg)
+
+        def decode(cfg: SpecConfig, dec: LookaheadDecoder, p: Problem) -> ProblemRun:
+            nonlocal count
+            for eng in (target, draft):  # a problem starts with a cold prefix cache
+                forget = getattr(eng, "forget", None)
+                if forget is not None:
+                    forget()
+            r = dec.decode(p)
+            count += 1
+            if progress is not None:
+                progress(count, total, f"{cfg.label}: problem {p.index}, {r.output_tokens} "
+                         f"tokens in {r.seconds:.1f} s")
+            return r
+
+        def finish(cfg: SpecConfig, runs: list[ProblemRun]) -> None:
+            nonlocal record
             done.append(ConfigRun(label=cfg.label, config=cfg, totals=totals(runs), problems=runs))
             done.sort(key=lambda c: labels.index(c.label))
             record = RunRecord(**meta, configs=done)
             write_json_atomic(record, path)
+
+        if interleave:
+            decs = [(cfg, decoder(cfg)) for cfg in pending]
+            by_config: dict[str, list[ProblemRun]] = {cfg.label: [] for cfg in pending}
+            for i, p in enumerate(problems):
+                for cfg, dec in decs if i % 2 == 0 else decs[::-1]:
+                    by_config[cfg.label].append(decode(cfg, dec, p))
+            for cfg in pending:
+                finish(cfg, by_config[cfg.label])
+        else:
+            for cfg in pending:
+                dec = decoder(cfg)
+                finish(cfg, [decode(cfg, dec, p) for p in problems])
         return record if record is not None else RunRecord(**meta, configs=done)

@@ -236,6 +236,12 @@ class RunSettings(_Record):
     """Mean prompt length of the run's problems in the target's tokens (the first
     prefill and the starting context of every call; None in records from before it was
     recorded: the decoder model then assumes one)."""
+    order: Literal["configurations", "problems"] | None = None
+    """How the configurations were timed: 'configurations', each over every problem
+    before the next; 'problems', problem by problem with every configuration on each
+    (in alternating directions), so that a slow spell of the machine falls on all of
+    them alike instead of on one configuration's minutes; None in records from before it
+    was recorded (they ran by configurations)."""
     synthetic: SyntheticAcceptance | None = None
     """Set when the acceptance was synthetic (drawn from a calibration, not real text);
     None: real models, real text."""

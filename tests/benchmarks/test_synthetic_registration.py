@@ -524,7 +524,7 @@ def test_a_registration_measured_here_is_held_beside_a_presets(tmp_path: Path, c
                  str(tmp_path / "preset.json")]) == 0
     capsys.readouterr()
     out = tmp_path / "run.json"
-    assert main([*small, "--rounds", "1", "--register-first-pass", "--registered",
+    assert main([*small, "--rounds", "1", "--interleave", "--register-first-pass", "--registered",
                  str(tmp_path / "preset.registered.json"),
                  str(tmp_path / "here.registered.json"), "--out", str(out)]) == 0
     printed = capsys.readouterr().out
@@ -538,6 +538,8 @@ def test_a_registration_measured_here_is_held_beside_a_presets(tmp_path: Path, c
         (tmp_path / "run_round1.run.json").read_text())["created"]
     run = json.loads(out.read_text())
     assert run["registration"]["priced_by"] == "preset"
+    assert run["interleave"] and json.loads((tmp_path / "run_round1.run.json").read_text()
+                                            )["settings"]["order"] == "problems"
     # one round: bracketed by the passes before and after it, the pass before alone too
     assert len(run["profiles_by_pass"]) == 2
     assert all(len(r["decoder_errors_by_pass"][b]) == 1 for r in run["rows"]

@@ -538,6 +538,8 @@ def test_optimize_what_if_bad_input(capsys, args, named) -> None:
      "--target must be a pack"),
     (["decode", "--k1", "2", "--draft", "nope-d", "--verifier", "exact", "-o", "x.json",
       "--problems", "1"], "--draft must be a pack"),
+    (["decode", "--interleave", "--resume", "-o", "x.json"],
+     "--resume cannot continue an --interleave run"),
 ])
 def test_bad_values_name_the_option_typed(args, option, capsys, tmp_path, monkeypatch) -> None:
     """Refused in one error line naming the option, not the field (a phase's progress

@@ -237,8 +237,9 @@ def _decode(args: list[str], capsys) -> tuple[int, str]:
 
 @pytest.mark.parametrize("extra", [["--mode", "sync", "--k1", "3", "--width", "2"],
                                    ["--mode", "async", "--k1", "3"],
-                                   ["--mode", "async", "--k1", "2", "--k2", "3"]],
-                         ids=["sync", "async", "hybrid"])
+                                   ["--mode", "async", "--k1", "2", "--k2", "3"],
+                                   ["--mode", "sync", "--k1", "2", "--interleave"]],
+                         ids=["sync", "async", "hybrid", "interleaved"])
 def test_decode_synthetic_writes_a_record(arch: str, arch2: str, tmp_path: Path, capsys,
                                           extra: list[str]) -> None:
     out = tmp_path / "run.json"
@@ -249,6 +250,7 @@ def test_decode_synthetic_writes_a_record(arch: str, arch2: str, tmp_path: Path,
     assert code == 0, text
     rec = load_run_record(out, require_baseline=True)
     assert rec.engine == "synthetic"
+    assert rec.settings.order == ("problems" if "--interleave" in extra else "configurations")
     syn = rec.settings.synthetic
     assert syn is not None and syn.calibration == "lr-paper-gsm8k-deepseek"
     assert "geometric" in syn.step_lengths  # the paper preset has no histogram
@@ -659,3 +661,48 @@ def test_a_failing_forward_fails_every_waiting_step_and_later_submissions(
             r.future.result(timeout=1)
     with pytest.raises(EngineError, match="device lost"):
         srv.submit("Question 9?\n\n", 48)
+
+
+def test_an_interleaved_run_decodes_what_a_run_by_configurations_does(
+        arch: str, arch2: str, tmp_path: Path) -> None:
+    """Problem by problem, every configuration on each, a run commits the same steps as
+    configuration by configuration (each problem starts from a cold cache with the same
+    draws); the record says how it was timed, keeps the configurations' order, and an
+    interleaved run is never resumed."""
+    from profiler.problems import Problem
+    from profiler.runs import run_configurations
+    from specmodel.config import SpecConfig
+
+    cal = calibration(step={"step_tokens_histogram": {"2": 1, "5": 1},
+                            "acceptance_by_position": [0.7, 0.5]})
+    target = SyntheticEngine(arch, acceptance=cal, seed=4)
+    draft = SyntheticEngine(arch2, acceptance=cal, role="draft", seed=4)
+    ver = SyntheticVerifier(cal, source="test", seed=4)
+    problems = [Problem(i, f"How many apples are left in basket {i}?", "1", "")
+                for i in range(3)]
+    configs = [SpecConfig(mode="sync", k1=k1, max_steps=6,
+                          verifier={"kind": "synthetic", "model": "x"}) for k1 in (2, 3)]
+    seen: list[str] = []
+    records = {}
+    for interleave in (False, True):
+        seen.clear()
+        records[interleave] = run_configurations(
+            target, draft, ver, configs, problems, tmp_path / f"run_{interleave}.json",
+            models={"target": "t", "draft": "d", "verifier": "v"}, settings={},
+            progress=lambda done, total, msg: seen.append(msg.split(":")[0]),
+            interleave=interleave)
+    by_configs, by_problems = records[False], records[True]
+    labels = ["target", "sync k1=2 k2=1", "sync k1=3 k2=1"]
+    assert [c.label for c in by_problems.configs] == labels
+    assert by_configs.settings.order == "configurations"
+    assert by_problems.settings.order == "problems"
+    assert load_run_record(tmp_path / "run_True.json").settings.order == "problems"
+    # problem 0 forwards, problem 1 backwards, problem 2 forwards
+    assert seen == [*labels, *labels[::-1], *labels]
+    for a, b in zip(by_configs.configs, by_problems.configs, strict=True):
+        assert [[(s.text, s.source) for s in p.steps] for p in a.problems] == [
+            [(s.text, s.source) for s in p.steps] for p in b.problems]
+        assert a.totals.output_tokens == b.totals.output_tokens
+    with pytest.raises(ValueError, match="resume cannot continue an interleaved run"):
+        run_configurations(target, draft, ver, configs, problems, tmp_path / "x.json",
+                           models={}, settings={}, resume=True, interleave=True)
