@@ -176,6 +176,7 @@ def fake_phases(monkeypatch):
     import profiler.packs
 
     monkeypatch.setattr(profiler.packs, "resolve_model", lambda name, cache_dir=None: name)
+    monkeypatch.setattr(profiler.packs, "check_model", lambda name, **_: "pack")
     return log
 
 

@@ -62,6 +62,7 @@ def scripted_run(monkeypatch):
     monkeypatch.setattr(profiler.engines, "make_engine", make_engine)
     monkeypatch.setattr(profiler.verifiers, "make_verifier", make_verifier)
     monkeypatch.setattr(profiler.packs, "resolve_model", lambda name, **_: Path("/packs") / name)
+    monkeypatch.setattr(profiler.packs, "check_model", lambda name, **_: "pack")
     monkeypatch.setattr(profiler.problems, "load_problems", lambda n, seed: [PROBLEM])
     return built
 
