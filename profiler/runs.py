@@ -210,9 +210,11 @@ def run_configurations(
                          f"tokens in {r.seconds:.1f} s")
             return r
 
-        def finish(cfg: SpecConfig, runs: list[ProblemRun]) -> None:
+        def finish(finished_runs: list[tuple[SpecConfig, list[ProblemRun]]]) -> None:
             nonlocal record
-            done.append(ConfigRun(label=cfg.label, config=cfg, totals=totals(runs), problems=runs))
+            for cfg, runs in finished_runs:
+                done.append(ConfigRun(label=cfg.label, config=cfg, totals=totals(runs),
+                                      problems=runs))
             done.sort(key=lambda c: labels.index(c.label))
             record = RunRecord(**meta, configs=done)
             write_json_atomic(record, path)
@@ -223,10 +225,9 @@ def run_configurations(
             for i, p in enumerate(problems):
                 for cfg, dec in decs if i % 2 == 0 else decs[::-1]:
                     by_config[cfg.label].append(decode(cfg, dec, p))
-            for cfg in pending:
-                finish(cfg, by_config[cfg.label])
+            finish([(cfg, by_config[cfg.label]) for cfg in pending])  # one write
         else:
             for cfg in pending:
                 dec = decoder(cfg)
-                finish(cfg, [decode(cfg, dec, p) for p in problems])
+                finish([(cfg, [decode(cfg, dec, p) for p in problems])])
         return record if record is not None else RunRecord(**meta, configs=done)
