@@ -487,7 +487,11 @@ def registration_of(a: argparse.Namespace, dtype: str, acc: Any, configs: list[A
     models = {"target": a.target, "draft": a.draft, "verifier": ver.name}
     what = (f"{a.target} / {a.draft} " + ("measured" if here else "predicted")
             + f" on {device} {dtype}")
-    cal = with_costs(acc, costs, what, models, hardware)
+
+    def cal_of(hardware: list[Any]) -> Any:
+        return with_costs(acc, costs, what, models, hardware)
+
+    cal = cal_of(hardware)
     rows = []
     for cfg in configs:
         got = decoder_prediction(cal, cfg, synthetic=syn, sample_problems=a.problems)
@@ -495,8 +499,8 @@ def registration_of(a: argparse.Namespace, dtype: str, acc: Any, configs: list[A
                      else {k: v * 1e3 for k, v in decoder_time_split(got).items()}})
     # the cost model's error (measured prices have none: their drift shows in the track
     # record)
-    band = None if here else cost_band(a, cal_of=lambda hw: with_costs(
-        acc, costs, what, models, hw), hardware=hardware, syn=syn, configs=configs, rows=rows)
+    band = None if here else cost_band(a, cal_of=cal_of, hardware=hardware, syn=syn,
+                                       configs=configs, rows=rows)
     if track is not None:
         for r in rows:
             if r["predicted_decoder"] is not None:
@@ -734,6 +738,12 @@ def run(a: argparse.Namespace, dtype: str, out: Path) -> dict[str, Any]:
     costs = prepare_run(tgt, drf, configs, prompt)
     syn, ver = _settings(a, acc, lengths, configs, target, draft, costs["T"][1])
     models = {"target": a.target, "draft": a.draft, "verifier": ver.name}
+
+    def cal_for(hardware: list[Any]) -> Any:
+        """The acceptance calibration priced by the profiles ``hardware``."""
+        return with_costs(acc, costs, f"{a.target} / {a.draft} on {a.device} {dtype}",
+                          models, hardware)
+
     t1 = time.perf_counter()
 
     profile, contention_forwards = profiler(a, tgt, drf, configs, prompt)
@@ -750,8 +760,7 @@ def run(a: argparse.Namespace, dtype: str, out: Path) -> dict[str, Any]:
         print(f"wrote {first_pass} before round 1", flush=True)
         regs.append((first_pass, with_predictions(doc)))
     reg = regs[0][1] if regs else None
-    cal = with_costs(acc, costs, f"{a.target} / {a.draft} on {a.device} {dtype}", models,
-                     hardware)
+    cal = cal_for(hardware)
     print(f"prepared in {costs['prepare_seconds']:.1f} s: T(1) {costs['T'][1] * 1e3:.2f} ms, "
           f"c1 {costs['c1']:.3f}, c2 {costs['c2'] or 0.0:.3f}", flush=True)
     settings = RunSettings(problems=a.problems, seed=a.seed, threads=a.threads,
@@ -777,8 +786,7 @@ def run(a: argparse.Namespace, dtype: str, out: Path) -> dict[str, Any]:
     # the decoder model's costs: every profiling pass (before, between and after the
     # rounds; none of them the decode run), merged; written into every round's record
     hardware = merge_profiles(passes)
-    cal = with_costs(acc, costs, f"{a.target} / {a.draft} on {a.device} {dtype}", models,
-                     hardware)
+    cal = cal_for(hardware)
     for i, (path, rec) in enumerate(records):
         rec = rec.model_copy(update={"calibration": cal})
         write_json_atomic(rec, path)
@@ -786,9 +794,8 @@ def run(a: argparse.Namespace, dtype: str, out: Path) -> dict[str, Any]:
     # each round priced by the passes nearest it as well (a diagnosis of the drift): the
     # pass taken just before it, as a registration from that pass would price it, and
     # the two bracketing it
-    by_pass = {basis: [{x.config: x.predicted_decoder for x in compare(rec, with_costs(
-        acc, costs, f"{a.target} / {a.draft} on {a.device} {dtype}", models,
-        merge_profiles(nearest_passes(passes, r, basis))))}
+    by_pass = {basis: [{x.config: x.predicted_decoder for x in compare(
+        rec, cal_for(merge_profiles(nearest_passes(passes, r, basis))))}
         for r, (_, rec) in enumerate(records)] for basis in NEAREST_PASSES}
     rows = []
     # the decoder model at each round's own step acceptance too (a diagnosis: what is
