@@ -179,6 +179,13 @@ def build_parser() -> argparse.ArgumentParser:
                          "decoder model's predictions of this sweep priced by it; writes "
                          "OUT's name with .registered.json (--track-record: the band the "
                          "named runs' errors on their own profiles give)")
+    ap.add_argument("--here-passes", type=int, default=1, metavar="N",
+                    help="with --predict-here: take N profiling passes, --here-gap-s apart, "
+                         "and register from them merged (as a run merges its passes; "
+                         "default 1)")
+    ap.add_argument("--here-gap-s", type=float, default=0.0, metavar="S",
+                    help="with --predict-here --here-passes N > 1: seconds to wait, idle, "
+                         "between one pass and the next (default 0)")
     ap.add_argument("--register-first-pass", action="store_true",
                     help="a run also registers the decoder model's predictions priced by "
                          "its first profiling pass alone (what --predict-here registers), "
@@ -271,6 +278,12 @@ def main(argv: list[str] | None = None) -> int:
                      + ("" if a.predict_on else " without --predict-on"))
     if (bad := profile_sweeps_error(a)) is not None:
         ap.error(bad)
+    if a.here_passes < 1 or not 0 <= a.here_gap_s < float("inf"):
+        ap.error(f"--here-passes must be >= 1 (got {a.here_passes}) and --here-gap-s a "
+                 f"number of seconds >= 0 (got {a.here_gap_s})")
+    if (a.here_passes != 1 or a.here_gap_s) and not a.predict_here:
+        ap.error("--here-passes and --here-gap-s are for --predict-here: a run takes its "
+                 "passes before and after its rounds")
     if a.placement is not None and not a.predict_on:
         ap.error("--placement is for --predict-on: a run, and what --predict-here and "
                  "--register-first-pass measure, have the engines where --device puts them")
@@ -422,9 +435,24 @@ def _priced_here(a: argparse.Namespace, dtype: str, configs: list[Any],
           f"prompt {prompt} tokens ...", flush=True)
     costs = prepare_run(tgt, drf, configs, prompt)
     profile, how = profiler(a, tgt, drf, configs, prompt)
-    when = timestamp()
-    return measured_prices(a, described, profile(), costs, lengths, target, draft,
-                           f"one profiling pass on {described['name']} at {when}", how)
+    passes, times = [], []
+    for i in range(a.here_passes):
+        if i:
+            print(f"waiting {a.here_gap_s:g} s before pass {i + 1} ...", flush=True)
+            time.sleep(a.here_gap_s)
+        passes.append(profile())
+        times.append(timestamp())
+    if len(passes) == 1:
+        return measured_prices(a, described, passes[0], costs, lengths, target, draft,
+                               f"one profiling pass on {described['name']} at {times[0]}",
+                               how)
+    from profiler.engines.synthetic import merge_profiles
+
+    priced = measured_prices(
+        a, described, merge_profiles(passes), costs, lengths, target, draft,
+        f"{len(passes)} profiling passes on {described['name']}, {a.here_gap_s:g} s apart, "
+        f"merged (ended at {', '.join(times)})", how)
+    return {**priced, "passes": passes}
 
 
 def measured_prices(a: argparse.Namespace, described: dict[str, Any], hardware: list[Any],
@@ -537,6 +565,9 @@ def registration_of(a: argparse.Namespace, dtype: str, acc: Any, configs: list[A
             **({} if band is None else {"cost_band": band}),
             **({} if track is None else {"track_band": track}),
             **({"hardware": [h.model_dump(mode="json") for h in hardware]} if here else {}),
+            **({"hardware_by_pass": [[h.model_dump(mode="json") for h in p]
+                                     for p in priced["passes"]]}
+               if "passes" in priced else {}),
             "rows": rows}
 
 

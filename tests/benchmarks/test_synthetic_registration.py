@@ -489,6 +489,11 @@ def test_the_track_record_of_measured_registrations(tmp_path: Path) -> None:
     (["--predict-here", "--registered", "x.registered.json"], "not with --registered"),
     (["--predict-here", "--placement", "one-device"], "--placement is for --predict-on"),
     (["--register-first-pass", "--predict-here"], "during a run: not with --predict-here"),
+    (["--predict-here", "--here-passes", "0"], "--here-passes must be >= 1 (got 0)"),
+    (["--predict-here", "--here-gap-s", "-1"], "--here-gap-s a number of seconds >= 0 "
+     "(got -1.0)"),
+    (["--here-passes", "2"], "are for --predict-here"),
+    (["--predict-on", "cpu-epyc", "--here-gap-s", "60"], "are for --predict-here"),
     (["--register-first-pass", "--predict-on", "h100-sxm"], "not with --predict-on"),
     (["--register-first-pass", "--placement", "two-devices"], "--placement is for"),
 ])
@@ -508,12 +513,21 @@ def test_a_registration_measured_here_is_held_beside_a_presets(tmp_path: Path, c
     --register-first-pass registers from its own first pass before round 1 as well."""
     small = ["--problems", "2", "--max-steps", "3", "--max-step-tokens", "12", "--k1", "2",
              "--k2", "1", "--only-async", "--profile-repeats", "1"]
-    assert main([*small, "--predict-here", "--out", str(tmp_path / "here.json")]) == 0
+    assert main([*small, "--predict-here", "--here-passes", "2", "--here-gap-s", "0.05",
+                 "--out", str(tmp_path / "here.json")]) == 0
     here = json.loads((tmp_path / "here.registered.json").read_text())
     assert here["priced_by"] == "profile" and here["device"] in (
         "cpu-epyc", "cpu-xeon", here["measured_on"]["name"])
     assert here["measured_on"]["type"] == "cpu" and here["placement"] == "two-devices"
-    assert "one profiling pass" in here["cost_model"] and "cost_band" not in here
+    assert "2 profiling passes" in here["cost_model"] and "cost_band" not in here
+    # registered from the two passes merged: each pass kept, every merged point a mean
+    by_pass = here["hardware_by_pass"]
+    assert len(by_pass) == 2 and all(len(p) == 2 for p in by_pass)
+    for merged, one, two in zip(here["hardware"], *by_pass, strict=True):
+        for m, x, y in zip(merged["points"], one["points"], two["points"],
+                           strict=True):
+            if x["ms"] is not None and y["ms"] is not None:
+                assert m["ms"][0] == pytest.approx((x["ms"][0] + y["ms"][0]) / 2)
     assert [h["architecture"]["name"] for h in here["hardware"]] == ["bench-target",
                                                                       "bench-draft"]
     assert all(r["predicted_decoder"] > 0 for r in here["rows"])
