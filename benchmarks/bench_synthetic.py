@@ -226,6 +226,11 @@ def build_parser() -> argparse.ArgumentParser:
                     help="registrations (--predict-on, --predict-here) to hold the "
                          "measured speedups against as well (the first is the run's "
                          "registration; the others are reported beside it)")
+    ap.add_argument("--passes-of", type=Path, nargs=2, default=None,
+                    metavar=("REG", "RUN"),
+                    help="run nothing: the registration REG measured here (--predict-here, "
+                         "its --here-passes kept) priced again by each pass alone and "
+                         "merged, held against the run RUN (summary JSON)")
     ap.add_argument("--coverage", type=Path, nargs="+", default=None, metavar="RUN",
                     help="run nothing: how many measured rounds of these committed runs "
                          "(held against a registration) fell inside the registered 95 %% "
@@ -262,6 +267,7 @@ def main(argv: list[str] | None = None) -> int:
                     "a --predict-on registration takes its band from runs registered from "
                     "a preset (registered)"))
     for paths, report in ((a.coverage, print_coverage),
+                          (a.passes_of, print_registration_passes),
                           (a.in_run_contention, print_in_run_contention),
                           (None if registering else a.track_record,
                            lambda p: print_track_record(p, a.track_basis))):
@@ -1119,6 +1125,82 @@ def _read_runs(paths: list[Path], option: str) -> list[tuple[Path, dict[str, Any
             raise ValueError(f"{option} {path}: not held against a registration")
         out.append((path, run))
     return out
+
+
+def registration_passes(reg_path: Path, run_path: Path) -> dict[str, Any]:
+    """A registration measured here (``--predict-here``, with ``--here-passes`` N kept in
+    ``hardware_by_pass``) priced again pass by pass and held against the run
+    ``run_path`` (a summary JSON held against it): what a registration from each pass
+    alone would have predicted, beside the passes merged. Every price is the decoder
+    model's on the run's first round record (its synthetic settings and acceptance) with
+    the registration's profiles in place of the run's; ``reproduced`` is the largest
+    |repriced merged / registered − 1|, the check that repricing stands for the
+    registration (the registration priced its verifier by its own T(1))."""
+    from specmodel.formats.hardware import HardwareProfile
+    from specmodel.formats.run_record import RunRecord
+    from specmodel.prediction import decoder_prediction
+
+    try:
+        reg = json.loads(reg_path.read_text(encoding="utf-8"))
+        run = json.loads(run_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise ValueError(f"--passes-of: cannot read {reg_path} or {run_path} ({e})") from e
+    if reg.get("priced_by") != "profile" or not reg.get("hardware"):
+        raise ValueError(f"--passes-of {reg_path}: not a registration priced by profiling "
+                         "passes measured here (--predict-here)")
+    if not run.get("records") or not run.get("rows"):
+        raise ValueError(f"--passes-of {run_path}: not a run summary with round records")
+    held = [run.get("registration") or {}, *[x["registration"] for x in
+                                             run.get("registrations_also") or []]]
+    if not any(h.get("registered") == reg.get("registered")
+               and h.get("cost_model") == reg.get("cost_model") for h in held):
+        raise ValueError(f"--passes-of: {run_path} was not held against {reg_path}")
+    first = Path(run["records"][0])
+    if not first.is_absolute() and not first.exists():
+        first = run_path.parent / first.name
+    rec = RunRecord.model_validate_json(first.read_text(encoding="utf-8"))
+    configs = {c.config.label: c.config for c in rec.configs}
+    measured = {r["config"]: r["measured_mean"] for r in run["rows"] if speculative(r)}
+    registered = {r["config"]: r["predicted_decoder"] for r in reg["rows"]}
+
+    def priced(hardware: list[dict[str, Any]]) -> dict[str, Any]:
+        cal = rec.calibration.model_copy(update={"hardware": [
+            HardwareProfile.model_validate(h) for h in hardware]})
+        got = {c: decoder_prediction(cal, configs[c], record=rec) for c in measured}
+        pred = {c: None if g is None else g.speedup for c, g in got.items()}
+        errs = [pred[c] / m - 1 for c, m in measured.items() if pred[c] is not None]
+        return {"predictions": pred,
+                "errors": {c: pred[c] / m - 1 for c, m in measured.items()
+                           if pred[c] is not None},
+                "mean_abs_error": sum(map(abs, errs)) / len(errs) if errs else None}
+
+    merged = priced(reg["hardware"])
+    reproduced = max((abs(v / registered[c] - 1) for c, v in merged["predictions"].items()
+                      if v is not None and registered.get(c)), default=None)
+    return {"registration": reg_path.name, "run": run_path.name,
+            "cost_model": reg["cost_model"], "measured": measured, "merged": merged,
+            "reproduced": reproduced,
+            "passes": [priced(p) for p in reg.get("hardware_by_pass") or [reg["hardware"]]]}
+
+
+def print_registration_passes(paths: list[Path]) -> dict[str, Any]:
+    """:func:`registration_passes` of ``paths`` (REG RUN) as a table."""
+    got = registration_passes(*paths)
+    n = len(got["passes"])
+    print(f"{got['registration']} ({got['cost_model']}) against {got['run']}: "
+          f"the decoder model's speedup from each pass alone and merged")
+    print(f"{'configuration':<28} {'measured':>8} " + " ".join(
+        f"{'pass ' + str(i + 1):>14}" for i in range(n)) + f" {'merged':>14}")
+    for c, measured in got["measured"].items():
+        cells = [(p["predictions"][c], p["errors"].get(c)) for p in
+                 [*got["passes"], got["merged"]]]
+        print(f"{c:<28} {measured:>8.3f} " + " ".join(
+            f"{v:>6.3f} ({e:+.1%})" if v is not None else f"{'-':>14}" for v, e in cells))
+    print(f"{'mean |error|':<37} " + " ".join(
+        f"{p['mean_abs_error']:>14.1%}" for p in [*got["passes"], got["merged"]]))
+    if got["reproduced"] is not None:
+        print(f"repriced merged vs registered: at most {got['reproduced']:.1%} apart")
+    return got
 
 
 def track_record(paths: list[Path], *, device: str | None = None,

@@ -10,7 +10,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from benchmarks.bench_synthetic import REGISTERED_KEYS, main, registration
+from benchmarks.bench_synthetic import (
+    REGISTERED_KEYS,
+    main,
+    registration,
+    registration_passes,
+)
 
 ARGS = ["--predict-on", "cpu-epyc", "--problems", "2", "--max-steps", "3",
         "--max-step-tokens", "16", "--k1", "2", "--k2", "2"]
@@ -570,3 +575,39 @@ def test_a_registration_measured_here_is_held_beside_a_presets(tmp_path: Path, c
         got = r["registered_by"]["preset.registered.json"]
         assert got["predicted"] == r["registered"] and got["error"] == r["registered_error"]
     assert also["registered_band_coverage"]["rounds"] == len(spec)
+    # the two-pass registration priced again pass by pass on the run held against it
+    got = registration_passes(tmp_path / "here.registered.json", out)
+    assert len(got["passes"]) == 2 and set(got["measured"]) == {r["config"] for r in spec}
+    assert got["reproduced"] is not None and got["reproduced"] < REPRICED
+    for p in [*got["passes"], got["merged"]]:
+        errs = [abs(e) for e in p["errors"].values()]
+        assert p["mean_abs_error"] == pytest.approx(sum(errs) / len(errs))
+
+
+REPRICED = 0.03
+"""How far a registration measured here, priced again on its run's first round record
+(:func:`benchmarks.bench_synthetic.registration_passes`), may lie from its registered
+predictions (only the verifier's price differs: the registration's own T(1))."""
+
+RESULTS = Path(__file__).parents[2] / "benchmarks" / "results"
+
+
+def test_a_committed_registration_priced_again_by_its_pass() -> None:
+    """Seed 36's one-pass registration measured here, priced again on the run held
+    against it: one pass, the same as merged, close to what was registered; refused for
+    a preset registration and for a run not held against it."""
+    here = RESULTS / "synthetic_cpu_full_seed36_here.registered.json"
+    got = registration_passes(here, RESULTS / "synthetic_cpu_full_seed36.json")
+    assert len(got["passes"]) == 1 and got["passes"][0] == got["merged"]
+    assert got["reproduced"] < REPRICED and len(got["measured"]) == 7
+    run = json.loads((RESULTS / "synthetic_cpu_full_seed36.json").read_text())
+    assert run["registration"]["cost_model"] == got["cost_model"]  # the run's own
+    assert got["merged"]["mean_abs_error"] == pytest.approx(
+        run["mean_abs_error"]["registered"], abs=REPRICED)
+    with pytest.raises(ValueError, match="not a registration priced by profiling passes"):
+        registration_passes(RESULTS / "synthetic_cpu_full_seed36.registered.json",
+                            RESULTS / "synthetic_cpu_full_seed36.json")
+    with pytest.raises(ValueError, match="was not held against"):
+        registration_passes(here, RESULTS / "synthetic_cpu_full_seed35.json")
+    assert main(["--passes-of", str(here), str(RESULTS / "synthetic_cpu_full_seed35.json")]
+                 ) == 2
