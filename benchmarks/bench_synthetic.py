@@ -6,7 +6,8 @@ verification's decisions and the step lengths are drawn from a calibration
 (``--acceptance``).  So the decoder's schedule — sync Algorithm 1, async, the hybrid
 with token speculation inside each step — runs on real forwards of models of any
 size, and its wall-clock speedup is measured, not assumed.  Each configuration runs
-``--rounds`` times, interleaved (round 1 in order, round 2 in reverse, …), and its
+``--rounds`` times (round 1 in order, round 2 in reverse, …; within a round problem by
+problem, every configuration on each, unless ``--by-configurations``), and its
 measured speedup (tokens/s over the baseline's in the same round) is compared with
 what ``specmodel validate`` predicts from the acceptance calibration with c1, c2 and
 T(b) timed on the same engines (the papers' f·g, and the same priced by T(b)).
@@ -147,10 +148,13 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--only-async", action="store_true",
                     help="run only the baseline and the async configurations (with "
                          "--continuous: call and continuous side by side; --k2 1: no hybrid)")
-    ap.add_argument("--interleave", action="store_true",
+    ap.add_argument("--interleave", dest="interleave", action="store_true", default=True,
                     help="time each round problem by problem, every configuration on each "
-                         "(a slow spell then falls on all of them alike), instead of each "
-                         "configuration over every problem in turn")
+                         "(a slow spell then falls on all of them alike; the default since "
+                         "2026-11-28: seeds 36 and 37 ran it)")
+    ap.add_argument("--by-configurations", dest="interleave", action="store_false",
+                    help="time each configuration over every problem in turn, as every "
+                         "sweep before seed 36 ran")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--profile-repeats", type=int, default=3,
                     help="timed forwards per verification/prefill point in each profiling "
