@@ -226,6 +226,10 @@ def build_parser() -> argparse.ArgumentParser:
                     help="run nothing: print the step draft's in-run slowdown in committed "
                          "run records (ROUND.run.json): its seconds per draft step in each "
                          "async configuration over the mean in the sync ones")
+    ap.add_argument("--forward-prices", type=Path, nargs="+", default=None, metavar="RUN",
+                    help="run nothing: the target's forwards of each run record "
+                         "(ROUND.run.json) over its decode step T(1), from the profiling "
+                         "passes written into it, beside the CPU preset's ratios")
     ap.add_argument("--registered", type=Path, nargs="+", default=None, metavar="REG",
                     help="registrations (--predict-on, --predict-here) to hold the "
                          "measured speedups against as well (the first is the run's "
@@ -273,6 +277,7 @@ def main(argv: list[str] | None = None) -> int:
     for paths, report in ((a.coverage, print_coverage),
                           (a.passes_of, print_registration_passes),
                           (a.in_run_contention, print_in_run_contention),
+                          (a.forward_prices, print_forward_prices),
                           (None if registering else a.track_record,
                            lambda p: print_track_record(p, a.track_basis))):
         if paths:  # a report on committed files: nothing runs
@@ -1352,6 +1357,84 @@ def print_in_run_contention(paths: list[Path]) -> float:
     print(f"the draft's in-run slowdown, mean of {len(pooled)} async configurations: "
           f"{mean:.2f}x")
     return mean
+
+
+FORWARD_CONTEXT_MAX = 1024
+"""The contexts (tokens) a sweep's forwards are priced over in :func:`forward_prices`."""
+
+
+def forward_prices(record: dict[str, Any]) -> dict[str, Any]:
+    """The target's forwards a run record's sweep takes, priced relative to one decode
+    step: from the profiling pass written into the record's calibration, the median over
+    contexts up to :data:`FORWARD_CONTEXT_MAX` of a decode of k1 sequences, a
+    verification of k2 tokens and of k2 tokens on each of k1 sequences (k1, k2 the
+    largest of the record's configurations), each over T(1), from the run's profiling
+    passes merged (what its calibration holds once the run ends) — beside the same ratios
+    from the cost preset of the record's CPU (None where it has none). A drift of these
+    ratios is what a preset fitted once cannot follow."""
+    from specmodel.formats.hardware import HardwareProfile
+    from specmodel.hardware.costmodel import Workload, predict_seconds, resolve_coefficients
+    from specmodel.hardware.predicted import preset_of
+
+    target = record["settings"]["synthetic"]["architectures"]["target"]
+    profs = [HardwareProfile.model_validate(h) for h in
+             (record.get("calibration") or {}).get("hardware") or []]
+    prof = next((h for h in profs if h.architecture.name == target), None)
+    if prof is None:
+        raise ValueError(f"no profile of the target {target} in its calibration")
+    k1 = max(c["config"]["k1"] for c in record["configs"])
+    k2 = max(c["config"]["k2"] for c in record["configs"])
+    forwards = {"T(1)": ("decode", 1, 1), f"D({k1})": ("decode", k1, 1),
+                f"V(1, {k2})": ("verify", 1, k2), f"V({k1}, {k2})": ("verify", k1, k2)}
+
+    def ms(kind: str, b: int, q: int) -> tuple[float | None, list[int]]:
+        pts = [p for p in prof.points if p.kind == kind and p.batch == b and p.ms
+               and (kind == "decode" or p.new_tokens == q)
+               and 0 < p.context <= FORWARD_CONTEXT_MAX]
+        return (statistics.median(p.ms[0] for p in pts) if pts else None,
+                sorted({p.context for p in pts}))
+
+    measured = {k: ms(*v) for k, v in forwards.items()}
+    t1, contexts = measured["T(1)"]
+    if t1 is None:
+        raise ValueError("its profile has no decode step of one sequence")
+    out = {"created": record.get("created"), "T1_ms": t1, "contexts": contexts,
+           "measured": {k: None if v is None else v / t1
+                        for k, (v, _) in measured.items() if k != "T(1)"}}
+    device = preset_of(prof.device.type, prof.device.name)
+    out["preset"] = None
+    if device is not None:
+        c = resolve_coefficients(device)[0]
+        shape = prof.architecture.shape()
+
+        def sec(kind: str, b: int, q: int) -> float:
+            return statistics.median(predict_seconds(shape, Workload(b, q, L), c, prof.dtype)
+                                     for L in contexts)
+
+        p1 = sec("decode", 1, 1)
+        out["preset"] = {"device": device, **{k: sec(*v) / p1 for k, v in forwards.items()
+                                              if k != "T(1)"}}
+    return out
+
+
+def print_forward_prices(paths: list[Path]) -> list[dict[str, Any]]:
+    """:func:`forward_prices` of each run record, one row each."""
+    got = []
+    for path in paths:
+        try:
+            got.append(forward_prices(json.loads(path.read_text(encoding="utf-8"))))
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise ValueError(f"--forward-prices {path}: cannot price a run record's "
+                             f"forwards ({e})") from e
+        row = got[-1]
+        print(f"{path.name:<44} {row['created'][:16]}  T(1) {row['T1_ms']:.2f} ms  "
+              + "  ".join(f"{k}/T(1) {v:.2f}" for k, v in row["measured"].items()
+                          if v is not None))
+    presets = {json.dumps(r["preset"], sort_keys=True) for r in got if r["preset"]}
+    for p in map(json.loads, sorted(presets)):
+        print(f"preset {p.pop('device')}: "
+              + "  ".join(f"{k}/T(1) {v:.2f}" for k, v in p.items()))
+    return got
 
 
 def print_coverage(paths: list[Path]) -> dict[str, int]:

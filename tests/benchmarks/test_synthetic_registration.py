@@ -623,3 +623,32 @@ def test_a_sweep_is_timed_problem_by_problem_unless_asked_otherwise() -> None:
     assert ap.parse_args([]).interleave is True
     assert ap.parse_args(["--interleave"]).interleave is True
     assert ap.parse_args(["--by-configurations"]).interleave is False
+
+
+def test_the_forward_prices_of_committed_runs_and_the_presets(tmp_path: Path, capsys
+                                                             ) -> None:
+    """--forward-prices reads each run record's merged passes: the EPYC's 9-token forward
+    (3 sequences x 3 tokens) cost 2.7-3.1 x T(1) in seeds 19-34 and 2.2 x from seed 35
+    on (what moved the preset's hybrid rows), its other forwards about the same; the
+    preset prices each at one ratio; a record without the target's profile is named."""
+    from benchmarks.bench_synthetic import forward_prices
+
+    def of(seed: int) -> dict:
+        return forward_prices(json.loads(
+            (RESULTS / f"synthetic_cpu_full_seed{seed}_round1.run.json").read_text()))
+
+    before, after = of(34), of(35)
+    assert before["contexts"] == after["contexts"] == [256, 512, 768, 1024]
+    assert before["measured"]["V(3, 3)"] > 2.6 > 2.3 > after["measured"]["V(3, 3)"]
+    for k in ("D(3)", "V(1, 3)"):
+        assert before["measured"][k] == pytest.approx(after["measured"][k], rel=0.1)
+    assert before["preset"] == after["preset"] and before["preset"]["device"] == "cpu-epyc"
+    assert 2.3 < before["preset"]["V(3, 3)"] < 2.7
+    assert main(["--forward-prices", str(RESULTS / "synthetic_cpu_full_seed35_round1"
+                                                   ".run.json")]) == 0
+    assert "V(3, 3)/T(1) 2.22" in capsys.readouterr().out
+    rec = json.loads((RESULTS / "synthetic_cpu_full_seed35_round1.run.json").read_text())
+    rec["calibration"]["hardware"] = []
+    (tmp_path / "bare.run.json").write_text(json.dumps(rec))
+    assert main(["--forward-prices", str(tmp_path / "bare.run.json")]) == 2
+    assert "no profile of the target bench-target" in capsys.readouterr().err
