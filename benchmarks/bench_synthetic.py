@@ -458,16 +458,15 @@ def _priced_here(a: argparse.Namespace, dtype: str, configs: list[Any],
         passes.append(profile())
         times.append(timestamp())
     if len(passes) == 1:
-        return measured_prices(a, described, passes[0], costs, lengths, target, draft,
-                               f"one profiling pass on {described['name']} at {times[0]}",
-                               how)
-    from profiler.engines.synthetic import merge_profiles
+        hardware, what = passes[0], f"one profiling pass on {described['name']} at {times[0]}"
+    else:
+        from profiler.engines.synthetic import merge_profiles
 
-    priced = measured_prices(
-        a, described, merge_profiles(passes), costs, lengths, target, draft,
-        f"{len(passes)} profiling passes on {described['name']}, {a.here_gap_s:g} s apart, "
-        f"merged (ended at {', '.join(times)})", how)
-    return {**priced, "passes": passes}
+        hardware = merge_profiles(passes)
+        what = (f"{len(passes)} profiling passes on {described['name']}, {a.here_gap_s:g} s "
+                f"apart, merged (ended at {', '.join(times)})")
+    priced = measured_prices(a, described, hardware, costs, lengths, target, draft, what, how)
+    return priced if len(passes) == 1 else {**priced, "passes": passes}
 
 
 def measured_prices(a: argparse.Namespace, described: dict[str, Any], hardware: list[Any],
@@ -1177,11 +1176,10 @@ def registration_passes(reg_path: Path, run_path: Path) -> dict[str, Any]:
             HardwareProfile.model_validate(h) for h in hardware]})
         got = {c: decoder_prediction(cal, configs[c], record=rec) for c in measured}
         pred = {c: None if g is None else g.speedup for c, g in got.items()}
-        errs = [pred[c] / m - 1 for c, m in measured.items() if pred[c] is not None]
-        return {"predictions": pred,
-                "errors": {c: pred[c] / m - 1 for c, m in measured.items()
-                           if pred[c] is not None},
-                "mean_abs_error": sum(map(abs, errs)) / len(errs) if errs else None}
+        errors = {c: pred[c] / m - 1 for c, m in measured.items() if pred[c] is not None}
+        return {"predictions": pred, "errors": errors,
+                "mean_abs_error": sum(map(abs, errors.values())) / len(errors)
+                if errors else None}
 
     merged = priced(reg["hardware"])
     reproduced = max((abs(v / registered[c] - 1) for c, v in merged["predictions"].items()
@@ -1365,11 +1363,11 @@ FORWARD_CONTEXT_MAX = 1024
 
 def forward_prices(record: dict[str, Any]) -> dict[str, Any]:
     """The target's forwards a run record's sweep takes, priced relative to one decode
-    step: from the profiling pass written into the record's calibration, the median over
-    contexts up to :data:`FORWARD_CONTEXT_MAX` of a decode of k1 sequences, a
-    verification of k2 tokens and of k2 tokens on each of k1 sequences (k1, k2 the
-    largest of the record's configurations), each over T(1), from the run's profiling
-    passes merged (what its calibration holds once the run ends) — beside the same ratios
+    step: from the run's profiling passes merged (what the record's calibration holds
+    once the run ends), the median over contexts up to :data:`FORWARD_CONTEXT_MAX` of a
+    decode of k1 sequences, a verification of k2 tokens and of k2 tokens on each of k1
+    sequences (k1, k2 the largest of the record's configurations), each over T(1) —
+    beside the same ratios
     from the cost preset of the record's CPU (None where it has none). A drift of these
     ratios is what a preset fitted once cannot follow."""
     from specmodel.formats.hardware import HardwareProfile
