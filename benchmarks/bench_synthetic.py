@@ -230,6 +230,11 @@ def build_parser() -> argparse.ArgumentParser:
                     help="run nothing: the target's forwards of each run record "
                          "(ROUND.run.json) over its decode step T(1), from the profiling "
                          "passes written into it, beside the CPU preset's ratios")
+    ap.add_argument("--row-times", type=Path, nargs="+", default=None, metavar="RUN",
+                    help="run nothing: for each committed sweep (summary JSON) and each "
+                         "registration it was held against, every row's measured time per "
+                         "token over the registration's price by round, its speedup errors, "
+                         "and those errors with the target alone priced as it ran")
     ap.add_argument("--registered", type=Path, nargs="+", default=None, metavar="REG",
                     help="registrations (--predict-on, --predict-here) to hold the "
                          "measured speedups against as well (the first is the run's "
@@ -278,6 +283,7 @@ def main(argv: list[str] | None = None) -> int:
                           (a.passes_of, print_registration_passes),
                           (a.in_run_contention, print_in_run_contention),
                           (a.forward_prices, print_forward_prices),
+                          (a.row_times, print_row_times),
                           (None if registering else a.track_record,
                            lambda p: print_track_record(p, a.track_basis))):
         if paths:  # a report on committed files: nothing runs
@@ -1433,6 +1439,103 @@ def print_forward_prices(paths: list[Path]) -> list[dict[str, Any]]:
         print(f"preset {p.pop('device')}: "
               + "  ".join(f"{k}/T(1) {v:.2f}" for k, v in p.items()))
     return got
+
+
+def registration_kind(reg: dict[str, Any]) -> str:
+    """What priced a registration: "preset" (a device's cost model), "first pass" (the
+    run's own first profiling pass, ``--register-first-pass``) or "measured here"
+    (profiling passes taken before the run, ``--predict-here``)."""
+    if reg.get("priced_by", "preset") == "preset":
+        return "preset"
+    return ("first pass" if str(reg.get("cost_model", "")).startswith("the run's first")
+            else "measured here")
+
+
+def row_times(run: dict[str, Any]) -> list[dict[str, Any]]:
+    """Where a registration's speedup errors come from, for each registration the sweep
+    ``run`` (a summary) was held against: each configuration's measured milliseconds per
+    written token in each round over the registration's price of them (``ratios``). A
+    speedup is the target alone's time over a configuration's, so its error in a round is
+    that configuration's ratio over the target alone's, less one (``errors``; the check
+    ``reproduced`` is the largest gap to the registered speedup over the measured one);
+    ``errors_at_measured_baseline`` is what it would be with the target alone priced
+    as it ran: the configuration's own ratio, less one. Where the target alone's ratio
+    is far from 1, every row's error shares it."""
+    rows = {r["config"]: r for r in run.get("rows") or []}
+    base = [c for c, r in rows.items() if not speculative(r)]
+    if len(base) != 1 or not all(r.get("ms_per_token") for r in rows.values()):
+        raise ValueError("not a sweep summary with the target alone and each row's "
+                         "time per token by round")
+    base = base[0]
+    held = [("the run's registration", run.get("registration") or {}),
+            *[(x["file"], x["registration"]) for x in run.get("registrations_also") or []]]
+    out = []
+    for name, reg in held:
+        priced = {r["config"]: (r.get("decoder_ms_per_token") or {}).get("total")
+                  for r in reg.get("rows") or []}
+        predicted = {r["config"]: r.get("predicted_decoder") for r in reg.get("rows") or []}
+        if not priced.get(base):
+            raise ValueError(f"{name}: no price of the target alone's time per token")
+        ratios = {c: [m / priced[c] for m in r["ms_per_token"]]
+                  for c, r in rows.items() if priced.get(c)}
+        spec = [c for c in ratios if c != base]
+        errors = {c: [rc / rb - 1 for rc, rb in zip(ratios[c], ratios[base], strict=True)]
+                  for c in spec}
+        at_base = {c: [rc - 1 for rc in ratios[c]] for c in spec}
+        reproduced = max((abs((1 + e) - predicted[c] / m) for c in spec if predicted.get(c)
+                          for e, m in zip(errors[c], rows[c]["measured"], strict=True)),
+                         default=None)
+
+        def mean_abs(d: dict[str, list[float]]) -> float:
+            return statistics.fmean(abs(x) for v in d.values() for x in v)
+
+        out.append({"registration": name, "kind": registration_kind(reg),
+                    "ratios": ratios, "baseline": ratios[base], "errors": errors,
+                    "errors_at_measured_baseline": at_base, "reproduced": reproduced,
+                    "mean_abs_error": mean_abs(errors) if spec else None,
+                    "mean_abs_error_at_measured_baseline": mean_abs(at_base) if spec
+                    else None})
+    return out
+
+
+def print_row_times(paths: list[Path]) -> dict[str, dict[str, float]]:
+    """:func:`row_times` of each committed sweep: per registration, the target alone's
+    measured / priced time by round and each row's, its errors as registered and with the
+    target alone priced as it ran; then the means pooled over the sweeps by what priced
+    the registration. Returns those pooled means by kind."""
+    pooled: dict[str, list[tuple[float, float]]] = {}
+    for path, run in _read_runs(paths, "--row-times"):
+        try:
+            got = row_times(run)
+        except ValueError as e:
+            raise ValueError(f"--row-times {path}: {e}") from e
+        for g in got:
+            print(f"{path.name}, {g['registration']} ({g['kind']}): measured / priced "
+                  f"time per token, the target alone "
+                  + " ".join(f"{x:.3f}" for x in g["baseline"]) + " by round")
+            print(f"  {'configuration':<28} {'measured / priced':>18}  {'error':>16}  "
+                  f"{'target alone as run':>20}")
+            for c, e in g["errors"].items():
+                print(f"  {c:<28} {' '.join(f'{x:.3f}' for x in g['ratios'][c]):>18}  "
+                      f"{' '.join(f'{x:+.1%}' for x in e):>16}  "
+                      f"{' '.join(f'{x:+.1%}' for x in g['errors_at_measured_baseline'][c]):>20}")
+            if g["mean_abs_error"] is not None:
+                print(f"  mean |error| over rows and rounds {g['mean_abs_error']:.1%}; with "
+                      f"the target alone priced as it ran "
+                      f"{g['mean_abs_error_at_measured_baseline']:.1%}"
+                      + ("" if g["reproduced"] is None else
+                         f" (errors reproduce the registered ones within "
+                         f"{g['reproduced']:.1e})"))
+                pooled.setdefault(g["kind"], []).append(
+                    (g["mean_abs_error"], g["mean_abs_error_at_measured_baseline"]))
+    out = {}
+    for kind, v in pooled.items():
+        out[kind] = {"sweeps": len(v), "mean_abs_error": statistics.fmean(x for x, _ in v),
+                     "mean_abs_error_at_measured_baseline": statistics.fmean(y for _, y in v)}
+        print(f"pooled over {len(v)} sweeps, {kind}: mean |error| {out[kind]['mean_abs_error']:.1%}"
+              f", with the target alone priced as it ran "
+              f"{out[kind]['mean_abs_error_at_measured_baseline']:.1%}")
+    return out
 
 
 def print_coverage(paths: list[Path]) -> dict[str, int]:

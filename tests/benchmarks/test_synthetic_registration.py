@@ -652,3 +652,42 @@ def test_the_forward_prices_of_committed_runs_and_the_presets(tmp_path: Path, ca
     (tmp_path / "bare.run.json").write_text(json.dumps(rec))
     assert main(["--forward-prices", str(tmp_path / "bare.run.json")]) == 2
     assert "no profile of the target bench-target" in capsys.readouterr().err
+
+
+def test_row_times_split_a_speedup_error_into_the_two_times_it_divides(
+        tmp_path: Path, capsys) -> None:
+    """--row-times on the committed seed-38 sweep: each row's error in a round is its
+    measured / priced time over the target alone's, less one, which reproduces the
+    registered errors; the target alone ran 11.8 and 4.0 % over its measured-here price
+    (the rows 0.4-10.9 % and -6.7 to +2.2 %), so with it priced as it ran the measured
+    registration's mean |error| falls from 6.9 to 4.0 %. Each registration held is
+    named by what priced it; a summary without its rows' times is refused."""
+    from benchmarks.bench_synthetic import registration_kind, row_times
+
+    run = json.loads((RESULTS / "synthetic_cpu_full_seed38.json").read_text())
+    got = {g["kind"]: g for g in row_times(run)}
+    assert set(got) == {"measured here", "preset", "first pass"}
+    here = got["measured here"]
+    assert here["registration"] == "the run's registration"
+    assert here["baseline"] == pytest.approx([1.118, 1.040], abs=5e-4)
+    for g in got.values():
+        assert g["reproduced"] < 1e-3 and len(g["errors"]) == 7
+        for c, e in g["errors"].items():
+            assert e == pytest.approx([r / b - 1 for r, b in zip(
+                g["ratios"][c], g["baseline"], strict=True)])
+            assert g["errors_at_measured_baseline"][c] == pytest.approx(
+                [r - 1 for r in g["ratios"][c]])
+    row = next(r for r in run["rows"] if r["config"] == "async k1=3 k2=1")
+    assert here["errors"]["async k1=3 k2=1"] == pytest.approx(
+        [row["registered"] / m - 1 for m in row["measured"]], abs=1e-3)
+    assert here["mean_abs_error"] == pytest.approx(0.069, abs=5e-4)
+    assert here["mean_abs_error_at_measured_baseline"] == pytest.approx(0.040, abs=5e-4)
+    assert registration_kind({"priced_by": "preset"}) == "preset"
+    assert registration_kind(run["registration"]) == "measured here"
+    assert main(["--row-times", str(RESULTS / "synthetic_cpu_full_seed38.json")]) == 0
+    out = capsys.readouterr().out
+    assert "pooled over 1 sweeps, measured here: mean |error| 6.9%" in out
+    del run["rows"][0]["ms_per_token"]
+    (tmp_path / "bare.json").write_text(json.dumps(run))
+    assert main(["--row-times", str(tmp_path / "bare.json")]) == 2
+    assert "--row-times" in capsys.readouterr().err
