@@ -1498,12 +1498,15 @@ def row_times(run: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def print_row_times(paths: list[Path]) -> dict[str, dict[str, float]]:
+def print_row_times(paths: list[Path]) -> dict[str, dict[str, Any]]:
     """:func:`row_times` of each committed sweep: per registration, the target alone's
     measured / priced time by round and each row's, its errors as registered and with the
     target alone priced as it ran; then the means pooled over the sweeps by what priced
-    the registration. Returns those pooled means by kind."""
+    the registration, with each configuration's signed error (its mean over the rounds
+    and their standard deviation: a bias of the prices, or their scatter). Returns those
+    pooled figures by kind."""
     pooled: dict[str, list[tuple[float, float]]] = {}
+    signed: dict[str, dict[str, list[float]]] = {}
     for path, run in _read_runs(paths, "--row-times"):
         try:
             got = row_times(run)
@@ -1528,13 +1531,27 @@ def print_row_times(paths: list[Path]) -> dict[str, dict[str, float]]:
                          f"{g['reproduced']:.1e})"))
                 pooled.setdefault(g["kind"], []).append(
                     (g["mean_abs_error"], g["mean_abs_error_at_measured_baseline"]))
-    out = {}
+            rows = signed.setdefault(g["kind"], {})
+            rows.setdefault("target alone (measured / priced - 1)", []).extend(
+                x - 1 for x in g["baseline"])
+            for c, e in g["errors"].items():
+                rows.setdefault(c, []).extend(e)
+    out: dict[str, dict[str, Any]] = {}
     for kind, v in pooled.items():
         out[kind] = {"sweeps": len(v), "mean_abs_error": statistics.fmean(x for x, _ in v),
-                     "mean_abs_error_at_measured_baseline": statistics.fmean(y for _, y in v)}
+                     "mean_abs_error_at_measured_baseline": statistics.fmean(y for _, y in v),
+                     "by_configuration": {c: {"rounds": len(e), "mean": statistics.fmean(e),
+                                              "sd": statistics.stdev(e) if len(e) > 1
+                                              else None}
+                                          for c, e in signed[kind].items()}}
         print(f"pooled over {len(v)} sweeps, {kind}: mean |error| {out[kind]['mean_abs_error']:.1%}"
               f", with the target alone priced as it ran "
-              f"{out[kind]['mean_abs_error_at_measured_baseline']:.1%}")
+              f"{out[kind]['mean_abs_error_at_measured_baseline']:.1%}; by configuration, "
+              "the signed error's mean and standard deviation over the rounds (a bias, or "
+              "scatter):")
+        for c, d in out[kind]["by_configuration"].items():
+            print(f"  {c:<38} {d['rounds']:>3} rounds  mean {d['mean']:+.1%}  sd "
+                  + ("-" if d["sd"] is None else f"{d['sd']:.1%}"))
     return out
 
 

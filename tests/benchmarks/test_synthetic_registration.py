@@ -662,7 +662,9 @@ def test_row_times_split_a_speedup_error_into_the_two_times_it_divides(
     (the rows 0.4-10.9 % and -6.7 to +2.2 %), so with it priced as it ran the measured
     registration's mean |error| falls from 6.9 to 4.0 %. Each registration held is
     named by what priced it; a summary without its rows' times is refused."""
-    from benchmarks.bench_synthetic import registration_kind, row_times
+    import statistics
+
+    from benchmarks.bench_synthetic import print_row_times, registration_kind, row_times
 
     run = json.loads((RESULTS / "synthetic_cpu_full_seed38.json").read_text())
     got = {g["kind"]: g for g in row_times(run)}
@@ -684,6 +686,12 @@ def test_row_times_split_a_speedup_error_into_the_two_times_it_divides(
     assert here["mean_abs_error_at_measured_baseline"] == pytest.approx(0.040, abs=5e-4)
     assert registration_kind({"priced_by": "preset"}) == "preset"
     assert registration_kind(run["registration"]) == "measured here"
+    pooled = print_row_times([RESULTS / "synthetic_cpu_full_seed38.json"])
+    by = pooled["measured here"]["by_configuration"]
+    assert by["target alone (measured / priced - 1)"]["mean"] == pytest.approx(
+        statistics.fmean(x - 1 for x in here["baseline"]))
+    assert by["async k1=3 k2=1"]["rounds"] == 2 and by["async k1=3 k2=1"]["mean"] == (
+        pytest.approx(statistics.fmean(here["errors"]["async k1=3 k2=1"])))
     assert main(["--row-times", str(RESULTS / "synthetic_cpu_full_seed38.json")]) == 0
     out = capsys.readouterr().out
     assert "pooled over 1 sweeps, measured here: mean |error| 6.9%" in out
