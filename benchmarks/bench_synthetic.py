@@ -361,6 +361,14 @@ def _settings(a: argparse.Namespace, acc: Any, prompt_tokens: list[int],
     return syn, ver
 
 
+PASS_DISAGREEMENT = 0.20
+"""How far apart (largest over smallest speedup, less one) a registration's profiling
+passes may price a configuration before :func:`registration_of` says so: two passes
+that far apart cannot tell which is off, and a third lets the merged median reject one.
+Chosen in-sample on the two-pass registrations of seeds 37-41: 8-16 % apart where the
+merged registration came within 7 %, 29 % on seed 41, where one pass's one-sequence
+decodes were hit by a slow spell and the registration missed by 18.9 %."""
+
 COST_DRAWS = 16
 """Draws of the cost model's error behind a registration's cost band."""
 COST_DRAW_PROBLEMS = 100
@@ -545,6 +553,9 @@ def registration_of(a: argparse.Namespace, dtype: str, acc: Any, configs: list[A
         got = decoder_prediction(cal, cfg, synthetic=syn, sample_problems=a.problems)
         rows.append({**registered_row(cfg, got), "decoder_ms_per_token": None if got is None
                      else {k: v * 1e3 for k, v in decoder_time_split(got).items()}})
+    # with several passes, each alone: how far apart they price the sweep
+    disagreement = None if "passes" not in priced else pass_disagreement(
+        rows, [cal_of(p) for p in priced["passes"]], configs, syn, a.problems)
     # the cost model's error (measured prices have none: their drift shows in the track
     # record)
     band = None if here else cost_band(a, cal_of=cal_of, hardware=hardware, syn=syn,
@@ -564,6 +575,16 @@ def registration_of(a: argparse.Namespace, dtype: str, acc: Any, configs: list[A
               + ("" if cb is None else f"  with the costs' error [{cb[0]:.3f}, {cb[1]:.3f}]")
               + ("" if tb is None else f"  track record [{tb[0]:.3f}, {tb[1]:.3f}]")
               + "  ms/token " + ", ".join(f"{k} {v:.2f}" for k, v in ms.items()))
+    if disagreement is not None:
+        n, worst = len(priced["passes"]), disagreement["ratio"] - 1
+        print(f"the {n} passes alone: at most {worst:.1%} apart "
+              f"({disagreement['config']})"
+              + ("" if worst <= PASS_DISAGREEMENT else
+                 f"; more than {PASS_DISAGREEMENT:.0%}: "
+                 + ("two passes cannot say which is off, and their merged median is "
+                    "their mean (--here-passes 3 lets it reject one)" if n == 2 else
+                    f"the merged median of {n} rejects one pass's outlying points")),
+              flush=True)
     return {"registered": timestamp(), "commit": git_commit(), "device": device,
             "priced_by": priced["priced_by"], "measured_on": priced["measured_on"],
             "placement": a.placement, "dtype": dtype, "cost_model": source,
@@ -588,7 +609,29 @@ def registration_of(a: argparse.Namespace, dtype: str, acc: Any, configs: list[A
             **({"hardware_by_pass": [[h.model_dump(mode="json") for h in p]
                                      for p in priced["passes"]]}
                if "passes" in priced else {}),
+            **({} if disagreement is None else {"pass_disagreement": disagreement}),
             "rows": rows}
+
+
+def pass_disagreement(rows: list[dict[str, Any]], cals: list[Any], configs: list[Any],
+                      syn: Any, problems: int) -> dict[str, Any]:
+    """Each configuration's decoder-model speedup priced by each profiling pass alone
+    (``cals``: one calibration per pass), written into ``rows`` as ``predicted_by_pass``;
+    returns the configuration the passes price furthest apart and that ``ratio``
+    (largest over smallest speedup)."""
+    from specmodel.prediction import decoder_prediction
+
+    worst: dict[str, Any] = {"config": None, "ratio": 1.0}
+    by_label = {r["config"]: r for r in rows}
+    for cfg in configs:
+        got = [decoder_prediction(cal, cfg, synthetic=syn, sample_problems=problems)
+               for cal in cals]
+        speedups = [None if g is None else g.speedup for g in got]
+        by_label[cfg.label]["predicted_by_pass"] = speedups
+        known = [v for v in speedups if v]
+        if len(known) > 1 and max(known) / min(known) > worst["ratio"]:
+            worst = {"config": cfg.label, "ratio": max(known) / min(known)}
+    return worst
 
 
 def cost_band(a: argparse.Namespace, *, cal_of: Any, hardware: list[Any], syn: Any,

@@ -536,6 +536,13 @@ def test_a_registration_measured_here_is_held_beside_a_presets(tmp_path: Path, c
     assert [h["architecture"]["name"] for h in here["hardware"]] == ["bench-target",
                                                                       "bench-draft"]
     assert all(r["predicted_decoder"] > 0 for r in here["rows"])
+    # each pass alone priced too, and how far apart the two put any configuration
+    assert all(len(r["predicted_by_pass"]) == 2 for r in here["rows"])
+    gap = here["pass_disagreement"]
+    assert gap["ratio"] == pytest.approx(max(
+        max(r["predicted_by_pass"]) / min(r["predicted_by_pass"]) for r in here["rows"]))
+    assert gap["ratio"] == 1.0 or gap["config"] in {r["config"] for r in here["rows"]}
+    assert "the 2 passes alone: at most" in capsys.readouterr().out
     assert not list(tmp_path.glob("*.run.json"))
     from specmodel.hardware.predicted import preset_of
     if preset_of("cpu", here["measured_on"]["name"]) is None:
