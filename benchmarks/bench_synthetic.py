@@ -1192,7 +1192,9 @@ def registration_passes(reg_path: Path, run_path: Path) -> dict[str, Any]:
     model's on the run's first round record (its synthetic settings and acceptance) with
     the registration's profiles in place of the run's; ``reproduced`` is the largest
     |repriced merged / registered − 1|, the check that repricing stands for the
-    registration (the registration priced its verifier by its own T(1))."""
+    registration (the registration priced its verifier by its own T(1));
+    ``median_of_passes`` the median of the passes' predictions, row by row (the other
+    way to merge passes: after pricing instead of before)."""
     from specmodel.formats.hardware import HardwareProfile
     from specmodel.formats.run_record import RunRecord
     from specmodel.prediction import decoder_prediction
@@ -1224,7 +1226,9 @@ def registration_passes(reg_path: Path, run_path: Path) -> dict[str, Any]:
         cal = rec.calibration.model_copy(update={"hardware": [
             HardwareProfile.model_validate(h) for h in hardware]})
         got = {c: decoder_prediction(cal, configs[c], record=rec) for c in measured}
-        pred = {c: None if g is None else g.speedup for c, g in got.items()}
+        return held({c: None if g is None else g.speedup for c, g in got.items()})
+
+    def held(pred: dict[str, float | None]) -> dict[str, Any]:
         errors = {c: pred[c] / m - 1 for c, m in measured.items() if pred[c] is not None}
         return {"predictions": pred, "errors": errors,
                 "mean_abs_error": sum(map(abs, errors.values())) / len(errors)
@@ -1233,10 +1237,17 @@ def registration_passes(reg_path: Path, run_path: Path) -> dict[str, Any]:
     merged = priced(reg["hardware"])
     reproduced = max((abs(v / registered[c] - 1) for c, v in merged["predictions"].items()
                       if v is not None and registered.get(c)), default=None)
+    passes = [priced(p) for p in reg.get("hardware_by_pass") or [reg["hardware"]]]
     return {"registration": reg_path.name, "run": run_path.name,
             "cost_model": reg["cost_model"], "measured": measured, "merged": merged,
-            "reproduced": reproduced,
-            "passes": [priced(p) for p in reg.get("hardware_by_pass") or [reg["hardware"]]]}
+            "reproduced": reproduced, "passes": passes,
+            "median_of_passes": held({c: _median_or_none(
+                [p["predictions"][c] for p in passes]) for c in measured})}
+
+
+def _median_or_none(values: list[float | None]) -> float | None:
+    """The median of ``values``; None if any is None (a pass that could not price it)."""
+    return None if any(v is None for v in values) else statistics.median(values)
 
 
 def print_registration_passes(paths: list[Path]) -> dict[str, Any]:
@@ -1246,14 +1257,14 @@ def print_registration_passes(paths: list[Path]) -> dict[str, Any]:
     print(f"{got['registration']} ({got['cost_model']}) against {got['run']}: "
           f"the decoder model's speedup from each pass alone and merged")
     print(f"{'configuration':<28} {'measured':>8} " + " ".join(
-        f"{'pass ' + str(i + 1):>14}" for i in range(n)) + f" {'merged':>14}")
+        f"{'pass ' + str(i + 1):>14}" for i in range(n)) + f" {'merged':>14} {'median':>14}")
+    columns = [*got["passes"], got["merged"], got["median_of_passes"]]
     for c, measured in got["measured"].items():
-        cells = [(p["predictions"][c], p["errors"].get(c)) for p in
-                 [*got["passes"], got["merged"]]]
+        cells = [(p["predictions"][c], p["errors"].get(c)) for p in columns]
         print(f"{c:<28} {measured:>8.3f} " + " ".join(
             f"{v:>6.3f} ({e:+.1%})" if v is not None else f"{'-':>14}" for v, e in cells))
     print(f"{'mean |error|':<37} " + " ".join(
-        f"{p['mean_abs_error']:>14.1%}" for p in [*got["passes"], got["merged"]]))
+        f"{p['mean_abs_error']:>14.1%}" for p in columns))
     if got["reproduced"] is not None:
         print(f"repriced merged vs registered: at most {got['reproduced']:.1%} apart")
     return got
@@ -1548,14 +1559,16 @@ def print_row_times(paths: list[Path]) -> dict[str, dict[str, Any]]:
     the registration, with each configuration's signed error (its mean over the rounds
     and their standard deviation: a bias of the prices, or their scatter). Returns those
     pooled figures by kind."""
-    pooled: dict[str, list[tuple[float, float]]] = {}
-    signed: dict[str, dict[str, list[float]]] = {}
+    # by what priced the registration: each sweep's two mean |error|s, and each
+    # configuration's signed errors over the rounds
+    pooled: dict[str, tuple[list[tuple[float, float]], dict[str, list[float]]]] = {}
     for path, run in _read_runs(paths, "--row-times"):
         try:
             got = row_times(run)
         except ValueError as e:
             raise ValueError(f"--row-times {path}: {e}") from e
         for g in got:
+            means, signed = pooled.setdefault(g["kind"], ([], {}))
             print(f"{path.name}, {g['registration']} ({g['kind']}): measured / priced "
                   f"time per token, the target alone "
                   + " ".join(f"{x:.3f}" for x in g["baseline"]) + " by round")
@@ -1572,21 +1585,21 @@ def print_row_times(paths: list[Path]) -> dict[str, dict[str, Any]]:
                       + ("" if g["reproduced"] is None else
                          f" (errors reproduce the registered ones within "
                          f"{g['reproduced']:.1e})"))
-                pooled.setdefault(g["kind"], []).append(
-                    (g["mean_abs_error"], g["mean_abs_error_at_measured_baseline"]))
-            rows = signed.setdefault(g["kind"], {})
-            rows.setdefault("target alone (measured / priced - 1)", []).extend(
+                means.append((g["mean_abs_error"], g["mean_abs_error_at_measured_baseline"]))
+            signed.setdefault("target alone (measured / priced - 1)", []).extend(
                 x - 1 for x in g["baseline"])
             for c, e in g["errors"].items():
-                rows.setdefault(c, []).extend(e)
+                signed.setdefault(c, []).extend(e)
     out: dict[str, dict[str, Any]] = {}
-    for kind, v in pooled.items():
+    for kind, (v, signed) in pooled.items():
+        if not v:
+            continue
         out[kind] = {"sweeps": len(v), "mean_abs_error": statistics.fmean(x for x, _ in v),
                      "mean_abs_error_at_measured_baseline": statistics.fmean(y for _, y in v),
                      "by_configuration": {c: {"rounds": len(e), "mean": statistics.fmean(e),
                                               "sd": statistics.stdev(e) if len(e) > 1
                                               else None}
-                                          for c, e in signed[kind].items()}}
+                                          for c, e in signed.items()}}
         print(f"pooled over {len(v)} sweeps, {kind}: mean |error| {out[kind]['mean_abs_error']:.1%}"
               f", with the target alone priced as it ran "
               f"{out[kind]['mean_abs_error_at_measured_baseline']:.1%}; by configuration, "

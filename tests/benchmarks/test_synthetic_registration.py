@@ -586,9 +586,11 @@ def test_a_registration_measured_here_is_held_beside_a_presets(tmp_path: Path, c
     got = registration_passes(tmp_path / "here.registered.json", out)
     assert len(got["passes"]) == 2 and set(got["measured"]) == {r["config"] for r in spec}
     assert got["reproduced"] is not None and got["reproduced"] < REPRICED
-    for p in [*got["passes"], got["merged"]]:
+    for p in [*got["passes"], got["merged"], got["median_of_passes"]]:
         errs = [abs(e) for e in p["errors"].values()]
         assert p["mean_abs_error"] == pytest.approx(sum(errs) / len(errs))
+    for c, v in got["median_of_passes"]["predictions"].items():  # of two: their mean
+        assert v == pytest.approx(sum(p["predictions"][c] for p in got["passes"]) / 2)
 
 
 REPRICED = 0.03
@@ -606,6 +608,7 @@ def test_a_committed_registration_priced_again_by_its_pass() -> None:
     here = RESULTS / "synthetic_cpu_full_seed36_here.registered.json"
     got = registration_passes(here, RESULTS / "synthetic_cpu_full_seed36.json")
     assert len(got["passes"]) == 1 and got["passes"][0] == got["merged"]
+    assert got["median_of_passes"] == got["merged"]  # one pass: nothing to merge
     assert got["reproduced"] < REPRICED and len(got["measured"]) == 7
     run = json.loads((RESULTS / "synthetic_cpu_full_seed36.json").read_text())
     assert run["registration"]["cost_model"] == got["cost_model"]  # the run's own
