@@ -1237,7 +1237,8 @@ def registration_passes(reg_path: Path, run_path: Path) -> dict[str, Any]:
     merged = priced(reg["hardware"])
     reproduced = max((abs(v / registered[c] - 1) for c, v in merged["predictions"].items()
                       if v is not None and registered.get(c)), default=None)
-    passes = [priced(p) for p in reg.get("hardware_by_pass") or [reg["hardware"]]]
+    passes = ([priced(p) for p in reg["hardware_by_pass"]] if reg.get("hardware_by_pass")
+              else [merged])  # one pass: it is the merge, priced once
     return {"registration": reg_path.name, "run": run_path.name,
             "cost_model": reg["cost_model"], "measured": measured, "merged": merged,
             "reproduced": reproduced, "passes": passes,
