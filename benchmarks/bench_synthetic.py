@@ -196,6 +196,12 @@ def build_parser() -> argparse.ArgumentParser:
                          "written to OUT's name with _first_pass.registered.json before "
                          "round 1 decodes, and holds its rounds against them beside "
                          "--registered's (--track-record: their band as --predict-here's)")
+    ap.add_argument("--drawn", action="store_true",
+                    help="with --predict-on or --predict-here: the decoder model decodes the "
+                         "sweep's own draws (its problems' step lengths, passes and verdicts "
+                         "as the engines will draw them from --seed, --draws position) "
+                         "instead of fresh draws from the laws: a prediction of this sample, "
+                         "not of the laws' expectation")
     ap.add_argument("--placement", default=None, choices=["one-device", "two-devices"],
                     help="with --predict-on: draft and target share the device (their "
                          "forwards contend; default on a GPU) or each has its own (default "
@@ -266,6 +272,11 @@ def main(argv: list[str] | None = None) -> int:
     if a.register_first_pass and (a.predict_on or a.predict_here):
         ap.error("--register-first-pass registers during a run: not with "
                  + ("--predict-on" if a.predict_on else "--predict-here"))
+    if a.drawn and not (a.predict_on or a.predict_here):
+        ap.error("--drawn needs --predict-on or --predict-here")
+    if a.drawn and a.draws != "position":
+        ap.error(f"--drawn needs --draws position (a prefix-keyed step depends on the "
+                 f"whole decode), got --draws {a.draws}")
     if a.predict_here and (a.predict_on or a.registered):
         ap.error("--predict-here registers from this device's measured prices: not with "
                  + ("--predict-on" if a.predict_on else "--registered"))
@@ -359,6 +370,22 @@ def _settings(a: argparse.Namespace, acc: Any, prompt_tokens: list[int],
         execution=("predicted" if a.predict_on else
                    "cuda graphs" if a.device == "cuda" else "eager"))
     return syn, ver
+
+
+def sweep_draws(acc: Any, *, seed: int, problems: int, prompt_words: int, target: str,
+                draft: str, max_steps: int, max_step_tokens: int, configs: list[Any]
+                ) -> Any:
+    """The draws the sweep's engines (position draws, seed ``seed``) will meet on its
+    ``problems`` prompts (:func:`profiler.engines.synthetic.position_draws`), with the
+    passes of every token-speculation depth ``configs`` use; nothing runs."""
+    from profiler.engines.synthetic import position_draws
+    from profiler.problems import format_prompt
+
+    return position_draws(acc, seed=seed, target=target, draft=draft,
+                          prompts=[format_prompt(p) for p in _problems(problems,
+                                                                       prompt_words)],
+                          steps=max_steps, cap=max_step_tokens,
+                          gammas=sorted({c.k2 - 1 for c in configs if c.k2 > 1}))
 
 
 PASS_DISAGREEMENT = 0.20
@@ -547,26 +574,32 @@ def registration_of(a: argparse.Namespace, dtype: str, acc: Any, configs: list[A
     def cal_of(hardware: list[Any]) -> Any:
         return with_costs(acc, costs, what, models, hardware)
 
+    sample = None if not getattr(a, "drawn", False) else sweep_draws(
+        acc, seed=a.seed, problems=a.problems, prompt_words=a.prompt_words, target=target,
+        draft=draft, max_steps=a.max_steps, max_step_tokens=a.max_step_tokens,
+        configs=configs)
     cal = cal_of(hardware)
     rows = []
     for cfg in configs:
-        got = decoder_prediction(cal, cfg, synthetic=syn, sample_problems=a.problems)
+        got = decoder_prediction(cal, cfg, synthetic=syn, sample_problems=a.problems,
+                                 sample=sample)
         rows.append({**registered_row(cfg, got), "decoder_ms_per_token": None if got is None
                      else {k: v * 1e3 for k, v in decoder_time_split(got).items()}})
     # with several passes, each alone: how far apart they price the sweep
     disagreement = None if "passes" not in priced else pass_disagreement(
-        rows, [cal_of(p) for p in priced["passes"]], configs, syn, a.problems)
+        rows, [cal_of(p) for p in priced["passes"]], configs, syn, a.problems, sample)
     # the cost model's error (measured prices have none: their drift shows in the track
     # record)
     band = None if here else cost_band(a, cal_of=cal_of, hardware=hardware, syn=syn,
-                                       configs=configs, rows=rows)
+                                       configs=configs, rows=rows, sample=sample)
     if track is not None:
         for r in rows:
             if r["predicted_decoder"] is not None:
                 r["decoder_track_interval"] = track_interval(r["predicted_decoder"],
                                                              track["quantile_log"])
     print(f"registered: {a.target} / {a.draft} on {device} ({a.placement}) {dtype}, "
-          f"{source}; T(1) {T[1] * 1e3:.2f} ms, c1 {costs['c1']:.3f}")
+          f"{source}; T(1) {T[1] * 1e3:.2f} ms, c1 {costs['c1']:.3f}"
+          + ("" if sample is None else f"; on the sweep's own draws ({sample.source})"))
     for r in rows:
         iv, ms = r["decoder_interval"], r["decoder_ms_per_token"] or {}
         cb, tb = r.get("decoder_cost_interval"), r.get("decoder_track_interval")
@@ -598,6 +631,7 @@ def registration_of(a: argparse.Namespace, dtype: str, acc: Any, configs: list[A
             "max_step_tokens": a.max_step_tokens, "k1": a.k1, "k2": a.k2,
             "prompt_tokens": syn.prompt_tokens, "prompt_words": a.prompt_words,
             "prefill": a.prefill, "continuous": a.continuous,
+            "drawn": None if sample is None else sample.source,
             "costs": {"context": costs["context"],
                       "T_ms": {str(b): v * 1e3 for b, v in T.items()},
                       "draft_T1_ms": costs["draft_T1"] * 1e3, "c1": costs["c1"],
@@ -614,18 +648,18 @@ def registration_of(a: argparse.Namespace, dtype: str, acc: Any, configs: list[A
 
 
 def pass_disagreement(rows: list[dict[str, Any]], cals: list[Any], configs: list[Any],
-                      syn: Any, problems: int) -> dict[str, Any]:
+                      syn: Any, problems: int, sample: Any = None) -> dict[str, Any]:
     """Each configuration's decoder-model speedup priced by each profiling pass alone
-    (``cals``: one calibration per pass), written into ``rows`` as ``predicted_by_pass``;
-    returns the configuration the passes price furthest apart and that ``ratio``
-    (largest over smallest speedup)."""
+    (``cals``: one calibration per pass; ``sample``: the sweep's own draws, or None),
+    written into ``rows`` as ``predicted_by_pass``; returns the configuration the passes
+    price furthest apart and that ``ratio`` (largest over smallest speedup)."""
     from specmodel.prediction import decoder_prediction
 
     worst: dict[str, Any] = {"config": None, "ratio": 1.0}
     by_label = {r["config"]: r for r in rows}
     for cfg in configs:
-        got = [decoder_prediction(cal, cfg, synthetic=syn, sample_problems=problems)
-               for cal in cals]
+        got = [decoder_prediction(cal, cfg, synthetic=syn, sample_problems=problems,
+                                  sample=sample) for cal in cals]
         speedups = [None if g is None else g.speedup for g in got]
         by_label[cfg.label]["predicted_by_pass"] = speedups
         known = [v for v in speedups if v]
@@ -635,12 +669,14 @@ def pass_disagreement(rows: list[dict[str, Any]], cals: list[Any], configs: list
 
 
 def cost_band(a: argparse.Namespace, *, cal_of: Any, hardware: list[Any], syn: Any,
-              configs: list[Any], rows: list[dict[str, Any]]) -> dict[str, Any]:
+              configs: list[Any], rows: list[dict[str, Any]], sample: Any = None
+              ) -> dict[str, Any]:
     """The cost band of a registration on the device preset ``a.predict_on``: the same
     predictions with every predicted surface of ``hardware`` drawn off by the preset's
     held-out error (``cal_of``: the calibration priced by given profiles), the spread
     added to each row's sample band (``rows`` gain ``cost_spread`` and
-    ``decoder_cost_interval``); returns what the band is."""
+    ``decoder_cost_interval``; ``sample``: the sweep's own draws, or None); returns what
+    the band is."""
     import numpy as np
 
     from specmodel.prediction import decoder_prediction
@@ -652,7 +688,7 @@ def cost_band(a: argparse.Namespace, *, cal_of: Any, hardware: list[Any], syn: A
         cal_d = cal_of(perturbed(hardware, rng, sd))
         for cfg in configs:
             got = decoder_prediction(cal_d, cfg, synthetic=syn, problems=COST_DRAW_PROBLEMS,
-                                     draws=1)
+                                     draws=1, sample=sample)
             if got is not None:
                 drawn[cfg.label].append(got.speedup)
     for r in rows:
@@ -803,7 +839,7 @@ def run(a: argparse.Namespace, dtype: str, out: Path) -> dict[str, Any]:
     from profiler.runs import run_configurations
     from specmodel.formats.jsonio import write_json_atomic
     from specmodel.formats.run_record import RunSettings
-    from specmodel.prediction import compare
+    from specmodel.prediction import compare, decoder_prediction
 
     regs = [(path, registration(a, path)) for path in a.registered or []]
     if regs or a.register_first_pass:
@@ -896,6 +932,14 @@ def run(a: argparse.Namespace, dtype: str, out: Path) -> dict[str, Any]:
     # left of its error once the acceptance the round drew is given to it)
     compared = [{x.config: x for x in compare(rec, cal, acceptance_as_run=True)}
                 for _, rec in records]
+    # and on the sweep's own draws (position draws: known from the seed before the run):
+    # what is left of its error once the sample the sweep met is given to it
+    sample = None if a.draws != "position" else sweep_draws(
+        acc, seed=a.seed, problems=a.problems, prompt_words=a.prompt_words, target=target,
+        draft=draft, max_steps=a.max_steps, max_step_tokens=a.max_step_tokens,
+        configs=configs)
+    on_draws = {c.label: None if sample is None else decoder_prediction(
+        cal, c, record=records[0][1], sample=sample) for c in configs}
     for c in configs:
         measured, per_round, alpha1, alpha2, at_run = [], [], [], [], []
         pred = priced = decoder = None
@@ -918,6 +962,7 @@ def run(a: argparse.Namespace, dtype: str, out: Path) -> dict[str, Any]:
                 alpha2.append(first / drafts)
         mean = statistics.fmean(measured)
         nearest = {basis: [got[c.label] for got in by_pass[basis]] for basis in by_pass}
+        drawn = None if on_draws[c.label] is None else on_draws[c.label].speedup
         rows.append({
             "config": c.label, "mode": c.mode, "k1": c.k1, "k2": c.k2,
             "predicted": pred, "priced": priced, "measured": measured,
@@ -938,6 +983,8 @@ def run(a: argparse.Namespace, dtype: str, out: Path) -> dict[str, Any]:
             "decoder_at_run_acceptance": at_run if None not in at_run else None,
             "decoder_at_run_acceptance_error": (
                 None if None in at_run else statistics.fmean(at_run) / mean - 1),
+            "decoder_drawn": drawn,
+            "decoder_drawn_error": None if drawn is None else drawn / mean - 1,
         })
     for i, (path, held) in enumerate(regs):
         for row in rows:
@@ -977,7 +1024,8 @@ def run(a: argparse.Namespace, dtype: str, out: Path) -> dict[str, Any]:
             for n, k in (("f·g", "error"), ("priced", "priced_error"),
                          ("decoder", "decoder_error"), ("registered", "registered_error"),
                          ("decoder at the run's acceptance",
-                          "decoder_at_run_acceptance_error"))
+                          "decoder_at_run_acceptance_error"),
+                         ("decoder on the sweep's draws", "decoder_drawn_error"))
             if reg is not None or k != "registered_error")},
         "per_round_abs_error": per_round_abs_error(rows),
         "registration": None if reg is None else {k: v for k, v in reg.items()
@@ -1194,7 +1242,11 @@ def registration_passes(reg_path: Path, run_path: Path) -> dict[str, Any]:
     |repriced merged / registered − 1|, the check that repricing stands for the
     registration (the registration priced its verifier by its own T(1));
     ``median_of_passes`` the median of the passes' predictions, row by row (the other
-    way to merge passes: after pricing instead of before)."""
+    way to merge passes: after pricing instead of before); ``merged_on_draws`` the merged
+    profiles' prediction on the sweep's own draws (:func:`sweep_draws`, position draws
+    only; None otherwise), with ``draws_reproduce`` (:func:`draws_reproduce`) whether the
+    decoder model on them decodes the run's first round as it recorded (the check that
+    the engines drew as :func:`sweep_draws` draws now)."""
     from specmodel.formats.hardware import HardwareProfile
     from specmodel.formats.run_record import RunRecord
     from specmodel.prediction import decoder_prediction
@@ -1222,10 +1274,11 @@ def registration_passes(reg_path: Path, run_path: Path) -> dict[str, Any]:
     measured = {r["config"]: r["measured_mean"] for r in run["rows"] if speculative(r)}
     registered = {r["config"]: r["predicted_decoder"] for r in reg["rows"]}
 
-    def priced(hardware: list[dict[str, Any]]) -> dict[str, Any]:
+    def priced(hardware: list[dict[str, Any]], sample: Any = None) -> dict[str, Any]:
         cal = rec.calibration.model_copy(update={"hardware": [
             HardwareProfile.model_validate(h) for h in hardware]})
-        got = {c: decoder_prediction(cal, configs[c], record=rec) for c in measured}
+        got = {c: decoder_prediction(cal, configs[c], record=rec, sample=sample)
+               for c in measured}
         return held({c: None if g is None else g.speedup for c, g in got.items()})
 
     def held(pred: dict[str, float | None]) -> dict[str, Any]:
@@ -1239,11 +1292,52 @@ def registration_passes(reg_path: Path, run_path: Path) -> dict[str, Any]:
                       if v is not None and registered.get(c)), default=None)
     passes = ([priced(p) for p in reg["hardware_by_pass"]] if reg.get("hardware_by_pass")
               else [merged])  # one pass: it is the merge, priced once
+    syn = rec.settings.synthetic
+    on_draws = reproduces = None
+    if syn is not None and syn.draws == "position":
+        from profiler.engines.synthetic import load_acceptance
+
+        tmp = Path(tempfile.mkdtemp(prefix="bench-synthetic-"))
+        # the law as the engines drew from it: the acceptance itself, not the record's
+        # calibration (which writes a geometric law out as a histogram)
+        sample = sweep_draws(load_acceptance(syn.acceptance), seed=syn.seed,
+                             problems=run["problems"],
+                             prompt_words=reg.get("prompt_words", 0),
+                             target=_arch(reg["target"], tmp), draft=_arch(reg["draft"], tmp),
+                             max_steps=run["max_steps"],
+                             max_step_tokens=run["max_step_tokens"],
+                             configs=list(configs.values()))
+        reproduces = draws_reproduce(rec, sample)
+        on_draws = priced(reg["hardware"], sample)
     return {"registration": reg_path.name, "run": run_path.name,
             "cost_model": reg["cost_model"], "measured": measured, "merged": merged,
             "reproduced": reproduced, "passes": passes,
             "median_of_passes": held({c: _median_or_none(
-                [p["predictions"][c] for p in passes]) for c in measured})}
+                [p["predictions"][c] for p in passes]) for c in measured}),
+            "merged_on_draws": on_draws, "draws_reproduce": reproduces}
+
+
+def draws_reproduce(rec: Any, sample: Any) -> bool:
+    """Whether the decoder model on the sweep's own draws ``sample`` decodes every
+    configuration of the run record ``rec`` whose schedule does not depend on timing (the
+    target alone, sync) exactly as the round did: its output tokens, judged and accepted
+    drafts."""
+    from specmodel.prediction import decoder_prediction
+
+    for x in rec.configs:
+        if x.config.k1 > 1 and x.config.mode != "sync":
+            continue
+        got = decoder_prediction(rec.calibration, x.config, record=rec, sample=sample,
+                                 draws=1)
+        n = len(x.problems)
+        c = {k: got.counters.get(k, 0.0) * n for k in ("output_tokens", "drafted_steps",
+                                                        "accepted_steps")}
+        t = x.totals
+        if (round(c["output_tokens"]), round(c["drafted_steps"]),
+                round(c["accepted_steps"])) != (t.output_tokens, t.drafted_steps,
+                                                 t.accepted_steps):
+            return False
+    return True
 
 
 def _median_or_none(values: list[float | None]) -> float | None:
@@ -1257,9 +1351,12 @@ def print_registration_passes(paths: list[Path]) -> dict[str, Any]:
     n = len(got["passes"])
     print(f"{got['registration']} ({got['cost_model']}) against {got['run']}: "
           f"the decoder model's speedup from each pass alone and merged")
+    drawn = got["merged_on_draws"]
     print(f"{'configuration':<28} {'measured':>8} " + " ".join(
-        f"{'pass ' + str(i + 1):>14}" for i in range(n)) + f" {'merged':>14} {'median':>14}")
-    columns = [*got["passes"], got["merged"], got["median_of_passes"]]
+        f"{'pass ' + str(i + 1):>14}" for i in range(n)) + f" {'merged':>14} {'median':>14}"
+        + ("" if drawn is None else f" {'on draws':>14}"))
+    columns = [*got["passes"], got["merged"], got["median_of_passes"],
+               *([] if drawn is None else [drawn])]
     for c, measured in got["measured"].items():
         cells = [(p["predictions"][c], p["errors"].get(c)) for p in columns]
         print(f"{c:<28} {measured:>8.3f} " + " ".join(
@@ -1268,6 +1365,10 @@ def print_registration_passes(paths: list[Path]) -> dict[str, Any]:
         f"{p['mean_abs_error']:>14.1%}" for p in columns))
     if got["reproduced"] is not None:
         print(f"repriced merged vs registered: at most {got['reproduced']:.1%} apart")
+    if drawn is not None:
+        print("on draws: the merged profiles on the sweep's own draws, on which the decoder "
+              "model " + ("decodes" if got["draws_reproduce"] else "does NOT decode")
+              + " the target alone and the sync rows as the run's first round recorded")
     return got
 
 
@@ -1639,12 +1740,13 @@ def _print(rows: list[dict[str, Any]], a: argparse.Namespace, dtype: str,
 
     head = ("config", "f·g", "priced", "decoder", "registered", "measured (rounds)", "mean",
             "f·g err", "priced err", "decoder err", "registered err", "α1 run",
-            "at run α1 err", "ms/token")
+            "at run α1 err", "on draws err", "ms/token")
     body = [(r["config"], f(r["predicted"]), f(r["priced"]), f(r["decoder"]),
              f(r.get("registered")), " ".join(f"{m:.3f}" for m in r["measured"]),
              f(r["measured_mean"]), f(r["error"], True), f(r["priced_error"], True),
              f(r["decoder_error"], True), f(r.get("registered_error"), True),
              f(r["step_acceptance_run"]), f(r.get("decoder_at_run_acceptance_error"), True),
+             f(r.get("decoder_drawn_error"), True),
              " ".join(f"{m:.2f}" for m in r["ms_per_token"])) for r in rows]
     widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(head)]
     print(f"\nsynthetic acceptance ({a.acceptance}), {a.target} / {a.draft} on {a.device} "
@@ -1656,7 +1758,8 @@ def _print(rows: list[dict[str, Any]], a: argparse.Namespace, dtype: str,
     spec = [r for r in rows if speculative(r)]
     for key, name in (("error", "f·g"), ("priced_error", "priced"),
                       ("decoder_error", "decoder"), ("registered_error", "registered"),
-                      ("decoder_at_run_acceptance_error", "decoder at the run's α1")):
+                      ("decoder_at_run_acceptance_error", "decoder at the run's α1"),
+                      ("decoder_drawn_error", "decoder on the sweep's draws")):
         errs = [abs(r[key]) for r in spec if r.get(key) is not None]
         if errs:
             print(f"mean |error| {name}: {statistics.fmean(errs):.1%} over {len(errs)} "

@@ -346,13 +346,17 @@ def decoder_prediction(cal: Calibration, config: SpecConfig, *, seed: int = 0,
                        prompt_tokens: float | None = None,
                        sample_problems: int | None = None,
                        synthetic: SyntheticAcceptance | None = None,
-                       step_offset: float = 0.0) -> Any:
+                       step_offset: float = 0.0, sample: Any = None) -> Any:
     """The decoder model's :class:`~specmodel.decodermodel.DecoderPrediction` for one
     configuration from a calibration, or None where the models cannot be built.
     ``synthetic``: the settings of a synthetic-acceptance run not (yet) recorded — what
     ``record.settings.synthetic`` says of a recorded one (a prediction registered before
     the run).  ``step_offset``: every step rate moved by this much on the logit scale
     (:meth:`~specmodel.decodermodel.AcceptanceModel.step_shifted`; 0: the calibration's).
+    ``sample``: the sweep's own draws (:class:`~specmodel.decodermodel.DrawnSample`, from
+    :func:`profiler.engines.synthetic.position_draws`), for a synthetic run priced by
+    its hardware profiles: the prediction decodes the sweep's problems as they will be
+    drawn instead of fresh draws from the laws (a ValueError without such profiles).
 
     For a synthetic-acceptance run (``record.settings.synthetic``) whose calibration
     carries hardware profiles of the run's architectures (written by the run's separate
@@ -369,11 +373,16 @@ def decoder_prediction(cal: Calibration, config: SpecConfig, *, seed: int = 0,
         predict_calibrated,
     )
 
+    syn = record.settings.synthetic if record is not None else synthetic
+    arch = (syn.architectures or {}) if syn is not None else {}
+    names = {p.architecture.name for p in cal.hardware or []}
+    profiled = syn is not None and arch.get("target") in names
+    if sample is not None and not profiled:
+        raise ValueError("sample: a sweep's own draws need a synthetic run priced by "
+                         "hardware profiles of its architectures")
     try:
-        syn = record.settings.synthetic if record is not None else synthetic
-        arch = (syn.architectures or {}) if syn is not None else {}
-        names = {p.architecture.name for p in cal.hardware or []}
-        if syn is not None and arch.get("target") in names:
+        if profiled:
+            assert syn is not None
             drafter = (config.token.model if config.k2 > 1
                        and config.token.method == "draft_model" else None)
             costs = CostModel.from_calibration(
@@ -383,7 +392,7 @@ def decoder_prediction(cal: Calibration, config: SpecConfig, *, seed: int = 0,
                 engine=EngineBehaviour.synthetic(syn.context_bucket, syn.prefill))
             acc = AcceptanceModel.from_calibration(cal).step_shifted(step_offset)
             return predict(config, acc, costs,
-                           Workload.of(config, syn.prompt_tokens), problems=problems,
+                           Workload.of(config, syn.prompt_tokens, sample), problems=problems,
                            draws=draws, draw_problems=draw_problems, seed=seed,
                            sample_problems=sample_problems)
         if prompt_tokens is None and record is not None:

@@ -87,6 +87,7 @@ from specmodel.hardware.predicted import (
 from specmodel.hardware.predicted import bucket as _bucket
 
 if TYPE_CHECKING:
+    from specmodel.decodermodel.draws import DrawnSample
     from specmodel.formats.calibration import Calibration, StepLevel, TokenLevel
 
 __all__ = [
@@ -99,11 +100,14 @@ __all__ = [
     "SyntheticEngine",
     "TokenAcceptance",
     "draft_depth",
+    "draw_plan",
     "load_acceptance",
     "measure_contention",
     "measure_costs",
     "merge_profiles",
     "architectures",
+    "position_draws",
+    "position_key",
     "cost_point",
     "prepare_run",
     "profile_costs",
@@ -425,6 +429,70 @@ class _Plan:
     """Tokens written by each pass (token speculation; empty without)."""
 
 
+def draw_plan(rng: random.Random, *, role: str, lengths: StepLengths, cap: int,
+              depth: int, vocab: int, gamma: int = 0,
+              token_acceptance: TokenAcceptance | None = None,
+              counters: dict[str, Any] | None = None) -> _Plan:
+    """What one step of ``role`` writes, drawn from ``rng`` (the step's keyed stream): its
+    length from ``lengths`` (capped at ``cap``: then it finishes on "length"), its words
+    (the first carrying the draft ``depth``), and with token speculation (``gamma`` > 0)
+    the tokens each pass writes, accepted drafts drawn from ``token_acceptance``;
+    ``counters`` (vLLM's names) are advanced where given.  The one place a synthetic
+    step is drawn: the engine writes it, :func:`position_draws` tabulates it."""
+    n = lengths.draw(rng)
+    finished: Literal["stop", "length"] = "stop"
+    if n > cap:
+        n, finished = cap, "length"
+    tag = _TAG[role]
+    words = [f"{tag}{rng.randrange(vocab)}" for _ in range(n)]
+    words[0] += f"/{depth}"
+    passes: list[int] = []
+    if gamma > 0:
+        if token_acceptance is None:
+            raise ValueError("token_acceptance is required with gamma > 0")
+        c = counters if counters is not None else _zero_counters(gamma)
+        done = 0
+        while done < n:
+            c["num_target_passes"] += 1
+            if not token_acceptance.drafts(rng):  # no draft: one token
+                passes.append(1)
+                done += 1
+                continue
+            a = token_acceptance.draw(rng, gamma)
+            c["num_drafts"] += 1
+            c["num_draft_tokens"] += gamma
+            c["num_accepted_tokens"] += a
+            for j in range(a):
+                c["num_accepted_tokens_per_pos"][j] += 1
+            passes.append(min(a + 1, n - done))
+            done += a + 1
+    return _Plan(words, finished, passes)
+
+
+def trailing_steps(prefix: str, delimiter: str) -> tuple[list[str], list[str]]:
+    """``prefix`` cut at its delimiters into (the pieces before its trailing run of
+    synthetic steps, the first word of each of those steps, last first); empty pieces
+    are skipped."""
+    pieces = prefix.split(delimiter)
+    firsts: list[str] = []
+    i = len(pieces) - 1
+    while i >= 0:
+        words = pieces[i].split(maxsplit=1)
+        if words:
+            if _DEPTH_WORD.match(words[0]) is None:
+                break
+            firsts.append(words[0])
+        i -= 1
+    return pieces[:i + 1], firsts
+
+
+def position_key(prefix: str, delimiter: str) -> tuple[str, int]:
+    """(the prompt: ``prefix`` before its synthetic steps, how many steps follow it): what
+    keys a step's draws under ``draws`` "position"."""
+    head, firsts = trailing_steps(prefix, delimiter)
+    return delimiter.join(head), len(firsts)
+
+
 class SyntheticEngine:
     """An architecture with random weights whose output is drawn from ``acceptance``
     (see the module docstring)."""
@@ -603,38 +671,14 @@ class SyntheticEngine:
     def _plan(self, prefix: str, cap: int, temp: float, seed: int | None, i: int) -> _Plan:
         sampled = temp > 0
         # not the architecture: two targets of one acceptance write the same steps
-        key = (("position", *self._position(prefix)) if self.draws == "position"
-               else (prefix,))
-        rng = _rng(self.seed, self.role, sampled and seed, sampled and i, *key)
-        n = self.lengths.draw(rng)
-        finished: Literal["stop", "length"] = "stop"
-        if n > cap:
-            n, finished = cap, "length"
-        tag = _TAG[self.role]
+        key = (("position", *position_key(prefix, self.delimiter))
+               if self.draws == "position" else (prefix,))
         depth = self._depth(prefix) if self.role == "draft" else 0
-        vocab = self.shape.vocab_size
-        words = [f"{tag}{rng.randrange(vocab)}" for _ in range(n)]
-        words[0] += f"/{depth}"
-        passes: list[int] = []
-        if self.speculation is not None:
-            gamma = self.speculation.num_speculative_tokens
-            c = self._counters
-            done = 0
-            while done < n:
-                c["num_target_passes"] += 1
-                if not self.token_acceptance.drafts(rng):  # no draft: one token
-                    passes.append(1)
-                    done += 1
-                    continue
-                a = self.token_acceptance.draw(rng, gamma)
-                c["num_drafts"] += 1
-                c["num_draft_tokens"] += gamma
-                c["num_accepted_tokens"] += a
-                for j in range(a):
-                    c["num_accepted_tokens_per_pos"][j] += 1
-                passes.append(min(a + 1, n - done))
-                done += a + 1
-        return _Plan(words, finished, passes)
+        gamma = self.speculation.num_speculative_tokens if self.speculation else 0
+        return draw_plan(_rng(self.seed, self.role, sampled and seed, sampled and i, *key),
+                         role=self.role, lengths=self.lengths, cap=cap, depth=depth,
+                         vocab=self.shape.vocab_size, gamma=gamma,
+                         token_acceptance=self.token_acceptance, counters=self._counters)
 
     def _passes(self, plans: list[_Plan], base: int, b: int) -> None:
         """Token-speculation passes of the padded batch: γ draft forwards (draft_model)
@@ -656,35 +700,14 @@ class SyntheticEngine:
                 self._drafter.run(b, 1, self._bucket(at + t))
         self._fwd.run(b, gamma + 1, self._bucket(at))
 
-    def _trailing_steps(self, prefix: str) -> tuple[list[str], list[str]]:
-        """``prefix`` cut at its delimiters into (the pieces before its trailing run of
-        synthetic steps, the first word of each of those steps, last first); empty
-        pieces are skipped."""
-        pieces = prefix.split(self.delimiter)
-        firsts: list[str] = []
-        i = len(pieces) - 1
-        while i >= 0:
-            words = pieces[i].split(maxsplit=1)
-            if words:
-                if _DEPTH_WORD.match(words[0]) is None:
-                    break
-                firsts.append(words[0])
-            i -= 1
-        return pieces[:i + 1], firsts
-
     def _depth(self, prefix: str) -> int:
         """Draft steps in a row at the end of ``prefix`` (the depth of the next draft)."""
         depth = 0
-        for first in self._trailing_steps(prefix)[1]:
+        for first in trailing_steps(prefix, self.delimiter)[1]:
             if not first.startswith(_TAG["draft"]):
                 break
             depth += 1
         return depth
-
-    def _position(self, prefix: str) -> tuple[str, int]:
-        """(the prompt: ``prefix`` before its synthetic steps, how many steps follow it)."""
-        head, firsts = self._trailing_steps(prefix)
-        return self.delimiter.join(head), len(firsts)
 
     @staticmethod
     def _key(text: str) -> bytes:
@@ -1080,6 +1103,67 @@ def profile_costs(target: SyntheticEngine, draft: SyntheticEngine | None,
             progress(f"contention (both decoding at once, L = {mid}): target {tc:.3f}×, "
                      f"draft {dc:.3f}×")
     return [HardwareProfile.model_validate(d) for d in out]
+
+
+def position_draws(acceptance: Calibration, *, seed: int, prompts: Sequence[str],
+                   target: str | Path, draft: str | Path, steps: int, cap: int,
+                   gammas: Sequence[int] = (), delimiter: str = STEP_DELIMITER,
+                   source: str | None = None) -> DrawnSample:
+    """The draws a sweep of synthetic engines with position draws (seed ``seed``, the
+    architectures ``target`` and ``draft``, both greedy) meets on ``prompts``, as the
+    decoder model takes them (:class:`~specmodel.decodermodel.DrawnSample`): at each of
+    ``steps`` positions the target's and the draft's step length (capped at ``cap``),
+    with token speculation of each γ in ``gammas`` both roles' passes, and the uniform of
+    :class:`profiler.verifiers.SyntheticVerifier` (seed ``seed``) for the draft drafted
+    there at every depth 0 … position.  Drawn by :func:`draw_plan` from the streams the
+    engines key, so nothing runs and nothing is timed."""
+    from specmodel.decodermodel.draws import DrawnProblem, DrawnSample
+    from specmodel.hardware.shape import load_shape
+
+    if steps < 1:
+        raise ValueError(f"steps must be >= 1, got {steps}")
+    if cap < 1:
+        raise ValueError(f"cap must be >= 1, got {cap}")
+    if not prompts:
+        raise ValueError("prompts must hold at least one prompt")
+    bad = [g for g in gammas if g < 1]
+    if bad:
+        raise ValueError(f"gammas must be >= 1, got {bad[0]}")
+    lengths = StepLengths.from_step(acceptance.step)
+    token = TokenAcceptance.from_token(acceptance.token)
+    vocab = {"target": load_shape(str(target)).vocab_size,
+             "draft": load_shape(str(draft)).vocab_size}
+
+    def plan(role: str, head: str, pos: int, depth: int = 0, gamma: int = 0) -> _Plan:
+        return draw_plan(_rng(seed, role, False, False, "position", head, pos), role=role,
+                         lengths=lengths, cap=cap, depth=depth, vocab=vocab[role],
+                         gamma=gamma, token_acceptance=token)
+
+    def text(p: _Plan) -> str:
+        return " ".join(p.words) + delimiter
+
+    problems = []
+    for prompt in prompts:
+        head = position_key(prompt, delimiter)[0]
+        tl, dl, us = [], [], []
+        passes: dict[str, dict[int, list[tuple[int, ...]]]] = {
+            "target": {g: [] for g in gammas}, "draft": {g: [] for g in gammas}}
+        for pos in range(steps):
+            t = plan("target", head, pos)
+            tl.append(len(t.words))
+            dl.append(len(plan("draft", head, pos).words))
+            us.append(tuple(uniform("verify", seed, text(t), text(plan("draft", head, pos, d)))
+                            for d in range(pos + 1)))
+            for role, table in passes.items():
+                for g in gammas:
+                    table[g].append(tuple(plan(role, head, pos, 0, g).passes))
+        problems.append(DrawnProblem(
+            tuple(tl), tuple(dl), tuple(us),
+            {g: tuple(v) for g, v in passes["target"].items()},
+            {g: tuple(v) for g, v in passes["draft"].items()}))
+    return DrawnSample(tuple(problems), source or (
+        f"synthetic engines' position draws: seed {seed}, {len(prompts)} prompts, "
+        f"{steps} positions of <= {cap} tokens, step lengths {lengths.source}"))
 
 
 def architectures(target: SyntheticEngine | str, draft: SyntheticEngine | str | None,

@@ -14,6 +14,7 @@ Pure (NumPy only).
 
 from specmodel.decodermodel.acceptance import AcceptanceModel, StepLengths
 from specmodel.decodermodel.costs import CostModel, EngineBehaviour, Surface
+from specmodel.decodermodel.draws import DrawnProblem, DrawnSample
 from specmodel.decodermodel.simulate import (
     MODEL_NAME,
     DecoderPrediction,
@@ -29,6 +30,8 @@ __all__ = [
     "AcceptanceModel",
     "CostModel",
     "DecoderPrediction",
+    "DrawnProblem",
+    "DrawnSample",
     "EngineBehaviour",
     "StepLengths",
     "Surface",

@@ -99,6 +99,7 @@ from specmodel.decodermodel.acceptance import (
     logit_shifted,
 )
 from specmodel.decodermodel.costs import CostModel, Forwards, Surface
+from specmodel.decodermodel.draws import DrawnProblem, DrawnSample
 from specmodel.montecarlo.acceptance import sample_accepted_prefix
 from specmodel.montecarlo.estimate import Estimate, ratio_estimate
 
@@ -120,14 +121,22 @@ class Workload:
     """Tokens of the prompt (the first prefill, and the context of every call)."""
     prompt_source: str = "assumed: 200 tokens (the run record does not store prompts)"
     """Where ``prompt_tokens`` came from."""
+    sample: DrawnSample | None = None
+    """A synthetic sweep's own draws (:class:`~specmodel.decodermodel.draws.DrawnSample`):
+    simulated problem i decodes the sample's problem i mod n, its step lengths, passes
+    and verdict uniforms taken from it instead of drawn (None: drawn from the laws).
+    Needs an engine with prefix caching at step boundaries (the synthetic engine's) and
+    one branch per position."""
 
     @classmethod
-    def of(cls, config: SpecConfig, prompt_tokens: int | None = None) -> Workload:
-        """The configuration's limits, with the prompt length if known."""
+    def of(cls, config: SpecConfig, prompt_tokens: int | None = None,
+           sample: DrawnSample | None = None) -> Workload:
+        """The configuration's limits, with the prompt length if known (and the sweep's
+        own draws, if given)."""
         if prompt_tokens is None:
-            return cls(config.max_steps, config.max_step_tokens)
+            return cls(config.max_steps, config.max_step_tokens, sample=sample)
         return cls(config.max_steps, config.max_step_tokens, int(prompt_tokens),
-                   f"given: {int(prompt_tokens)} tokens")
+                   f"given: {int(prompt_tokens)} tokens", sample)
 
 
 # ---------------------------------------------------------------------------------------
@@ -226,6 +235,10 @@ class _Engine:
         self._emitted: list[int] = []
         self.paired: tuple[_PairedLengths, int] | None = None
         """Joint step lengths and this engine's role in them (None: drawn alone)."""
+        self.role = 0
+        """0: the target, 1: the draft (which of a drawn problem's tables is this one's)."""
+        self.drawn: DrawnProblem | None = None
+        """The problem's own draws, when the workload has a sample (None: drawn)."""
         self.calls = 0
         self.rows = 0
         self.seconds = 0.0
@@ -233,6 +246,16 @@ class _Engine:
         """Decode iterations (one forward, or one token-speculation pass) by the rows
         they ran, on an engine with prefix caching at step boundaries (the synthetic
         engine's): a running batch's or a call's."""
+
+    def step_lengths(self, prefixes: Sequence[tuple[int, ...]]) -> list[int]:
+        """The lengths of the steps written from ``prefixes``: the problem's own draws at
+        each prefix's position, else a measured pair's, else drawn alone."""
+        if self.drawn is not None:
+            return [self.drawn.length(self.role, len(p) - 1) for p in prefixes]
+        if self.paired is not None:
+            joint, role = self.paired
+            return [joint.length(p, role) for p in prefixes]
+        return self._lengths_of(len(prefixes))
 
     def _lengths_of(self, b: int) -> list[int]:
         """``b`` step lengths (drawn in blocks: one numpy call per 4096)."""
@@ -303,9 +326,12 @@ class _Engine:
                 return self.segs.length(prefix) - self.segs.length(prefix[:cut])
         return self.segs.length(prefix)
 
-    def _pass_list(self, n: int) -> list[int]:
+    def _pass_list(self, n: int, prefix: tuple[int, ...] | None = None) -> list[int]:
         """Tokens each token-speculation pass writes for a step of ``n`` (the last one
-        capped at the step's end)."""
+        capped at the step's end) from ``prefix``: the problem's own draws at its
+        position, else drawn."""
+        if self.drawn is not None and prefix is not None:
+            return list(self.drawn.passes(self.role, len(prefix) - 1, self.k2 - 1))
         out: list[int] = []
         done = 0
         buf = self._emitted
@@ -358,7 +384,7 @@ class _Engine:
         base = max(self.segs.length(p) for p in prefixes)
         t = self.overhead + self._prefill_time(prefixes, base)
         if self.k2 > 1:
-            plans = [self._pass_list(int(k)) for k in n]
+            plans = [self._pass_list(int(k), p) for k, p in zip(n, prefixes, strict=True)]
             done = [0] * b
             for j in range(max(len(p) for p in plans)):
                 t += self._iteration(b, base + max(done))
@@ -378,11 +404,7 @@ class _Engine:
         b = len(prefixes)
         self.calls += 1
         self.rows += b
-        if self.paired is not None:
-            joint, role = self.paired
-            n = [joint.length(p, role) for p in prefixes]
-        else:
-            n = self._lengths_of(b)
+        n = self.step_lengths(prefixes)
         outs = [(self.segs.new(t), t) for t in n]
         eng = self.costs.engine
         if eng.step_cache:
@@ -472,17 +494,12 @@ class _Server:
         eng = self.eng
         eng.calls += 1
         eng.rows += 1
-        if eng.paired is not None:
-            joint, role = eng.paired
-            n = joint.length(prefix, role)
-        else:
-            n = eng._lengths_of(1)[0]
-        n = int(n)
+        n = int(eng.step_lengths([prefix])[0])
         seg = eng.segs.new(n)
         cum = None
         if eng.k2 > 1:
             cum = [0]
-            for a in eng._pass_list(n):
+            for a in eng._pass_list(n, prefix):
                 cum.append(cum[-1] + a)
         req = _Request(epoch, pos, prefix, eng.segs.length(prefix), n, seg, cum)
         self.pending.append(req)
@@ -668,7 +685,18 @@ class _Run:
                              self.costs, self.acc.draft_steps, dk2, self.acc, self.segs,
                              cap, self.rng, self.costs.draft_forwards,
                              overhead=self.costs.draft_call_overhead)
+        self.draft.role = 1
         self.paired = None
+        sample = self.work.sample
+        if sample is not None:
+            if not self.costs.engine.step_cache:
+                raise ValueError("a workload's sample needs an engine with prefix caching "
+                                 "at step boundaries (EngineBehaviour.synthetic)")
+            if self.cfg.width > 1:
+                raise ValueError(f"a workload's sample draws one branch per position; "
+                                 f"width must be 1, got {self.cfg.width}")
+            sample.covers(self.work.max_steps, self.work.max_steps,
+                          (k2 - 1 if k2 > 1 else 0, dk2 - 1 if dk2 > 1 else 0))
         if self.acc.step_length_pairs:
             self.paired = _PairedLengths(self.acc.step_length_pairs, self.rng, cap)
             self.target.paired = (self.paired, 0)
@@ -681,6 +709,8 @@ class _Run:
     accepted: int = field(init=False, default=0)
     verify_seconds: float = field(init=False, default=0.0)
     last_verdict: bool | None = field(init=False, default=None)
+    solved: int = field(init=False, default=0)
+    """Problems begun (which of a sample's problems the next one decodes)."""
 
     def judge(self, depth: int, width: int = 1, tree: bool = False,
               index: int | None = None, lengths: tuple[int, int] | None = None) -> bool:
@@ -701,7 +731,10 @@ class _Run:
         rate = logit_shifted(self.acc.step_rate(depth, width, tree), shift)
         if self.acc.verdict_correlation != 0:
             rate = self.acc.next_step_rate(rate, self.last_verdict)
-        ok = bool(self.rng.random() < rate)
+        drawn = self.target.drawn
+        u = (self.rng.random() if drawn is None or index is None or width > 1
+             else drawn.uniform(index, depth))
+        ok = bool(u < rate)
         self.last_verdict = ok
         self.accepted += ok
         return ok
@@ -740,6 +773,11 @@ class _Run:
     # -- one problem: (tokens, seconds) --------------------------------------------
 
     def problem(self) -> tuple[int, float]:
+        sample = self.work.sample
+        if sample is not None:
+            drawn = sample.problems[self.solved % len(sample)]
+            self.target.drawn = self.draft.drawn = drawn
+        self.solved += 1
         self.segs.reset()
         self.target.cache = self.draft.cache = None
         self.target.known.clear()
@@ -1087,7 +1125,8 @@ class SimResult:
 def simulate(config: SpecConfig, acceptance: AcceptanceModel, costs: CostModel,
              workload: Workload | None = None, problems: int = 200,
              seed: int | np.random.Generator = 0) -> SimResult:
-    """Decode ``problems`` simulated problems with ``config``."""
+    """Decode ``problems`` simulated problems with ``config`` (with a workload's sample,
+    problem i is the sample's problem i mod n)."""
     if problems < 2:
         raise ValueError(f"problems must be >= 2, got {problems}")
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
@@ -1177,10 +1216,18 @@ def predict(config: SpecConfig, acceptance: AcceptanceModel, costs: CostModel,
     ``sample_problems``, also the interval of what a run of that many problems would
     measure (:attr:`DecoderPrediction.sample_interval`): the simulation's standard
     error scaled to that sample, √(problems / sample_problems) · stderr, in its place.
+
+    With a workload's sample (:attr:`Workload.sample`) every simulation decodes the
+    sample's problems once each (``problems`` and ``draw_problems`` are its size, at
+    least 2): the decode is the sample's own, not a draw from the laws, so there is no
+    simulation error (stderr 0) and the intervals carry the calibration draws alone;
+    the sample interval is the interval.
     """
     if sample_problems is not None and sample_problems < 1:
         raise ValueError(f"sample_problems must be >= 1, got {sample_problems}")
     work = workload or Workload.of(config)
+    if work.sample is not None:
+        problems = draw_problems = max(2, len(work.sample))
     ss = np.random.SeedSequence(seed)
     # separate streams: adding a measured spread to one model leaves the other model's
     # draws and the simulations' as they were
@@ -1190,6 +1237,8 @@ def predict(config: SpecConfig, acceptance: AcceptanceModel, costs: CostModel,
     sim = simulate(config, acceptance, costs, work, problems, s_cfg)
     cfg = sim.rate()
     r, se = _speedup(cfg, base)
+    if work.sample is not None:
+        se = 0.0  # the sample's own decode: nothing was drawn
     spread = 0.0
     n_draws = 0
     if draws > 1 and (acceptance.step_samples or acceptance.token_samples or costs.stderrs):

@@ -4,6 +4,7 @@ without hardware (no torch), never overwritten, and refused by a run of other se
 from __future__ import annotations
 
 import json
+import statistics
 from pathlib import Path
 
 import pytest
@@ -482,6 +483,26 @@ def test_the_track_record_of_measured_registrations(tmp_path: Path) -> None:
         track_record(paths, basis="measured")
 
 
+def test_a_registration_on_the_sweeps_own_draws(tmp_path: Path) -> None:
+    """--drawn registers the decoder model on the problems the sweep will meet (its
+    seed's position draws), says so, and prices the target alone at 1; every row decodes
+    its sample the same way each time and the synthetic acceptance is exact, so the
+    sample band is the point and only the costs' error is left around it."""
+    assert main([*ARGS, "--out", str(tmp_path / "law.json")]) == 0
+    assert main([*ARGS, "--drawn", "--out", str(tmp_path / "drawn.json")]) == 0
+    law = json.loads((tmp_path / "law.registered.json").read_text())
+    drawn = json.loads((tmp_path / "drawn.registered.json").read_text())
+    assert law["drawn"] is None and "position draws: seed 0, 2 prompts" in drawn["drawn"]
+    rows = {r["config"]: r for r in drawn["rows"]}
+    assert rows["target"]["predicted_decoder"] == pytest.approx(1.0)
+    assert [r["predicted_decoder"] for r in drawn["rows"]] != [
+        r["predicted_decoder"] for r in law["rows"]]
+    for r in drawn["rows"][1:]:
+        assert r["decoder_sample_interval"] == pytest.approx([r["predicted_decoder"]] * 2)
+        lo, hi = r["decoder_cost_interval"]
+        assert lo < r["predicted_decoder"] < hi
+
+
 @pytest.mark.parametrize("args, says", [
     (["--predict-here", "--track-basis", "registered"], "--track-basis registered: a "
      "registration priced by a measured profiling pass"),
@@ -501,6 +522,9 @@ def test_the_track_record_of_measured_registrations(tmp_path: Path) -> None:
     (["--predict-on", "cpu-epyc", "--here-gap-s", "60"], "are for --predict-here"),
     (["--register-first-pass", "--predict-on", "h100-sxm"], "not with --predict-on"),
     (["--register-first-pass", "--placement", "two-devices"], "--placement is for"),
+    (["--drawn"], "--drawn needs --predict-on or --predict-here"),
+    (["--drawn", "--predict-on", "cpu-epyc", "--draws", "prefix"],
+     "--drawn needs --draws position"),
 ])
 def test_registering_here_refuses_what_it_cannot_mean(args: list[str], says: str, capsys
                                                       ) -> None:
@@ -572,6 +596,11 @@ def test_a_registration_measured_here_is_held_beside_a_presets(tmp_path: Path, c
     assert all(len(r["decoder_errors_by_pass"][b]) == 1 for r in run["rows"]
                for b in ("preceding", "bracketing"))
     assert set(run["per_round_abs_error"]) == {"merged", "preceding", "bracketing"}
+    # the decoder model on the run's own profiles and the sweep's own draws beside it
+    assert all(r["decoder_drawn"] > 0 for r in run["rows"])
+    assert run["mean_abs_error"]["decoder on the sweep's draws"] == pytest.approx(
+        statistics.fmean(abs(r["decoder_drawn_error"]) for r in run["rows"] if r["k1"] > 1
+                         or r["k2"] > 1))
     also, also_first = run["registrations_also"]
     assert also_first["file"] == "run_first_pass.registered.json"
     assert also["file"] == "here.registered.json" and "hardware" not in also["registration"]
@@ -614,6 +643,12 @@ def test_a_committed_registration_priced_again_by_its_pass() -> None:
     assert run["registration"]["cost_model"] == got["cost_model"]  # the run's own
     assert got["merged"]["mean_abs_error"] == pytest.approx(
         run["mean_abs_error"]["registered"], abs=REPRICED)
+    # on the sweep's own draws (known from its seed): the model decodes the recorded
+    # round's timing-free rows exactly, and its prediction differs from the laws'
+    assert got["draws_reproduce"] is True
+    drawn = got["merged_on_draws"]
+    assert set(drawn["predictions"]) == set(got["measured"])
+    assert drawn["predictions"] != got["merged"]["predictions"]
     with pytest.raises(ValueError, match="not a registration priced by profiling passes"):
         registration_passes(RESULTS / "synthetic_cpu_full_seed36.registered.json",
                             RESULTS / "synthetic_cpu_full_seed36.json")

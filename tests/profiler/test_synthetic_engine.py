@@ -706,3 +706,97 @@ def test_an_interleaved_run_decodes_what_a_run_by_configurations_does(
     with pytest.raises(ValueError, match="resume cannot continue an interleaved run"):
         run_configurations(target, draft, ver, configs, problems, tmp_path / "x.json",
                            models={}, settings={}, resume=True, interleave=True)
+
+
+# --- the sweep's own draws ----------------------------------------------------------------
+def test_the_decoder_model_on_the_sweeps_draws_decodes_what_the_decoder_decodes(
+        arch: str, arch2: str) -> None:
+    """:func:`position_draws` tabulates what the engines will draw (nothing runs), and
+    the decoder model handed those draws (``Workload.sample``) decodes a sync sweep
+    exactly as the real decoder on the real engines does: the same output tokens,
+    accepted and judged drafts, and target decode iterations by the rows they ran —
+    with and without token speculation, at rates by depth.  (A sync schedule does not
+    depend on timing; async ones do, so they are held against measured runs instead.)"""
+    from collections import Counter
+
+    from profiler.decoder import LookaheadDecoder
+    from profiler.engines.synthetic import position_draws, with_costs
+    from profiler.problems import Problem, format_prompt
+    from specmodel.config import SpecConfig
+    from specmodel.decodermodel import (
+        AcceptanceModel,
+        CostModel,
+        EngineBehaviour,
+        Workload,
+        simulate,
+    )
+    from specmodel.hardware.predicted import predicted_profiles
+
+    data = load_preset("lr-paper-gsm8k-deepseek").model_dump(mode="json")
+    data["step"].update(step_tokens_histogram={"2": 1, "5": 2, "9": 1},
+                        acceptance_by_position=[0.8, 0.55, 0.4])
+    data["token"].update(acceptance_by_position=[0.6, 0.4])
+    cal = Calibration.model_validate(data)
+    seed, steps, cap = 5, 7, 8
+    tgt = SyntheticEngine(arch, acceptance=cal, role="target", seed=seed)
+    drf = SyntheticEngine(arch2, acceptance=cal, role="draft", seed=seed)
+    ver = SyntheticVerifier(cal, source="test", seed=seed)
+    rows: Counter[int] = Counter()
+    real = tgt._fwd.run
+
+    def counted(b: int, q: int, L: int, graph: bool = True, *, prefill: bool = False,
+                events: bool = False) -> Any:
+        if not prefill:
+            rows[b] += 1
+        return real(b, q, L, graph, prefill=prefill, events=events)
+
+    tgt._fwd.run = counted
+    problems = [Problem(i, f"Problem {i}: how many apples are left?", "1", "")
+                for i in range(3)]
+    cfgs = [SpecConfig(k1=1, max_steps=steps, max_step_tokens=cap),
+            SpecConfig(mode="sync", k1=3, max_steps=steps, max_step_tokens=cap,
+                       verifier={"kind": "synthetic", "model": "x"}),
+            SpecConfig(mode="sync", k1=4, k2=3, max_steps=steps, max_step_tokens=cap,
+                       verifier={"kind": "synthetic", "model": "x"},
+                       token={"method": "ngram"})]
+    sample = position_draws(cal, seed=seed, prompts=[format_prompt(p) for p in problems],
+                            target=arch, draft=arch2, steps=steps, cap=cap, gammas=[2])
+    assert len(sample) == 3 and sample.problems[0].positions == steps
+    assert all(len(us) == pos + 1 for pos, us in enumerate(sample.problems[0].verdicts))
+    hardware = predicted_profiles(arch, arch2, cfgs, 12, device="cpu-epyc")
+    costs = CostModel.from_calibration(
+        with_costs(cal, {"context": 256, "T": {1: 0.01}, "c1": 0.1}, "test", None, hardware),
+        target_architecture=hardware[0].architecture.name,
+        draft_architecture=hardware[1].architecture.name,
+        engine=EngineBehaviour.synthetic())
+    for cfg in cfgs:
+        rows.clear()
+        dec = LookaheadDecoder.for_config(tgt, drf if cfg.k1 > 1 else None,
+                                          ver if cfg.k1 > 1 else None, cfg)
+        tokens = accepted = judged = 0
+        for p in problems:
+            tgt.forget()
+            drf.forget()
+            got = dec.decode(p)
+            tokens += got.output_tokens
+            accepted += got.accepted_steps
+            judged += got.drafted_steps
+        sim = simulate(cfg, AcceptanceModel.from_calibration(cal), costs,
+                       Workload(steps, cap, 12, sample=sample), problems=6)
+        c = {k: v * 3 for k, v in sim.counters.items()}  # 6 problems: the sample twice
+        assert c["output_tokens"] == pytest.approx(tokens), cfg.label
+        assert c["accepted_steps"] == pytest.approx(accepted), cfg.label
+        assert c["drafted_steps"] == pytest.approx(judged), cfg.label
+        assert {b: c.get(f"target_iterations_b{b}", 0) for b in rows} == pytest.approx(
+            dict(rows)), cfg.label
+        assert sum(v for k, v in c.items() if k.startswith("target_iterations_b")) \
+            == pytest.approx(sum(rows.values())), cfg.label
+    assert judged > accepted > 0
+    with pytest.raises(ValueError, match="width must be 1"):
+        simulate(SpecConfig(mode="sync", k1=3, width=2, max_steps=steps,
+                            max_step_tokens=cap), AcceptanceModel.from_calibration(cal),
+                 costs, Workload(steps, cap, 12, sample=sample))
+    with pytest.raises(ValueError, match="workload takes up to 9"):
+        simulate(SpecConfig(mode="sync", k1=3, max_steps=9, max_step_tokens=cap),
+                 AcceptanceModel.from_calibration(cal), costs,
+                 Workload(9, cap, 12, sample=sample))
