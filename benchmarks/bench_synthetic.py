@@ -585,6 +585,9 @@ def registration_of(a: argparse.Namespace, dtype: str, acc: Any, configs: list[A
                                  sample=sample)
         rows.append({**registered_row(cfg, got), "decoder_ms_per_token": None if got is None
                      else {k: v * 1e3 for k, v in decoder_time_split(got).items()}})
+        if sample is not None:  # the laws' prediction from the same prices, beside it
+            law = decoder_prediction(cal, cfg, synthetic=syn, sample_problems=a.problems)
+            rows[-1]["predicted_decoder_law"] = None if law is None else law.speedup
     # with several passes, each alone: how far apart they price the sweep
     disagreement = None if "passes" not in priced else pass_disagreement(
         rows, [cal_of(p) for p in priced["passes"]], configs, syn, a.problems, sample)
@@ -1242,11 +1245,13 @@ def registration_passes(reg_path: Path, run_path: Path) -> dict[str, Any]:
     |repriced merged / registered − 1|, the check that repricing stands for the
     registration (the registration priced its verifier by its own T(1));
     ``median_of_passes`` the median of the passes' predictions, row by row (the other
-    way to merge passes: after pricing instead of before); ``merged_on_draws`` the merged
-    profiles' prediction on the sweep's own draws (:func:`sweep_draws`, position draws
-    only; None otherwise), with ``draws_reproduce`` (:func:`draws_reproduce`) whether the
-    decoder model on them decodes the run's first round as it recorded (the check that
-    the engines drew as :func:`sweep_draws` draws now)."""
+    way to merge passes: after pricing instead of before); ``merged_law`` and
+    ``merged_on_draws`` the merged profiles' prediction on fresh draws from the laws and
+    on the sweep's own draws (:func:`sweep_draws`, position draws only; None otherwise) —
+    a registration made on the draws (``--drawn``) is priced on them throughout — with
+    ``draws_reproduce`` (:func:`draws_reproduce`) whether the decoder model on them
+    decodes the run's first round as it recorded (the check that the engines drew as
+    :func:`sweep_draws` draws now)."""
     from specmodel.formats.hardware import HardwareProfile
     from specmodel.formats.run_record import RunRecord
     from specmodel.prediction import decoder_prediction
@@ -1287,13 +1292,8 @@ def registration_passes(reg_path: Path, run_path: Path) -> dict[str, Any]:
                 "mean_abs_error": sum(map(abs, errors.values())) / len(errors)
                 if errors else None}
 
-    merged = priced(reg["hardware"])
-    reproduced = max((abs(v / registered[c] - 1) for c, v in merged["predictions"].items()
-                      if v is not None and registered.get(c)), default=None)
-    passes = ([priced(p) for p in reg["hardware_by_pass"]] if reg.get("hardware_by_pass")
-              else [merged])  # one pass: it is the merge, priced once
     syn = rec.settings.synthetic
-    on_draws = reproduces = None
+    sample = reproduces = None
     if syn is not None and syn.draws == "position":
         from profiler.engines.synthetic import load_acceptance
 
@@ -1308,13 +1308,25 @@ def registration_passes(reg_path: Path, run_path: Path) -> dict[str, Any]:
                              max_step_tokens=run["max_step_tokens"],
                              configs=list(configs.values()))
         reproduces = draws_reproduce(rec, sample)
-        on_draws = priced(reg["hardware"], sample)
+    elif reg.get("drawn"):
+        raise ValueError(f"--passes-of {reg_path}: registered on the sweep's draws, but "
+                         f"{run_path} did not draw by position")
+    own = sample if reg.get("drawn") else None  # priced as it was registered
+    merged = priced(reg["hardware"], own)
+    reproduced = max((abs(v / registered[c] - 1) for c, v in merged["predictions"].items()
+                      if v is not None and registered.get(c)), default=None)
+    passes = ([priced(p, own) for p in reg["hardware_by_pass"]]
+              if reg.get("hardware_by_pass") else [merged])  # one pass: the merge
     return {"registration": reg_path.name, "run": run_path.name,
-            "cost_model": reg["cost_model"], "measured": measured, "merged": merged,
+            "cost_model": reg["cost_model"], "drawn": bool(reg.get("drawn")),
+            "measured": measured, "merged": merged,
             "reproduced": reproduced, "passes": passes,
             "median_of_passes": held({c: _median_or_none(
                 [p["predictions"][c] for p in passes]) for c in measured}),
-            "merged_on_draws": on_draws, "draws_reproduce": reproduces}
+            "merged_law": priced(reg["hardware"]) if own is not None else merged,
+            "merged_on_draws": (None if sample is None else merged if own is not None
+                                else priced(reg["hardware"], sample)),
+            "draws_reproduce": reproduces}
 
 
 def draws_reproduce(rec: Any, sample: Any) -> bool:
@@ -1350,8 +1362,10 @@ def print_registration_passes(paths: list[Path]) -> dict[str, Any]:
     got = registration_passes(*paths)
     n = len(got["passes"])
     print(f"{got['registration']} ({got['cost_model']}) against {got['run']}: "
-          f"the decoder model's speedup from each pass alone and merged")
-    drawn = got["merged_on_draws"]
+          f"the decoder model's speedup from each pass alone and merged"
+          + (" (registered on the sweep's draws: every column on them)" if got["drawn"]
+             else ""))
+    drawn = None if got["drawn"] else got["merged_on_draws"]
     print(f"{'configuration':<28} {'measured':>8} " + " ".join(
         f"{'pass ' + str(i + 1):>14}" for i in range(n)) + f" {'merged':>14} {'median':>14}"
         + ("" if drawn is None else f" {'on draws':>14}"))
@@ -1365,7 +1379,7 @@ def print_registration_passes(paths: list[Path]) -> dict[str, Any]:
         f"{p['mean_abs_error']:>14.1%}" for p in columns))
     if got["reproduced"] is not None:
         print(f"repriced merged vs registered: at most {got['reproduced']:.1%} apart")
-    if drawn is not None:
+    if got["draws_reproduce"] is not None:
         print("on draws: the merged profiles on the sweep's own draws, on which the decoder "
               "model " + ("decodes" if got["draws_reproduce"] else "does NOT decode")
               + " the target alone and the sync rows as the run's first round recorded")

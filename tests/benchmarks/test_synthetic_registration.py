@@ -497,7 +497,9 @@ def test_a_registration_on_the_sweeps_own_draws(tmp_path: Path) -> None:
     assert rows["target"]["predicted_decoder"] == pytest.approx(1.0)
     assert [r["predicted_decoder"] for r in drawn["rows"]] != [
         r["predicted_decoder"] for r in law["rows"]]
-    for r in drawn["rows"][1:]:
+    laws = {r["config"]: r["predicted_decoder"] for r in law["rows"]}
+    for r in drawn["rows"][1:]:  # the laws' prediction from the same prices beside it
+        assert r["predicted_decoder_law"] == pytest.approx(laws[r["config"]])
         assert r["decoder_sample_interval"] == pytest.approx([r["predicted_decoder"]] * 2)
         lo, hi = r["decoder_cost_interval"]
         assert lo < r["predicted_decoder"] < hi
