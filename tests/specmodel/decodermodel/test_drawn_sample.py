@@ -24,6 +24,7 @@ from specmodel.decodermodel import (
     predict,
     simulate,
 )
+from specmodel.decodermodel.simulate import SimResult
 
 FLAT = Surface.from_points({(b, 0): 1 + 0.25 * (b - 1) for b in range(1, 9)})
 COSTS = CostModel(target_decode=FLAT, draft_decode=Surface.from_points({(1, 0): 0.25}),
@@ -49,16 +50,23 @@ CONFIGS = [("sync", 3, "call"), ("async", 3, "call"), ("async", 2, "continuous")
            ("sync", 1, "call")]
 
 
+def _decode_one(target: list[int], data: st.DataObject, u: float, how: tuple
+                ) -> tuple[SimResult, list[int]]:
+    """(the simulation of twice one drawn problem with ``target`` lengths, draft lengths
+    drawn from ``data`` and every verdict uniform ``u``, under ``how``; the draft's)."""
+    draft = data.draw(st.lists(st.integers(1, CAP), min_size=len(target),
+                               max_size=len(target)))
+    sample = DrawnSample((_problem(target, draft, u),), "test")
+    cfg = _cfg(how[0], how[1], len(target), how[2])
+    return simulate(cfg, ACC, COSTS, Workload(len(target), CAP, 10, sample=sample),
+                    problems=2), draft
+
+
 @settings(max_examples=40, deadline=None)
 @given(lengths, st.data(), st.sampled_from(CONFIGS))
 def test_rejecting_uniforms_commit_the_targets_own_steps(target: list[int], data,
                                                          how: tuple) -> None:
-    draft = data.draw(st.lists(st.integers(1, CAP), min_size=len(target),
-                               max_size=len(target)))
-    sample = DrawnSample((_problem(target, draft, 0.999),), "test")
-    cfg = _cfg(how[0], how[1], len(target), how[2])
-    sim = simulate(cfg, ACC, COSTS, Workload(len(target), CAP, 10, sample=sample),
-                   problems=2)
+    sim, _ = _decode_one(target, data, 0.999, how)
     assert list(sim.tokens) == [sum(target)] * 2
     assert sim.counters["accepted_steps"] == 0
     assert sim.seconds[0] == sim.seconds[1]  # the same problem, decoded the same way
@@ -68,12 +76,7 @@ def test_rejecting_uniforms_commit_the_targets_own_steps(target: list[int], data
 @given(lengths, st.data(), st.sampled_from(CONFIGS[:3]))
 def test_accepting_uniforms_commit_every_judged_draft(target: list[int], data,
                                                       how: tuple) -> None:
-    draft = data.draw(st.lists(st.integers(1, CAP), min_size=len(target),
-                               max_size=len(target)))
-    sample = DrawnSample((_problem(target, draft, 0.0),), "test")
-    cfg = _cfg(how[0], how[1], len(target), how[2])
-    sim = simulate(cfg, ACC, COSTS, Workload(len(target), CAP, 10, sample=sample),
-                   problems=2)
+    sim, draft = _decode_one(target, data, 0.0, how)
     c = sim.counters
     assert c["accepted_steps"] == c["drafted_steps"] > 0
     if how[0] == "sync":  # rounds of k1 − 1 accepted drafts and the target's step after

@@ -1,0 +1,189 @@
+"""The decoder model on the committed synthetic sweeps' own draws: how much of its error
+the sample each sweep met explains.
+
+A sweep with position draws meets one fixed sample of the step-length and verdict laws,
+known from its seed before anything runs (:func:`benchmarks.bench_synthetic.sweep_draws`).
+For every committed summary named (default: every one drawn by position whose round
+records are committed), this prices each speculative configuration twice with the same
+costs and compares both with the measured mean speedup:
+
+* ``run``: the run's own profiling passes merged (the summary's ``decoder`` column), on
+  fresh draws from the laws and on the sweep's draws;
+* ``registered``: for a sweep held against a registration measured here
+  (``--predict-here``, its profiles kept), those profiles, both ways
+  (:func:`benchmarks.bench_synthetic.registration_passes`).
+
+``reproduces`` says whether the draws give the decoder model exactly the round's output
+tokens, judged and accepted drafts for the target alone and every sync row (whose
+schedule does not depend on timing): the check that the engines drew as the table does.
+A retrodiction: the method was written after these runs (2026-11-28), though nothing in
+it is fitted to them — the draws are functions of each sweep's seed and prompts.
+
+    python -m benchmarks.bench_on_draws [SUMMARY ...] [--out PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+
+
+def _records(summary: dict[str, Any], path: Path) -> list[Path]:
+    out = []
+    for r in summary.get("records") or []:
+        p = Path(r)
+        if not p.is_absolute() and not p.exists():
+            p = path.parent / p.name
+        out.append(p)
+    return out
+
+
+def on_draws(path: Path) -> dict[str, Any] | None:
+    """One committed sweep (summary JSON) priced by its own profiles on the laws and on
+    its draws, with its here-registration both ways where it has one; None when it did
+    not draw by position or its round records are not committed."""
+    import json
+
+    from benchmarks.bench_synthetic import (
+        _arch,
+        draws_reproduce,
+        registration_passes,
+        speculative,
+        sweep_draws,
+    )
+    from profiler.engines.synthetic import load_acceptance
+    from specmodel.formats.run_record import RunRecord
+    from specmodel.prediction import decoder_prediction
+
+    summary = json.loads(path.read_text(encoding="utf-8"))
+    records = _records(summary, path)
+    if not records or not all(p.exists() for p in records):
+        return None
+    rec = RunRecord.model_validate_json(records[0].read_text(encoding="utf-8"))
+    syn = rec.settings.synthetic
+    if syn is None or syn.draws != "position":
+        return None
+    tmp = Path(tempfile.mkdtemp(prefix="bench-on-draws-"))
+    configs = [c.config for c in rec.configs]
+    reg = summary.get("registration") or {}
+    sample = sweep_draws(load_acceptance(syn.acceptance), seed=syn.seed,
+                         problems=summary["problems"],
+                         prompt_words=reg.get("prompt_words", 0),
+                         target=_arch(summary["target"], tmp),
+                         draft=_arch(summary["draft"], tmp),
+                         max_steps=summary["max_steps"],
+                         max_step_tokens=summary["max_step_tokens"], configs=configs)
+    measured = {r["config"]: r["measured_mean"] for r in summary["rows"] if speculative(r)}
+    by_label = {c.label: c for c in configs}
+    run: dict[str, dict[str, float | None]] = {"law": {}, "draws": {}}
+    for label in measured:
+        for key, s in (("law", None), ("draws", sample)):
+            got = decoder_prediction(rec.calibration, by_label[label], record=rec,
+                                     sample=s, draws=1)
+            run[key][label] = None if got is None else got.speedup
+    out: dict[str, Any] = {
+        "sweep": path.name, "device": summary["device"],
+        "machine": (summary.get("machine") or {}).get("cpu"),
+        "problems": summary["problems"], "seed": syn.seed,
+        "rounds": summary.get("rounds"), "measured": measured,
+        "reproduces": draws_reproduce(rec, sample),
+        "run": {k: _held(v, measured) for k, v in run.items()},
+    }
+    here = path.with_name(path.stem + "_here.registered.json")
+    if here.exists():
+        got = registration_passes(here, path)
+        out["registered"] = {"file": here.name, "law": got["merged_law"],
+                             "draws": got["merged_on_draws"]}
+    return out
+
+
+def _held(pred: dict[str, float | None], measured: dict[str, float]) -> dict[str, Any]:
+    errors = {c: p / measured[c] - 1 for c, p in pred.items() if p is not None}
+    return {"predictions": pred, "errors": errors,
+            "mean_abs_error": statistics.fmean(map(abs, errors.values())) if errors
+            else None}
+
+
+def default_sweeps() -> list[Path]:
+    """Every committed summary whose round records are committed: the CPU sweeps and
+    the GPU runs."""
+    return sorted([*RESULTS.glob("synthetic_cpu_*_seed*.json"),
+                   *RESULTS.glob("gpu/*/run-*/synthetic_gpu_*.json")])
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("sweeps", type=Path, nargs="*",
+                    help="committed sweep summaries (default: every committed one)")
+    ap.add_argument("--out", type=Path, default=RESULTS / "on_draws.json")
+    a = ap.parse_args(argv)
+    from benchmarks.harness import write_json
+    from specmodel.formats.jsonio import timestamp
+
+    paths = a.sweeps or [p for p in default_sweeps()
+                         if not p.name.endswith((".registered.json", ".run.json"))]
+    rows = []
+    for p in paths:
+        try:
+            got = on_draws(p)
+        except (OSError, ValueError) as e:
+            print(f"error: {p}: {e}", file=sys.stderr)
+            return 2
+        if got is not None:
+            rows.append(got)
+    if not rows:
+        print("error: no sweep drawn by position with its round records", file=sys.stderr)
+        return 2
+    _print(rows)
+    pooled = {k: [r["run"][k]["mean_abs_error"] for r in rows] for k in ("law", "draws")}
+    regs = [r["registered"] for r in rows if "registered" in r]
+    summary = {
+        "benchmark": "the decoder model on the sweeps' own draws (bench_on_draws.py)",
+        "date": timestamp(), "sweeps": rows,
+        "mean_of_means": {
+            "run, law": statistics.fmean(pooled["law"]),
+            "run, draws": statistics.fmean(pooled["draws"]),
+            **({} if not regs else {
+                "registered, law": statistics.fmean(r["law"]["mean_abs_error"]
+                                                    for r in regs),
+                "registered, draws": statistics.fmean(r["draws"]["mean_abs_error"]
+                                                      for r in regs)})},
+        "closer_on_draws": {
+            "run": sum(r["run"]["draws"]["mean_abs_error"] < r["run"]["law"]["mean_abs_error"]
+                       for r in rows),
+            **({} if not regs else {"registered": sum(
+                r["draws"]["mean_abs_error"] < r["law"]["mean_abs_error"] for r in regs)})},
+        "of": {"run": len(rows), "registered": len(regs)},
+    }
+    print("mean of the sweeps' mean |error|: " + ", ".join(
+        f"{k} {v:.1%}" for k, v in summary["mean_of_means"].items()))
+    out = a.out
+    write_json(out.name.removesuffix(".json"), summary, out.parent)
+    return 0
+
+
+def _print(rows: list[dict[str, Any]]) -> None:
+    def pct(v: float | None) -> str:
+        return "-" if v is None else f"{v:.1%}"
+
+    print(f"{'sweep':<44} {'device':<6} {'n':>3} {'repr':>5} {'run law':>8} "
+          f"{'run draws':>9} {'reg law':>8} {'reg draws':>9}")
+    for r in rows:
+        reg = r.get("registered")
+        print(f"{r['sweep']:<44} {r['device']:<6} {r['problems']:>3} "
+              f"{'yes' if r['reproduces'] else 'NO':>5} "
+              f"{pct(r['run']['law']['mean_abs_error']):>8} "
+              f"{pct(r['run']['draws']['mean_abs_error']):>9} "
+              f"{pct(reg and reg['law']['mean_abs_error']):>8} "
+              f"{pct(reg and reg['draws']['mean_abs_error']):>9}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
