@@ -1060,7 +1060,7 @@ def run(a: argparse.Namespace, dtype: str, out: Path) -> dict[str, Any]:
                   + ("" if not errs else f"mean |error| {statistics.fmean(errs):.1%}; "),
                   end="")
         print(f"measured rounds inside the registered 95 % band: {coverage['rounds_inside']}"
-              f" of {coverage['rounds']} (the band covers {BAND_COVERS})"
+              f" of {coverage['rounds']} (the band covers {coverage['band']})"
               + "".join(f"; {coverage[f'{k}rounds_inside']} of {coverage[f'{k}rounds']} "
                         f"inside the {name}" for k, name in BANDS[1:]
                         if f"{k}rounds" in coverage))
@@ -1116,6 +1116,12 @@ BAND_COVERS = ("the problems' sampling alone, as the decoder model simulates it 
                "sample_interval): not the cost model's error, the machine's drift nor "
                "the rounds' spread")
 """What a registration's band (``decoder_sample_interval``) accounts for."""
+
+DRAWN_BAND_COVERS = ("the calibration's draws alone: a registration on the sweep's own "
+                     "draws (--drawn) decodes the sample it will meet, so no sampling error "
+                     "is left in it; not the cost model's error, the machine's drift nor the "
+                     "rounds' spread")
+"""What the same band accounts for in a registration on the sweep's own draws."""
 
 
 TRACK_LEVEL = 0.95
@@ -1474,7 +1480,8 @@ def band_coverage(run: dict[str, Any]) -> dict[str, Any] | None:
         return None
     out: dict[str, Any] = {}
     track = reg.get("track_band") or {}
-    for key, name, covers in (("decoder_sample_interval", "", BAND_COVERS),
+    sample_covers = DRAWN_BAND_COVERS if reg.get("drawn") else BAND_COVERS
+    for key, name, covers in (("decoder_sample_interval", "", sample_covers),
                               ("decoder_cost_interval", "cost_", COST_BAND_COVERS),
                               ("decoder_track_interval", "track_",
                                track.get("covers", TRACK_BAND_COVERS))):
@@ -1730,18 +1737,22 @@ def print_row_times(paths: list[Path]) -> dict[str, dict[str, Any]]:
 def print_coverage(paths: list[Path]) -> dict[str, int]:
     """Print :func:`band_coverage` of each committed run and pooled; the pooled counts."""
     inside = total = 0
+    covers: list[str] = []
     for path, run in _read_runs(paths, "--coverage"):
         got = band_coverage(run)
         if got is None:
             raise ValueError(f"--coverage {path}: not held against a registration")
         inside, total = inside + got["rounds_inside"], total + got["rounds"]
+        if got["band"] not in covers:
+            covers.append(got["band"])
         print(f"{path.name}: " + ", ".join(
             f"{got[f'{k}rounds_inside']} of {got[f'{k}rounds']} rounds inside the {name}"
             for k, name in BANDS if f"{k}rounds" in got))
         for config, flags in got["by_config"].items():
             print(f"  {config:<28} {' '.join('in' if f else 'out' for f in flags)}")
     print(f"pooled: {inside} of {total} rounds inside ({inside / max(total, 1):.0%}; a "
-          f"calibrated 95 % band holds about 95 %); the band covers {BAND_COVERS}")
+          f"calibrated 95 % band holds about 95 %); the band covers "
+          + "; or ".join(covers))
     return {"rounds_inside": inside, "rounds": total}
 
 

@@ -48,12 +48,15 @@ case $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1) in
   *H200*) SUFFIX=_h200 ;; *) SUFFIX="" ;;
 esac
 sweep() {  # NAME [bench_synthetic options]: one registered sweep, 1.5B drafting for 32B
-  local name=$1$SUFFIX; shift
+  local base=$1 name=$1$SUFFIX; shift
   [ -f "benchmarks/results/gpu/$name.registered.json" ] || {
     echo "$name: no registration benchmarks/results/gpu/$name.registered.json"; return; }
+  # the same sweep registered on its own draws (--drawn), held beside it where committed
+  local drawn="benchmarks/results/gpu/${base}_drawn$SUFFIX.registered.json"
+  [ -f "$drawn" ] || drawn=""
   timeout ${SYNTH_TIMEOUT:-540} python -m benchmarks.bench_synthetic --device cuda $CONTENTION \
     --dtype bfloat16 --target qwen2.5-32b --draft deepseek-r1-distill-qwen-1.5b \
-    --registered "benchmarks/results/gpu/$name.registered.json" \
+    --registered "benchmarks/results/gpu/$name.registered.json" $drawn \
     --out "$OUT/$name.json" "$@" > "$OUT/$name.log" 2>&1
   echo "$name rc=$?"; tail -40 "$OUT/$name.log"
 }
