@@ -39,7 +39,7 @@ def _records(summary: dict[str, Any], path: Path) -> list[Path]:
     out = []
     for r in summary.get("records") or []:
         p = Path(r)
-        if not p.is_absolute() and not p.exists():
+        if not p.exists():  # written elsewhere (a GPU machine's $OUT): committed beside it
             p = path.parent / p.name
         out.append(p)
     return out
@@ -89,7 +89,9 @@ def on_draws(path: Path) -> dict[str, Any] | None:
                                      sample=s, draws=1)
             run[key][label] = None if got is None else got.speedup
     out: dict[str, Any] = {
-        "sweep": path.name, "device": summary["device"],
+        "sweep": (str(path.resolve().relative_to(RESULTS))
+                  if path.resolve().is_relative_to(RESULTS) else path.name),
+        "device": summary["device"],
         "machine": (summary.get("machine") or {}).get("cpu"),
         "problems": summary["problems"], "seed": syn.seed,
         "rounds": summary.get("rounds"), "measured": measured,
@@ -173,11 +175,11 @@ def _print(rows: list[dict[str, Any]]) -> None:
     def pct(v: float | None) -> str:
         return "-" if v is None else f"{v:.1%}"
 
-    print(f"{'sweep':<44} {'device':<6} {'n':>3} {'repr':>5} {'run law':>8} "
+    print(f"{'sweep':<52} {'device':<6} {'n':>3} {'repr':>5} {'run law':>8} "
           f"{'run draws':>9} {'reg law':>8} {'reg draws':>9}")
     for r in rows:
         reg = r.get("registered")
-        print(f"{r['sweep']:<44} {r['device']:<6} {r['problems']:>3} "
+        print(f"{r['sweep']:<52} {r['device']:<6} {r['problems']:>3} "
               f"{'yes' if r['reproduces'] else 'NO':>5} "
               f"{pct(r['run']['law']['mean_abs_error']):>8} "
               f"{pct(r['run']['draws']['mean_abs_error']):>9} "
