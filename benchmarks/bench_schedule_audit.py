@@ -353,6 +353,7 @@ def run(a: argparse.Namespace) -> dict[str, Any]:
         engines,
         profiler,
         run_dtype,
+        sweep_draws,
     )
     from profiler.decoder import LookaheadDecoder
     from profiler.engines.synthetic import (
@@ -441,6 +442,11 @@ def run(a: argparse.Namespace) -> dict[str, Any]:
     base_ms = 1e3 * sum(x["seconds"] for x in runs["target"]) / sum(
         x["tokens"] for x in runs["target"])
     kw = {"synthetic": syn, "problems": 2000, "draws": 1}
+    # the problems' own draws (position draws): the model decodes the sample the run met
+    sample = None if a.draws != "position" else sweep_draws(
+        acc, seed=a.seed, problems=a.problems, prompt_words=0, target=target, draft=draft,
+        max_steps=a.max_steps, max_step_tokens=a.max_step_tokens,
+        configs=list(configs.values()))
     rows = []
     for name, cfg in configs.items():
         rs = runs[name]
@@ -453,6 +459,8 @@ def run(a: argparse.Namespace) -> dict[str, Any]:
         shifted = (at_run_acceptance(cal, cfg, accepted, judged, synthetic=syn)
                    if judged else pred)
         mix = measured_mix(rs, price)
+        drawn = (None if sample is None else
+                 decoder_prediction(cal, cfg, synthetic=syn, sample=sample, draws=1))
         model_ms = {
             key: 1e3 / p.tokens_per_second if p.tokens_per_second else None
             for key, p in (("calibration", pred), ("run_acceptance", shifted))}
@@ -467,6 +475,11 @@ def run(a: argparse.Namespace) -> dict[str, Any]:
                 shifted.speedup,
             "iterations_per_token": mix["iterations_per_token"],
             "model_iterations_per_token_at_run_acceptance": model_mix(shifted.counters),
+            "model_iterations_per_token_on_draws": (None if drawn is None else
+                                                    model_mix(drawn.counters)),
+            "model_speedup_on_draws": None if drawn is None else drawn.speedup,
+            "model_ms_per_token_on_draws": (1e3 / drawn.tokens_per_second
+                                            if drawn and drawn.tokens_per_second else None),
             "price_ratio": mix["price_ratio"],
             "time_split": role_split(rs, price, shifted.counters),
             "busy_share": busy_share(rs),
@@ -499,16 +512,19 @@ def _print(rows: list[dict[str, Any]]) -> None:
         return "-" if v is None else f"{v:.{d}f}"
 
     print("\nconfig                      α1 run  ms/token  model  @run α1  speedup  model  "
-          "@run α1  target iterations per token by rows (measured | model @run α1)")
+          "@run α1  target iterations per token by rows (measured | model @run α1 | "
+          "model on the problems' draws)")
     for r in rows:
         mix = " ".join(f"b{b}:{v:.3f}" for b, v in r["iterations_per_token"].items())
         mmix = " ".join(f"b{b}:{v:.3f}" for b, v in
                         r["model_iterations_per_token_at_run_acceptance"].items())
+        dmix = " ".join(f"b{b}:{v:.3f}" for b, v in
+                        (r.get("model_iterations_per_token_on_draws") or {}).items())
         print(f"{r['config']:<27} {f(r['step_acceptance_run'], 3):>6}  "
               f"{f(r['ms_per_token']):>8}  {f(r['model_ms_per_token']['calibration']):>5}  "
               f"{f(r['model_ms_per_token']['run_acceptance']):>7}  {f(r['speedup'], 3):>7}  "
               f"{f(r['model_speedup'], 3):>5}  {f(r['model_speedup_at_run_acceptance'], 3):>7}"
-              f"  {mix} | {mmix}")
+              f"  {mix} | {mmix} | {dmix or '-'}")
     print("\nshare of the run's time in which a forward ran (either model)")
     for r in rows:
         print(f"{r['config']:<27} {f(r['busy_share'], 3)}")

@@ -238,4 +238,11 @@ def test_audit_on_tiny_architectures(tmp_path: Path) -> None:
             assert "verify" in split["target"]["by_kind"], name
     assert max(int(b) for b in rows["async k1=3 k2=1 continuous"][
         "model_iterations_per_token_at_run_acceptance"]) >= 2  # rows batched
+    # on the problems' own draws the model plays what the run played wherever the
+    # schedule does not depend on timing: the target alone and sync, iteration for
+    # iteration; the async ones it prices
+    for name in ("target", "sync k1=3 k2=2"):
+        assert rows[name]["model_iterations_per_token_on_draws"] == pytest.approx(
+            rows[name]["iterations_per_token"]), name
+    assert all(r["model_speedup_on_draws"] > 0 for r in rows.values())
     assert main(["--problems", "0"]) == 2
