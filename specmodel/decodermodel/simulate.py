@@ -72,6 +72,13 @@ measured), and a verdict that goes with the two steps' lengths (where measured, 
 draft step far longer or shorter than the target's is rejected more often, so an
 accepted one commits about the target's length).
 
+**A sweep's own draws** (:attr:`Workload.sample`, :mod:`specmodel.decodermodel.draws`):
+instead of drawing from the laws, every step length, token-speculation pass list and
+verdict uniform is read from the sample at the step's position (a verdict accepts when
+the uniform is below the depth's rate): the model decodes the problems a synthetic
+sweep will meet, and where the schedule does not depend on timing (the target alone,
+sync) it decodes them exactly as the engines do.
+
 **Closed forms** (:func:`exact_speedup`): with i.i.d. acceptance, constant step lengths,
 flat costs, a free verifier, no overhead, no contention and the papers' engine
 (:meth:`EngineBehaviour.papers`: batched speculation, the draft sped up too, the async
