@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -52,13 +51,12 @@ def on_draws(path: Path) -> dict[str, Any] | None:
     import json
 
     from benchmarks.bench_synthetic import (
-        _arch,
         draws_reproduce,
+        held_against,
+        recorded_draws,
         registration_passes,
         speculative,
-        sweep_draws,
     )
-    from profiler.engines.synthetic import load_acceptance
     from specmodel.formats.run_record import RunRecord
     from specmodel.prediction import decoder_prediction
 
@@ -67,19 +65,12 @@ def on_draws(path: Path) -> dict[str, Any] | None:
     if not records or not all(p.exists() for p in records):
         return None
     rec = RunRecord.model_validate_json(records[0].read_text(encoding="utf-8"))
-    syn = rec.settings.synthetic
-    if syn is None or syn.draws != "position":
-        return None
-    tmp = Path(tempfile.mkdtemp(prefix="bench-on-draws-"))
-    configs = [c.config for c in rec.configs]
     reg = summary.get("registration") or {}
-    sample = sweep_draws(load_acceptance(syn.acceptance), seed=syn.seed,
-                         problems=summary["problems"],
-                         prompt_words=reg.get("prompt_words", 0),
-                         target=_arch(summary["target"], tmp),
-                         draft=_arch(summary["draft"], tmp),
-                         max_steps=summary["max_steps"],
-                         max_step_tokens=summary["max_step_tokens"], configs=configs)
+    sample = recorded_draws(rec, summary, prompt_words=reg.get("prompt_words", 0),
+                            target=summary["target"], draft=summary["draft"])
+    if sample is None:
+        return None
+    configs = [c.config for c in rec.configs]
     measured = {r["config"]: r["measured_mean"] for r in summary["rows"] if speculative(r)}
     by_label = {c.label: c for c in configs}
     run: dict[str, dict[str, float | None]] = {"law": {}, "draws": {}}
@@ -93,10 +84,10 @@ def on_draws(path: Path) -> dict[str, Any] | None:
                   if path.resolve().is_relative_to(RESULTS) else path.name),
         "device": summary["device"],
         "machine": (summary.get("machine") or {}).get("cpu"),
-        "problems": summary["problems"], "seed": syn.seed,
+        "problems": summary["problems"], "seed": rec.settings.synthetic.seed,
         "rounds": summary.get("rounds"), "measured": measured,
         "reproduces": draws_reproduce(rec, sample),
-        "run": {k: _held(v, measured) for k, v in run.items()},
+        "run": {k: held_against(v, measured) for k, v in run.items()},
     }
     here = path.with_name(path.stem + "_here.registered.json")
     if here.exists():
@@ -104,13 +95,6 @@ def on_draws(path: Path) -> dict[str, Any] | None:
         out["registered"] = {"file": here.name, "law": got["merged_law"],
                              "draws": got["merged_on_draws"]}
     return out
-
-
-def _held(pred: dict[str, float | None], measured: dict[str, float]) -> dict[str, Any]:
-    errors = {c: p / measured[c] - 1 for c, p in pred.items() if p is not None}
-    return {"predictions": pred, "errors": errors,
-            "mean_abs_error": statistics.fmean(map(abs, errors.values())) if errors
-            else None}
 
 
 def default_sweeps() -> list[Path]:

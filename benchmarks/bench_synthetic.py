@@ -1290,31 +1290,13 @@ def registration_passes(reg_path: Path, run_path: Path) -> dict[str, Any]:
             HardwareProfile.model_validate(h) for h in hardware]})
         got = {c: decoder_prediction(cal, configs[c], record=rec, sample=sample)
                for c in measured}
-        return held({c: None if g is None else g.speedup for c, g in got.items()})
+        return held_against({c: None if g is None else g.speedup for c, g in got.items()},
+                            measured)
 
-    def held(pred: dict[str, float | None]) -> dict[str, Any]:
-        errors = {c: pred[c] / m - 1 for c, m in measured.items() if pred[c] is not None}
-        return {"predictions": pred, "errors": errors,
-                "mean_abs_error": sum(map(abs, errors.values())) / len(errors)
-                if errors else None}
-
-    syn = rec.settings.synthetic
-    sample = reproduces = None
-    if syn is not None and syn.draws == "position":
-        from profiler.engines.synthetic import load_acceptance
-
-        tmp = Path(tempfile.mkdtemp(prefix="bench-synthetic-"))
-        # the law as the engines drew from it: the acceptance itself, not the record's
-        # calibration (which writes a geometric law out as a histogram)
-        sample = sweep_draws(load_acceptance(syn.acceptance), seed=syn.seed,
-                             problems=run["problems"],
-                             prompt_words=reg.get("prompt_words", 0),
-                             target=_arch(reg["target"], tmp), draft=_arch(reg["draft"], tmp),
-                             max_steps=run["max_steps"],
-                             max_step_tokens=run["max_step_tokens"],
-                             configs=list(configs.values()))
-        reproduces = draws_reproduce(rec, sample)
-    elif reg.get("drawn"):
+    sample = recorded_draws(rec, run, prompt_words=reg.get("prompt_words", 0),
+                            target=reg["target"], draft=reg["draft"])
+    reproduces = None if sample is None else draws_reproduce(rec, sample)
+    if sample is None and reg.get("drawn"):
         raise ValueError(f"--passes-of {reg_path}: registered on the sweep's draws, but "
                          f"{run_path} did not draw by position")
     own = sample if reg.get("drawn") else None  # priced as it was registered
@@ -1327,12 +1309,43 @@ def registration_passes(reg_path: Path, run_path: Path) -> dict[str, Any]:
             "cost_model": reg["cost_model"], "drawn": bool(reg.get("drawn")),
             "measured": measured, "merged": merged,
             "reproduced": reproduced, "passes": passes,
-            "median_of_passes": held({c: _median_or_none(
-                [p["predictions"][c] for p in passes]) for c in measured}),
+            "median_of_passes": held_against({c: _median_or_none(
+                [p["predictions"][c] for p in passes]) for c in measured}, measured),
             "merged_law": priced(reg["hardware"]) if own is not None else merged,
             "merged_on_draws": (None if sample is None else merged if own is not None
                                 else priced(reg["hardware"], sample)),
             "draws_reproduce": reproduces}
+
+
+def held_against(pred: dict[str, float | None], measured: dict[str, float]
+                 ) -> dict[str, Any]:
+    """Predictions (configuration -> speedup, None where not priced) held against the
+    ``measured`` mean speedups: each error and their mean |error|."""
+    errors = {c: pred[c] / m - 1 for c, m in measured.items() if pred.get(c) is not None}
+    return {"predictions": pred, "errors": errors,
+            "mean_abs_error": sum(map(abs, errors.values())) / len(errors)
+            if errors else None}
+
+
+def recorded_draws(rec: Any, summary: dict[str, Any], *, prompt_words: int, target: str,
+                   draft: str) -> Any:
+    """The draws a committed sweep (its first round record ``rec``, its ``summary``, its
+    ``target`` and ``draft`` architectures by name) met, as :func:`sweep_draws` tabulates
+    them; None unless it drew by position.  The law is the acceptance as the engines
+    read it, not the record's calibration (which writes a geometric law out as a
+    histogram whose inverse-CDF draws differ at a few positions)."""
+    from profiler.engines.synthetic import load_acceptance
+
+    syn = rec.settings.synthetic
+    if syn is None or syn.draws != "position":
+        return None
+    tmp = Path(tempfile.mkdtemp(prefix="bench-synthetic-"))
+    return sweep_draws(load_acceptance(syn.acceptance), seed=syn.seed,
+                       problems=summary["problems"], prompt_words=prompt_words,
+                       target=_arch(target, tmp), draft=_arch(draft, tmp),
+                       max_steps=summary["max_steps"],
+                       max_step_tokens=summary["max_step_tokens"],
+                       configs=[c.config for c in rec.configs])
 
 
 def draws_reproduce(rec: Any, sample: Any) -> bool:

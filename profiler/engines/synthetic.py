@@ -1150,10 +1150,10 @@ def position_draws(acceptance: Calibration, *, seed: int, prompts: Sequence[str]
             "target": {g: [] for g in gammas}, "draft": {g: [] for g in gammas}}
         for pos in range(steps):
             t = plan("target", head, pos)
+            drafts = [plan("draft", head, pos, d) for d in range(pos + 1)]  # by depth
             tl.append(len(t.words))
-            dl.append(len(plan("draft", head, pos).words))
-            us.append(tuple(uniform("verify", seed, text(t), text(plan("draft", head, pos, d)))
-                            for d in range(pos + 1)))
+            dl.append(len(drafts[0].words))
+            us.append(tuple(uniform("verify", seed, text(t), text(d)) for d in drafts))
             for role, table in passes.items():
                 for g in gammas:
                     table[g].append(tuple(plan(role, head, pos, 0, g).passes))
