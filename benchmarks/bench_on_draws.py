@@ -11,7 +11,13 @@ costs and compares both with the measured mean speedup:
   fresh draws from the laws and on the sweep's draws;
 * ``registered``: for a sweep held against a registration measured here
   (``--predict-here``, its profiles kept), those profiles, both ways
-  (:func:`benchmarks.bench_synthetic.registration_passes`).
+  (:func:`benchmarks.bench_synthetic.registration_passes`);
+* ``draws_in_run``: a diagnosis, not a prediction — the run's profiles on its draws with
+  the step draft's slowdown beside the target replaced by the one the run itself shows
+  (:func:`benchmarks.bench_synthetic.in_run_draft_slowdown`: the draft's seconds per
+  step in the async rows over the sync rows', pooled over the async rows). It asks how
+  much of what the draws leave is the draft's contention, which the profiling passes
+  measure apart from the schedule.
 
 ``reproduces`` says whether the draws give the decoder model exactly the round's output
 tokens, judged and accepted drafts for the target alone and every sync row (whose
@@ -53,6 +59,7 @@ def on_draws(path: Path) -> dict[str, Any] | None:
     from benchmarks.bench_synthetic import (
         draws_reproduce,
         held_against,
+        in_run_draft_slowdown,
         recorded_draws,
         registration_passes,
         speculative,
@@ -64,7 +71,8 @@ def on_draws(path: Path) -> dict[str, Any] | None:
     records = _records(summary, path)
     if not records or not all(p.exists() for p in records):
         return None
-    rec = RunRecord.model_validate_json(records[0].read_text(encoding="utf-8"))
+    raw = records[0].read_text(encoding="utf-8")
+    rec = RunRecord.model_validate_json(raw)
     reg = summary.get("registration") or {}
     sample = recorded_draws(rec, summary, prompt_words=reg.get("prompt_words", 0),
                             target=summary["target"], draft=summary["draft"])
@@ -73,11 +81,20 @@ def on_draws(path: Path) -> dict[str, Any] | None:
     configs = [c.config for c in rec.configs]
     measured = {r["config"]: r["measured_mean"] for r in summary["rows"] if speculative(r)}
     by_label = {c.label: c for c in configs}
+    slowdowns = list(in_run_draft_slowdown(json.loads(raw)).values())
+    slowdown = statistics.fmean(slowdowns) if slowdowns else None
     run: dict[str, dict[str, float | None]] = {"law": {}, "draws": {}}
+    pricings: list[tuple[str, Any, Any]] = [("law", rec, None), ("draws", rec, sample)]
+    if slowdown is not None:
+        run["draws_in_run"] = {}
+        pricings.append(("draws_in_run", with_draft_slowdown(rec, slowdown), sample))
     for label in measured:
-        for key, s in (("law", None), ("draws", sample)):
-            got = decoder_prediction(rec.calibration, by_label[label], record=rec,
-                                     sample=s, draws=1)
+        for key, r, s in pricings:
+            if key == "draws_in_run" and by_label[label].mode != "async":
+                run[key][label] = run["draws"][label]  # no draft beside the target
+                continue
+            got = decoder_prediction(r.calibration, by_label[label], record=r, sample=s,
+                                     draws=1)
             run[key][label] = None if got is None else got.speedup
     out: dict[str, Any] = {
         "sweep": (str(path.resolve().relative_to(RESULTS))
@@ -88,6 +105,7 @@ def on_draws(path: Path) -> dict[str, Any] | None:
         "rounds": summary.get("rounds"), "measured": measured,
         "reproduces": draws_reproduce(rec, sample),
         "run": {k: held_against(v, measured) for k, v in run.items()},
+        "draft_slowdown": {"profiles": _draft_contention(rec), "in_run": slowdown},
     }
     here = path.with_name(path.stem + "_here.registered.json")
     if here.exists():
@@ -95,6 +113,29 @@ def on_draws(path: Path) -> dict[str, Any] | None:
         out["registered"] = {"file": here.name, "law": got["merged_law"],
                              "draws": got["merged_on_draws"]}
     return out
+
+
+def _draft_contention(rec: Any) -> float | None:
+    """The step draft's slowdown beside the target that the run's profiles measured
+    (its profile's ``concurrent`` entry for the target; None without one)."""
+    arch = rec.settings.synthetic.architectures or {}
+    for h in rec.calibration.hardware or []:
+        if h.architecture.name == arch.get("draft") and h.concurrent:
+            return h.concurrent.get(arch.get("target"))
+    return None
+
+
+def with_draft_slowdown(rec: Any, slowdown: float) -> Any:
+    """The run record ``rec`` with its step draft's profile saying that the draft runs
+    ``slowdown`` times slower beside the target (the profile's ``concurrent`` entry for
+    the target's architecture); ``rec`` itself is left as it is."""
+    arch = rec.settings.synthetic.architectures or {}
+    hardware = [h.model_copy(update={"concurrent": {**(h.concurrent or {}),
+                                                    arch["target"]: slowdown}})
+                if h.architecture.name == arch.get("draft") else h
+                for h in rec.calibration.hardware or []]
+    cal = rec.calibration.model_copy(update={"hardware": hardware})
+    return rec.model_copy(update={"calibration": cal})
 
 
 def default_sweeps() -> list[Path]:
@@ -128,7 +169,8 @@ def main(argv: list[str] | None = None) -> int:
         print("error: no sweep drawn by position with its round records", file=sys.stderr)
         return 2
     _print(rows)
-    pooled = {k: [r["run"][k]["mean_abs_error"] for r in rows] for k in ("law", "draws")}
+    pooled = {k: [r["run"][k]["mean_abs_error"] for r in rows if k in r["run"]]
+              for k in ("law", "draws", "draws_in_run")}
     regs = [r["registered"] for r in rows if "registered" in r]
     summary = {
         "benchmark": "the decoder model on the sweeps' own draws (bench_on_draws.py)",
@@ -136,6 +178,9 @@ def main(argv: list[str] | None = None) -> int:
         "mean_of_means": {
             "run, law": statistics.fmean(pooled["law"]),
             "run, draws": statistics.fmean(pooled["draws"]),
+            **({} if not pooled["draws_in_run"] else {
+                "run, draws, the draft's in-run slowdown":
+                    statistics.fmean(pooled["draws_in_run"])}),
             **({} if not regs else {
                 "registered, law": statistics.fmean(r["law"]["mean_abs_error"]
                                                     for r in regs),
@@ -146,7 +191,8 @@ def main(argv: list[str] | None = None) -> int:
                        for r in rows),
             **({} if not regs else {"registered": sum(
                 r["draws"]["mean_abs_error"] < r["law"]["mean_abs_error"] for r in regs)})},
-        "of": {"run": len(rows), "registered": len(regs)},
+        "of": {"run": len(rows), "registered": len(regs),
+               "draws_in_run": len(pooled["draws_in_run"])},
     }
     print("mean of the sweeps' mean |error|: " + ", ".join(
         f"{k} {v:.1%}" for k, v in summary["mean_of_means"].items()))
@@ -159,14 +205,22 @@ def _print(rows: list[dict[str, Any]]) -> None:
     def pct(v: float | None) -> str:
         return "-" if v is None else f"{v:.1%}"
 
+    def slow(v: float | None) -> str:
+        return "-" if v is None else f"{v:.2f}"
+
     print(f"{'sweep':<52} {'device':<6} {'n':>3} {'repr':>5} {'run law':>8} "
-          f"{'run draws':>9} {'reg law':>8} {'reg draws':>9}")
+          f"{'run draws':>9} {'slow':>5} {'in-run':>6} {'+in-run':>8} "
+          f"{'reg law':>8} {'reg draws':>9}")
     for r in rows:
         reg = r.get("registered")
+        in_run = r["run"].get("draws_in_run")
         print(f"{r['sweep']:<52} {r['device']:<6} {r['problems']:>3} "
               f"{'yes' if r['reproduces'] else 'NO':>5} "
               f"{pct(r['run']['law']['mean_abs_error']):>8} "
               f"{pct(r['run']['draws']['mean_abs_error']):>9} "
+              f"{slow(r['draft_slowdown']['profiles']):>5} "
+              f"{slow(r['draft_slowdown']['in_run']):>6} "
+              f"{pct(in_run and in_run['mean_abs_error']):>8} "
               f"{pct(reg and reg['law']['mean_abs_error']):>8} "
               f"{pct(reg and reg['draws']['mean_abs_error']):>9}")
 

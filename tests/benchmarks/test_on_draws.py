@@ -5,11 +5,13 @@ measured mean speedup."""
 from __future__ import annotations
 
 import json
+import statistics
 from pathlib import Path
 
 import pytest
 
 from benchmarks.bench_on_draws import RESULTS, main
+from benchmarks.bench_synthetic import in_run_draft_slowdown
 
 SWEEPS = [RESULTS / "synthetic_cpu_k4x4_seed44.json",
           RESULTS / "gpu" / "h100-2026-11-27" / "run-a" / "synthetic_gpu_continuous.json"]
@@ -31,7 +33,23 @@ def test_the_committed_sweeps_on_their_own_draws(tmp_path: Path, capsys) -> None
     # own draws the model is much closer to what the H100 measured (17.5 % -> 4.6 %)
     assert gpu["run"]["draws"]["mean_abs_error"] < 0.5 * gpu["run"]["law"]["mean_abs_error"]
     assert cpu["registered"]["file"] == "synthetic_cpu_k4x4_seed44_here.registered.json"
-    assert got["of"] == {"run": 2, "registered": 1}
+    # the diagnosis with the draft's slowdown read from the run: the pooled reading of
+    # its async rows; rows without a draft beside the target are priced as on the draws
+    raw = json.loads(SWEEPS[1].with_name("synthetic_gpu_continuous_round1.run.json")
+                     .read_text())
+    assert gpu["draft_slowdown"]["in_run"] == pytest.approx(
+        statistics.fmean(in_run_draft_slowdown(raw).values()))
+    assert gpu["draft_slowdown"]["profiles"] == pytest.approx(1.8517)
+    in_run = gpu["run"]["draws_in_run"]
+    for c, e in in_run["errors"].items():
+        assert e == pytest.approx(in_run["predictions"][c] / gpu["measured"][c] - 1)
+        if not c.startswith("async"):
+            assert in_run["predictions"][c] == gpu["run"]["draws"]["predictions"][c]
+    # a slower draft beside the target: the continuous rows' speedup falls (the H100's
+    # +7-12 % on the draws came from the draft's contention)
+    for c in ("async k1=3 k2=1 continuous", "async k1=3 k2=3 continuous"):
+        assert in_run["predictions"][c] < gpu["run"]["draws"]["predictions"][c]
+    assert got["of"] == {"run": 2, "registered": 1, "draws_in_run": 2}
     assert "gpu/h100-2026-11-27/run-a" in capsys.readouterr().out
     assert main([str(RESULTS / "synthetic_cpu_full_seed17.json"), "--out",
                  str(out)]) == 2  # prefix draws: nothing to reproduce
