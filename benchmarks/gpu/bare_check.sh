@@ -5,9 +5,9 @@
 # rebuilds that on the development machine's CPU: a fresh virtual environment with
 # torch (pinned), transformers and NumPy alone, the same wheels for this Python, and then
 # every command the GPU scripts run, on tiny random-weight architectures on the CPU:
-# profile hardware (the packed layout), a registration (--predict-on), a synthetic
-# sweep held against it and registered from its first pass, with continuous batching,
-# and the forward audit.  A missing import fails it.
+# profile hardware (the packed layout), a registration (--predict-on) on the laws and
+# on the sweep's draws (--drawn), a synthetic sweep held against both and registered
+# from its first pass, with continuous batching, and the forward audit.  A missing import fails it.
 #   bash benchmarks/gpu/bare_check.sh            # about 3 minutes after the install
 set -eu
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -42,8 +42,13 @@ cpu=$("$py" -c "from benchmarks.bench_cpu_costmodel import this_cpu; print(this_
   || exit 1
 run "$py" -m benchmarks.bench_synthetic "${sweep[@]}" --predict-on "$cpu" \
   --out "$WORK/sweep.json"
+# the same registered on the sweep's own draws (--drawn), held beside it as the GPU
+# script holds NAME_drawn.registered.json
+run "$py" -m benchmarks.bench_synthetic "${sweep[@]}" --predict-on "$cpu" --drawn \
+  --out "$WORK/sweep_drawn.json"
 run "$py" -m benchmarks.bench_synthetic "${sweep[@]}" \
-  --registered "$WORK/sweep.registered.json" --register-first-pass --out "$WORK/sweep.json"
+  --registered "$WORK/sweep.registered.json" "$WORK/sweep_drawn.registered.json" \
+  --register-first-pass --out "$WORK/sweep.json"
 run "$py" -m benchmarks.bench_schedule_audit --device cpu --target "$WORK/tiny.json" \
   --draft "$WORK/tiny1.json" --problems 2 --max-steps 3 --max-step-tokens 16 \
   --profile-repeats 1 --k2 1 --configs "target,sync k1=3 k2=1,async k1=3 k2=1 continuous" \
