@@ -24,9 +24,14 @@
 #   OUT=dir PARTS=audit benchmarks/gpu/synthetic_and_layout.sh       # the forward audit of
 #            the 11-27 runs' draws (seed 0, 3 problems): target, sync, async and continuous
 #            async with k2 = 1, every forward timed on the device by CUDA events (~4 min)
+#   OUT=dir CALL_S=590 PARTS="seed1 audit" benchmarks/gpu/synthetic_and_layout.sh
+#            # both in one call (a session's device time may allow only one): the audit
+#            # gets what is left of CALL_S seconds, and with less than AUDIT_MIN_S (150)
+#            # left it audits only the target and continuous async, or is skipped
 # Each sweep is held against its registration (made without a GPU, committed before).
 set -u
 : "${OUT:?set OUT}"
+START=$SECONDS
 PARTS=${PARTS:-"packed synthetic"}
 ls .gpu-wheels/*.whl > /dev/null 2>&1 || { echo "no .gpu-wheels: run benchmarks/gpu/wheels.sh 3.12 .gpu-wheels and carry it"; exit 2; }
 pip install -q --no-index --no-deps --target /tmp/pydeps .gpu-wheels/*.whl
@@ -77,10 +82,18 @@ for part in $PARTS; do
     seed1) sweep synthetic_gpu_continuous_seed1 --continuous --rounds 1 --seed 1 --problems 6 \
              --register-first-pass ;;  # + priced by its own first pass, before round 1
     audit)
-      timeout ${AUDIT_TIMEOUT:-480} python -m benchmarks.bench_schedule_audit --device cuda \
+      limit=${AUDIT_TIMEOUT:-480}
+      configs="target,sync k1=3 k2=1,async k1=3 k2=1,async k1=3 k2=1 continuous"
+      if [ -n "${CALL_S:-}" ]; then  # what is left of the call, less a margin to write $OUT
+        left=$((CALL_S - (SECONDS - START) - 10))
+        [ "$left" -lt "$limit" ] && limit=$left
+        [ "$left" -lt "${AUDIT_MIN_S:-150}" ] && configs="target,async k1=3 k2=1 continuous"
+        [ "$left" -lt 90 ] && { echo "audit skipped: ${left} s left of CALL_S"; continue; }
+      fi
+      echo "audit: $configs, at most $limit s"
+      timeout "$limit" python -m benchmarks.bench_schedule_audit --device cuda \
         $CONTENTION --dtype bfloat16 --target qwen2.5-32b --draft deepseek-r1-distill-qwen-1.5b \
-        --problems 3 --seed 0 --k2 1 \
-        --configs "target,sync k1=3 k2=1,async k1=3 k2=1,async k1=3 k2=1 continuous" \
+        --problems 3 --seed 0 --k2 1 --configs "$configs" \
         --out "$OUT/schedule_audit_gpu.json" > "$OUT/schedule_audit_gpu.log" 2>&1
       echo "audit rc=$?"; tail -40 "$OUT/schedule_audit_gpu.log" ;;
     *) echo "unknown part $part (packed, synthetic, long, continuous, seed1, audit)"; exit 2 ;;
