@@ -57,7 +57,6 @@ def on_draws(path: Path) -> dict[str, Any] | None:
     import json
 
     from benchmarks.bench_synthetic import (
-        draws_reproduce,
         held_against,
         in_run_draft_slowdown,
         recorded_draws,
@@ -65,7 +64,7 @@ def on_draws(path: Path) -> dict[str, Any] | None:
         speculative,
     )
     from specmodel.formats.run_record import RunRecord
-    from specmodel.prediction import decoder_prediction
+    from specmodel.prediction import decoder_prediction, reproduces_on_draws
 
     summary = json.loads(path.read_text(encoding="utf-8"))
     records = _records(summary, path)
@@ -74,8 +73,7 @@ def on_draws(path: Path) -> dict[str, Any] | None:
     raw = records[0].read_text(encoding="utf-8")
     rec = RunRecord.model_validate_json(raw)
     reg = summary.get("registration") or {}
-    sample = recorded_draws(rec, summary, prompt_words=reg.get("prompt_words", 0),
-                            target=summary["target"], draft=summary["draft"])
+    sample = recorded_draws(rec, summary, prompt_words=reg.get("prompt_words", 0))
     if sample is None:
         return None
     configs = [c.config for c in rec.configs]
@@ -103,7 +101,7 @@ def on_draws(path: Path) -> dict[str, Any] | None:
         "machine": (summary.get("machine") or {}).get("cpu"),
         "problems": summary["problems"], "seed": rec.settings.synthetic.seed,
         "rounds": summary.get("rounds"), "measured": measured,
-        "reproduces": draws_reproduce(rec, sample),
+        "reproduces": reproduces_on_draws(rec, sample),
         "run": {k: held_against(v, measured) for k, v in run.items()},
         "draft_slowdown": {"profiles": _draft_contention(rec), "in_run": slowdown},
     }

@@ -1255,12 +1255,12 @@ def registration_passes(reg_path: Path, run_path: Path) -> dict[str, Any]:
     ``merged_on_draws`` the merged profiles' prediction on fresh draws from the laws and
     on the sweep's own draws (:func:`sweep_draws`, position draws only; None otherwise) —
     a registration made on the draws (``--drawn``) is priced on them throughout — with
-    ``draws_reproduce`` (:func:`draws_reproduce`) whether the decoder model on them
-    decodes the run's first round as it recorded (the check that the engines drew as
-    :func:`sweep_draws` draws now)."""
+    ``draws_reproduce`` (:func:`specmodel.prediction.reproduces_on_draws`) whether the
+    decoder model on them decodes the run's first round as it recorded (the check that
+    the engines drew as :func:`sweep_draws` draws now)."""
     from specmodel.formats.hardware import HardwareProfile
     from specmodel.formats.run_record import RunRecord
-    from specmodel.prediction import decoder_prediction
+    from specmodel.prediction import decoder_prediction, reproduces_on_draws
 
     try:
         reg = json.loads(reg_path.read_text(encoding="utf-8"))
@@ -1293,9 +1293,8 @@ def registration_passes(reg_path: Path, run_path: Path) -> dict[str, Any]:
         return held_against({c: None if g is None else g.speedup for c, g in got.items()},
                             measured)
 
-    sample = recorded_draws(rec, run, prompt_words=reg.get("prompt_words", 0),
-                            target=reg["target"], draft=reg["draft"])
-    reproduces = None if sample is None else draws_reproduce(rec, sample)
+    sample = recorded_draws(rec, run, prompt_words=reg.get("prompt_words", 0))
+    reproduces = None if sample is None else reproduces_on_draws(rec, sample)
     if sample is None and reg.get("drawn"):
         raise ValueError(f"--passes-of {reg_path}: registered on the sweep's draws, but "
                          f"{run_path} did not draw by position")
@@ -1327,48 +1326,20 @@ def held_against(pred: dict[str, float | None], measured: dict[str, float]
             if errors else None}
 
 
-def recorded_draws(rec: Any, summary: dict[str, Any], *, prompt_words: int, target: str,
-                   draft: str) -> Any:
-    """The draws a committed sweep (its first round record ``rec``, its ``summary``, its
-    ``target`` and ``draft`` architectures by name) met, as :func:`sweep_draws` tabulates
-    them; None unless it drew by position.  The law is the acceptance as the engines
-    read it, not the record's calibration (which writes a geometric law out as a
-    histogram whose inverse-CDF draws differ at a few positions)."""
-    from profiler.engines.synthetic import load_acceptance
+def recorded_draws(rec: Any, summary: dict[str, Any], *, prompt_words: int) -> Any:
+    """The draws a committed sweep (its first round record ``rec`` and its ``summary``)
+    met (:func:`profiler.engines.synthetic.record_draws`); None unless it drew by
+    position.  A record from before the prompts were stored gets the sweep's own
+    (``summary``'s problem count, ``prompt_words``), as :func:`sweep_draws` builds them."""
+    from profiler.engines.synthetic import record_draws
+    from profiler.problems import format_prompt
 
     syn = rec.settings.synthetic
     if syn is None or syn.draws != "position":
         return None
-    tmp = Path(tempfile.mkdtemp(prefix="bench-synthetic-"))
-    return sweep_draws(load_acceptance(syn.acceptance), seed=syn.seed,
-                       problems=summary["problems"], prompt_words=prompt_words,
-                       target=_arch(target, tmp), draft=_arch(draft, tmp),
-                       max_steps=summary["max_steps"],
-                       max_step_tokens=summary["max_step_tokens"],
-                       configs=[c.config for c in rec.configs])
-
-
-def draws_reproduce(rec: Any, sample: Any) -> bool:
-    """Whether the decoder model on the sweep's own draws ``sample`` decodes every
-    configuration of the run record ``rec`` whose schedule does not depend on timing (the
-    target alone, sync) exactly as the round did: its output tokens, judged and accepted
-    drafts."""
-    from specmodel.prediction import decoder_prediction
-
-    for x in rec.configs:
-        if x.config.k1 > 1 and x.config.mode != "sync":
-            continue
-        got = decoder_prediction(rec.calibration, x.config, record=rec, sample=sample,
-                                 draws=1)
-        n = len(x.problems)
-        c = {k: got.counters.get(k, 0.0) * n for k in ("output_tokens", "drafted_steps",
-                                                        "accepted_steps")}
-        t = x.totals
-        if (round(c["output_tokens"]), round(c["drafted_steps"]),
-                round(c["accepted_steps"])) != (t.output_tokens, t.drafted_steps,
-                                                 t.accepted_steps):
-            return False
-    return True
+    prompts = rec.settings.prompts or [
+        format_prompt(p) for p in _problems(summary["problems"], prompt_words)]
+    return record_draws(rec, prompts)
 
 
 def _median_or_none(values: list[float | None]) -> float | None:

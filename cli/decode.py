@@ -372,6 +372,13 @@ def validate(
              "configuration measured: a diagnosis (it uses what the run decoded) that "
              "splits the decoder's error into the acceptance the run drew and the rest "
              "(schedule and costs).")] = False,
+    on_draws: Annotated[bool, typer.Option(
+        "--on-draws",
+        help="A synthetic-acceptance run drawn by position: also the decoder model on the "
+             "run's own draws (every step length, pass and verdict the run met, rebuilt "
+             "from its seed and prompts; nothing runs), and whether they reproduce its "
+             "target-alone and sync rows exactly. What is left of the error is the "
+             "schedule's and the costs'; the rest is the sample the run drew.")] = False,
 ) -> None:
     """Predicted against measured speedup for every configuration of a run record."""
     from cli import render
@@ -388,6 +395,10 @@ def validate(
 
     if prompt_tokens is not None and not prompt_tokens > 0:
         raise SpecmodelError(f"--prompt-tokens must be > 0, got {prompt_tokens}")
+    if on_draws and (calibration is not None or preset is not None or costs_at_run_time):
+        raise SpecmodelError("--on-draws prices the run's draws with its own calibration "
+                             "(the hardware profiles its passes measured): it cannot be "
+                             "combined with --calibration, --preset or --costs-at-run-time")
     record = load_run_record(run_record)
     stored = record.settings.prompt_tokens
     if prompt_tokens is not None and stored is not None and abs(prompt_tokens - stored) > 0.5:
@@ -408,8 +419,14 @@ def validate(
                 "has no engine_costs section to rescale")
         cal, drift = calibration_at_run_time(cal or record.calibration,  # type: ignore[arg-type]
                                              record.cost_probes)
-    rows = compare(record, cal, prompt_tokens=prompt_tokens,
-                   acceptance_as_run=acceptance_as_run)
+    sample, reproduces = _run_draws(record) if on_draws else (None, None)
+    try:
+        rows = compare(record, cal, prompt_tokens=prompt_tokens,
+                       acceptance_as_run=acceptance_as_run, sample=sample)
+    except ValueError as e:
+        if sample is None:
+            raise
+        raise SpecmodelError(f"--on-draws: {e}") from e
     # Absolute times: a request's ms per generated token, measured (seconds / tokens of
     # each configuration's run) and predicted (the baseline's measured ms/token ÷ the
     # predicted speedup).
@@ -432,7 +449,10 @@ def validate(
               "decoder_ms_per_token": None if r.predicted_decoder is None
               else ms(r.config, r.predicted_decoder)} for r in rows]
     if json_out:
-        render.emit_json([{**r.model_dump(), **t} for r, t in zip(rows, times, strict=True)])
+        out = [{**r.model_dump(), **t} for r, t in zip(rows, times, strict=True)]
+        if on_draws:  # the check beside every row, so that a reader needs no other field
+            out = [{**r, "draws_reproduce_run": reproduces} for r in out]
+        render.emit_json(out)
         return
 
     def fmt(v: float | None, pct: bool = False) -> str:
@@ -468,6 +488,33 @@ def validate(
                    "offset until it accepts as the run did (its α1); what is left of its "
                    "error is the schedule's and the costs', the rest of the decoder's error "
                    "the acceptance the run happened to draw")
+    if on_draws:
+        render.show(render.table(
+            "the decoder model on the run's own draws (the sample it met, rebuilt from "
+            "its seed and prompts)",
+            ("config", "measured", "decoder", "decoder err", "on draws", "draws err"),
+            [(r.config, fmt(r.measured_speedup), fmt(r.predicted_decoder),
+              fmt(r.decoder_error, True), fmt(r.decoder_on_draws),
+              fmt(r.decoder_on_draws_error, True)) for r in rows],
+            justify=("left",) + ("right",) * 5, no_wrap=True))
+        drawn = [abs(r.decoder_on_draws_error) for r in rows
+                 if r.decoder_on_draws_error is not None and r.config != record.baseline]
+        laws = [abs(r.decoder_error) for r in rows
+                if r.decoder_error is not None and r.config != record.baseline]
+        if drawn and laws:
+            render.dim(f"mean |error| over the {len(drawn)} speculative configurations: "
+                       f"{sum(laws) / len(laws):.1%} on fresh draws from the laws, "
+                       f"{sum(drawn) / len(drawn):.1%} on the run's draws")
+        if reproduces:
+            render.dim("on these draws the decoder model decodes the target alone and "
+                       "every sync configuration exactly as the run did (output tokens, "
+                       "judged and accepted draft steps): they are the run's draws")
+        else:
+            render.line("[yellow]note: on these draws the decoder model does not decode "
+                        "the target alone and the sync configurations as the run did: "
+                        "the rebuilt draws are not the run's (another acceptance file or "
+                        "architecture than it read?), so the on-draws column is not the "
+                        "run's sample[/yellow]")
     if base_ms is not None:
         render.show(render.table(
             "ms per generated token (one request at a time)",
@@ -515,6 +562,27 @@ def validate(
     for line in calibration_mismatches(record, cal):
         render.line(f"[yellow]note: {line}; the prediction uses the calibration's "
                     "figures.[/yellow]")
+
+
+def _run_draws(record: Any) -> tuple[Any, bool]:
+    """``validate --on-draws``: the run's own draws and whether they reproduce its
+    timing-free rows; one-line errors naming the option."""
+    from profiler.engines.synthetic import record_draws
+    from specmodel.errors import SpecmodelError
+    from specmodel.prediction import reproduces_on_draws
+
+    try:
+        sample = record_draws(record)
+    except ValueError as e:
+        raise SpecmodelError(f"--on-draws: {e}") from e
+    if sample is None:
+        raise SpecmodelError("--on-draws: the run drew its steps by prefix "
+                             "(settings.synthetic.draws), so its draws depend on what it "
+                             "decoded and cannot be rebuilt; runs drawn by position can")
+    try:
+        return sample, reproduces_on_draws(record, sample)
+    except ValueError as e:
+        raise SpecmodelError(f"--on-draws: {e}") from e
 
 
 def register(app: typer.Typer) -> None:

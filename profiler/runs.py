@@ -24,7 +24,7 @@ from profiler.calibrate import key_versions
 from profiler.decoder import LookaheadDecoder, totals
 from profiler.engines import Engine
 from profiler.environment import machine_description, package_versions
-from profiler.problems import Problem
+from profiler.problems import Problem, format_prompt
 from profiler.verifiers import Verifier
 from specmodel.config import SpecConfig, VerifierSpec
 from specmodel.formats.calibration import Calibration
@@ -52,8 +52,6 @@ BASELINE = SpecConfig(k1=1, k2=1)
 def mean_prompt_tokens(engine: Any, problems: Sequence[Problem]) -> float:
     """The mean prompt length of ``problems`` in ``engine``'s tokens (the run record's
     ``settings.prompt_tokens``)."""
-    from profiler.problems import format_prompt
-
     if not problems:
         raise ValueError("problems must not be empty")
     return sum(engine.count_tokens(format_prompt(p)) for p in problems) / len(problems)
@@ -167,7 +165,8 @@ def run_configurations(
         done: list[ConfigRun] = []
         probes = list(cost_probes)
         run_settings = RunSettings.model_validate(settings).model_copy(
-            update={"order": "problems" if interleave else "configurations"})
+            update={"order": "problems" if interleave else "configurations",
+                    "prompts": [format_prompt(p) for p in problems]})
         if resume and path.is_file():
             old = load_run_record(path)
             check_resume(path, old, engine=target.name, models=models, settings=run_settings,

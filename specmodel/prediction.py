@@ -138,6 +138,17 @@ class ConfigComparison(BaseModel):
     decoder_at_run_step_acceptance: float | None = None
     """Accepted / judged draft steps as the shifted decoder model simulates them (close
     to ``step_acceptance`` by construction; shown so that it can be checked)."""
+    decoder_on_draws: float | None = None
+    """The decoder model on the run's own draws (a synthetic-acceptance run drawn by
+    position: every step length, pass list and verdict uniform read from the sample the
+    run met, :class:`~specmodel.decodermodel.DrawnSample`), each problem decoded once,
+    priced as ``predicted_decoder`` is.  Nothing in it is fitted to the run (the draws
+    are functions of its seed and prompts), but it is known only once the prompts are:
+    what is left of the error here is the schedule's and the costs', the rest of
+    ``decoder_error`` the sample.  None unless asked for, and for several branches (the
+    sample holds one draft per position)."""
+    decoder_on_draws_error: float | None = None
+    """decoder_on_draws / measured − 1."""
 
 
 class ValidationRow(ConfigComparison):
@@ -180,7 +191,7 @@ def calibration_mismatches(record: RunRecord, calibration: Calibration | None = 
 def compare(record: RunRecord, calibration: Calibration | None = None, *,
             decoder: bool = True, seed: int = 0,
             prompt_tokens: float | None = None,
-            acceptance_as_run: bool = False) -> list[ValidationRow]:
+            acceptance_as_run: bool = False, sample: Any = None) -> list[ValidationRow]:
     """Predicted against measured speedup for every configuration of ``record``.
 
     ``calibration`` replaces the record's own (to predict the same run from
@@ -188,7 +199,10 @@ def compare(record: RunRecord, calibration: Calibration | None = None, *,
     (:func:`decoder_prediction`), with the run's mean prompt length
     (``prompt_tokens``, else the record's ``settings.prompt_tokens``, else assumed);
     ``acceptance_as_run`` also the decoder model at each configuration's measured step
-    acceptance (:func:`at_run_acceptance`, a diagnosis).
+    acceptance (:func:`at_run_acceptance`, a diagnosis); ``sample`` (the run's own draws,
+    :func:`profiler.engines.synthetic.record_draws`) also the decoder model on them
+    (``decoder_on_draws``; a ValueError where the calibration cannot price a synthetic
+    run's draws).
     """
     cal = calibration or record.calibration
     if cal is None:
@@ -218,6 +232,8 @@ def compare(record: RunRecord, calibration: Calibration | None = None, *,
                                      c.totals.drafted_steps, seed=seed, record=record,
                                      prompt_tokens=prompt_tokens)
                    if acceptance_as_run and dec is not None else None)
+        drawn = (None if sample is None or s.width > 1 else  # one branch per position
+                 decoder_prediction(cal, s, record=record, sample=sample, draws=1))
         rows.append(
             ValidationRow(
                 config=c.label,
@@ -244,9 +260,37 @@ def compare(record: RunRecord, calibration: Calibration | None = None, *,
                 decoder_step_acceptance=_step_rate(dec),
                 decoder_split={} if dec is None else decoder_time_split(dec),
                 **_shifted_fields(shifted, measured),
+                decoder_on_draws=None if drawn is None else drawn.speedup,
+                decoder_on_draws_error=(None if drawn is None else
+                                        _rel_error(drawn.speedup, measured)),
             )
         )
     return rows
+
+
+def reproduces_on_draws(record: RunRecord, sample: Any) -> bool:
+    """Whether the decoder model on a synthetic run's own draws ``sample``
+    (:class:`~specmodel.decodermodel.DrawnSample`) decodes every configuration of
+    ``record`` whose schedule does not depend on timing (the target alone, sync with one
+    branch: the sample holds one draft per position) exactly as the run did: its output
+    tokens, judged and accepted draft steps.  The check that the draws rebuilt after the
+    run are the ones its engines drew."""
+    if record.calibration is None:
+        raise ValueError("the run record carries no calibration to decode its draws with")
+    for x in record.configs:
+        if (x.config.k1 > 1 and x.config.mode != "sync") or x.config.width > 1:
+            continue
+        got = decoder_prediction(record.calibration, x.config, record=record,
+                                 sample=sample, draws=1)
+        if got is None:
+            return False
+        n = len(x.problems)
+        c = [round(got.counters.get(k, 0.0) * n)
+             for k in ("output_tokens", "drafted_steps", "accepted_steps")]
+        t = x.totals
+        if c != [t.output_tokens, t.drafted_steps, t.accepted_steps]:
+            return False
+    return True
 
 
 def _step_rate(dec: Any) -> float | None:

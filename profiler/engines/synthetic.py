@@ -89,6 +89,8 @@ from specmodel.hardware.predicted import bucket as _bucket
 if TYPE_CHECKING:
     from specmodel.decodermodel.draws import DrawnSample
     from specmodel.formats.calibration import Calibration, StepLevel, TokenLevel
+    from specmodel.formats.run_record import RunRecord
+    from specmodel.hardware.shape import Shape
 
 __all__ = [
     "DEFAULT_STEP_TOKENS",
@@ -108,6 +110,7 @@ __all__ = [
     "architectures",
     "position_draws",
     "position_key",
+    "record_draws",
     "cost_point",
     "prepare_run",
     "profile_costs",
@@ -1106,11 +1109,12 @@ def profile_costs(target: SyntheticEngine, draft: SyntheticEngine | None,
 
 
 def position_draws(acceptance: Calibration, *, seed: int, prompts: Sequence[str],
-                   target: str | Path, draft: str | Path, steps: int, cap: int,
-                   gammas: Sequence[int] = (), delimiter: str = STEP_DELIMITER,
+                   target: str | Path | Shape, draft: str | Path | Shape, steps: int,
+                   cap: int, gammas: Sequence[int] = (), delimiter: str = STEP_DELIMITER,
                    source: str | None = None) -> DrawnSample:
     """The draws a sweep of synthetic engines with position draws (seed ``seed``, the
-    architectures ``target`` and ``draft``, both greedy) meets on ``prompts``, as the
+    architectures ``target`` and ``draft`` — names, ``config.json`` files or shapes —
+    both greedy) meets on ``prompts``, as the
     decoder model takes them (:class:`~specmodel.decodermodel.DrawnSample`): at each of
     ``steps`` positions the target's and the draft's step length (capped at ``cap``),
     with token speculation of each γ in ``gammas`` both roles' passes, and the uniform of
@@ -1118,7 +1122,7 @@ def position_draws(acceptance: Calibration, *, seed: int, prompts: Sequence[str]
     there at every depth 0 … position.  Drawn by :func:`draw_plan` from the streams the
     engines key, so nothing runs and nothing is timed."""
     from specmodel.decodermodel.draws import DrawnProblem, DrawnSample
-    from specmodel.hardware.shape import load_shape
+    from specmodel.hardware.shape import Shape, load_shape
 
     if steps < 1:
         raise ValueError(f"steps must be >= 1, got {steps}")
@@ -1131,8 +1135,9 @@ def position_draws(acceptance: Calibration, *, seed: int, prompts: Sequence[str]
         raise ValueError(f"gammas must be >= 1, got {bad[0]}")
     lengths = StepLengths.from_step(acceptance.step)
     token = TokenAcceptance.from_token(acceptance.token)
-    vocab = {"target": load_shape(str(target)).vocab_size,
-             "draft": load_shape(str(draft)).vocab_size}
+    vocab = {role: (arch.vocab_size if isinstance(arch, Shape) else
+                    load_shape(str(arch)).vocab_size)
+             for role, arch in (("target", target), ("draft", draft))}
 
     def plan(role: str, head: str, pos: int, depth: int = 0, gamma: int = 0) -> _Plan:
         return draw_plan(_rng(seed, role, False, False, "position", head, pos), role=role,
@@ -1164,6 +1169,65 @@ def position_draws(acceptance: Calibration, *, seed: int, prompts: Sequence[str]
     return DrawnSample(tuple(problems), source or (
         f"synthetic engines' position draws: seed {seed}, {len(prompts)} prompts, "
         f"{steps} positions of <= {cap} tokens, step lengths {lengths.source}"))
+
+
+def record_draws(record: RunRecord, prompts: Sequence[str] | None = None
+                 ) -> DrawnSample | None:
+    """The draws a synthetic-acceptance run met (:func:`position_draws`), rebuilt from what
+    its record ``record`` stores: the synthetic settings' seed, acceptance and
+    architectures, the configurations' step limits, delimiter and token-speculation
+    depths, and the problems' prompts (``prompts`` for a record from before they were
+    stored).  None when the run did not draw by position (its draws depend on the
+    prefixes it met, so nothing but the run knows them).
+
+    The acceptance is the one the engines read (``settings.synthetic.acceptance``, a
+    preset or a file) where it can be loaded, else the record's calibration; the
+    architectures' vocabularies come from the record's hardware profiles, else from the
+    embedded architectures.  Whether the rebuilt draws are the run's is what
+    :func:`specmodel.prediction.reproduces_on_draws` checks.  One-line ValueErrors name
+    what is missing."""
+    syn = record.settings.synthetic
+    if syn is None:
+        raise ValueError("the run record is not a synthetic-acceptance run (its settings "
+                         "have no synthetic section): it has no draws to rebuild")
+    if syn.draws != "position":
+        return None
+    if prompts is None:
+        prompts = record.settings.prompts
+    if not prompts:
+        raise ValueError("the run record does not store its problems' prompts (a record "
+                         "from before they were stored): its draws cannot be rebuilt")
+    try:
+        acceptance = load_acceptance(syn.acceptance)
+    except ValueError:
+        if record.calibration is None:
+            raise ValueError(f"the run's acceptance {syn.acceptance!r} cannot be loaded and "
+                             "the record carries no calibration") from None
+        acceptance = record.calibration
+    profiled = {h.architecture.name: h.architecture.shape()
+                for h in (record.calibration.hardware if record.calibration else None) or []}
+    arch = syn.architectures or {}
+    shapes: dict[str, Any] = {}
+    for role in ROLES:
+        name = arch.get(role)
+        if name is None:
+            raise ValueError(f"the run record names no {role} architecture "
+                             "(settings.synthetic.architectures)")
+        shapes[role] = profiled.get(name, name)
+
+    def one(what: str, values: set[Any]) -> Any:
+        if len(values) != 1:
+            raise ValueError(f"the run's configurations differ in {what} "
+                             f"({sorted(map(str, values))}): one sample cannot hold them")
+        return values.pop()
+
+    configs = [c.config for c in record.configs]
+    return position_draws(
+        acceptance, seed=syn.seed, prompts=list(prompts), target=shapes["target"],
+        draft=shapes["draft"], steps=one("max_steps", {c.max_steps for c in configs}),
+        cap=one("max_step_tokens", {c.max_step_tokens for c in configs}),
+        gammas=sorted({c.k2 - 1 for c in configs if c.k2 > 1}),
+        delimiter=one("step_delimiter", {c.step_delimiter for c in configs}))
 
 
 def architectures(target: SyntheticEngine | str, draft: SyntheticEngine | str | None,

@@ -245,6 +245,11 @@ class RunSettings(_Record):
     synthetic: SyntheticAcceptance | None = None
     """Set when the acceptance was synthetic (drawn from a calibration, not real text);
     None: real models, real text."""
+    prompts: list[str] | None = None
+    """The problems' prompts as the decoder was given them, in the order of the problems
+    (None in records from before they were stored): what a synthetic run's draws are
+    keyed by, so that its sample can be rebuilt after the run
+    (:func:`profiler.engines.synthetic.record_draws`)."""
     legacy: dict[str, Any] = Field(default_factory=dict)
     """Version-1 records only: settings that this format does not name, kept as written."""
 

@@ -270,6 +270,24 @@ def test_decode_synthetic_writes_a_record(arch: str, arch2: str, tmp_path: Path,
     rows = json.loads(capsys.readouterr().out)
     assert code == 0 and {r["config"] for r in rows} == {c.label for c in rec.configs}
     assert all(r["predicted_decoder"] is not None for r in rows)
+    # the record stores its prompts, so the sample the run met can be rebuilt after it:
+    # the decoder model on it decodes the target alone and sync (one branch) as the run did
+    from profiler.problems import format_prompt, load_problems
+
+    assert rec.settings.prompts == [format_prompt(p) for p in
+                                    load_problems(2, rec.settings.seed or 0)]
+    code = main(["validate", str(out), "--json", "--on-draws"])
+    drawn = json.loads(capsys.readouterr().out)
+    assert code == 0 and all(r["draws_reproduce_run"] is True for r in drawn)
+    for r in drawn:
+        if "--width" in extra and r["k1"] > 1:  # one draft per position in the sample
+            assert r["decoder_on_draws"] is None
+            continue
+        assert r["decoder_on_draws_error"] == pytest.approx(
+            r["decoder_on_draws"] / r["measured_speedup"] - 1)
+    code = main(["validate", str(out), "--on-draws"])
+    text = capsys.readouterr().out
+    assert code == 0 and "on the run's own draws" in text and "exactly as the run did" in text
 
 
 @pytest.mark.parametrize(("args", "named"), [
