@@ -4,6 +4,7 @@ draws to rebuild; a record that stores its prompts is checked end to end in
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -30,3 +31,24 @@ def test_on_draws_refuses_what_has_no_draws(capsys, record: str, extra: list[str
     assert code == 2, text
     assert "--on-draws" in text and named in text and "Traceback" not in text
     assert len([ln for ln in (out + err).strip().splitlines() if ln.strip()]) <= 2
+
+
+@pytest.mark.parametrize(("record", "config"), [
+    ("validate_on_draws_sync_k3.run.json", "sync k1=3 k2=1"),
+    ("validate_on_draws_continuous_k3.run.json", "async k1=3 k2=1 continuous")])
+def test_on_draws_of_committed_decodes(capsys, record: str, config: str) -> None:
+    """Two committed `specmodel decode --engine synthetic` runs (12 problems, EPYC,
+    2026-11-28) that store their prompts: the draws rebuilt from the record reproduce the
+    target alone (and the sync run) exactly, and each configuration gets its price on
+    them beside its price on the laws."""
+    assert main(["validate", str(RESULTS / record), "--on-draws", "--json"]) == 0
+    rows = {r["config"]: r for r in json.loads(capsys.readouterr().out)}
+    assert set(rows) == {"target", config}
+    assert all(r["draws_reproduce_run"] is True for r in rows.values())
+    assert rows["target"]["decoder_on_draws"] == pytest.approx(1.0)
+    spec = rows[config]
+    assert spec["decoder_on_draws"] is not None and spec["predicted_decoder"] is not None
+    assert spec["decoder_on_draws_error"] == pytest.approx(
+        spec["decoder_on_draws"] / spec["measured_speedup"] - 1)
+    assert main(["validate", str(RESULTS / record), "--on-draws"]) == 0
+    assert "on the run's draws" in " ".join(capsys.readouterr().out.split())
