@@ -212,6 +212,7 @@ def decode(
                                      delimiter=cfg.step_delimiter,
                                      config_file=str(config) if config is not None else None,
                                      device=device, dtype=dtype, synthetic=syn,
+                                     execution=getattr(tgt, "execution", None),
                                      prompt_tokens=mean_prompt_tokens(tgt, probs)),
                 calibration=cal, include_baseline=baseline, resume=resume, progress=bar,
                 interleave=interleave,
@@ -558,7 +559,9 @@ def validate(
     m = record.machine
     cpu, cores = (m.cpu, m.cores) if m is not None else ("?", "?")
     render.dim(f"measured {record.created} on {cpu} ({cores} "
-               f"cores), engine {record.engine}, models {record.models}")
+               f"cores), engine {record.engine}"
+               + (f" ({record.settings.execution})" if record.settings.execution else "")
+               + f", models {record.models}")
     for line in calibration_mismatches(record, cal):
         render.line(f"[yellow]note: {line}; the prediction uses the calibration's "
                     "figures.[/yellow]")

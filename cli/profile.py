@@ -590,7 +590,9 @@ def hardware(
         help="float32, bfloat16 or float16 (default float32; with --predict-on, the "
              "cost preset's).")] = None,
     path: Annotated[str, typer.Option(
-        help="auto (graph on cuda, eager on cpu), graph, eager or transformers.")] = "auto",
+        help="auto (graph on cuda, eager on cpu), graph, eager, transformers, "
+             "transformers-static (its StaticCache) or transformers-graph (that captured "
+             "as a CUDA graph).")] = "auto",
     predict_on: Annotated[str | None, typer.Option(
         "--predict-on", metavar="DEVICE",
         help="Run nothing: predict the same points on a device preset (h100-sxm, h200, "

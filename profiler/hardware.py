@@ -20,6 +20,17 @@ Three execution paths, each named in the result (never mixed in one profile):
     Hugging Face transformers' ``AutoModelForCausalLM.from_config`` (random weights,
     SDPA attention, its dynamic KV cache), eager, synchronized.  On a GPU it is
     launch-bound; it is here to show what an eager engine costs.
+``transformers-static``
+    The same model over transformers' ``StaticCache`` (preallocated to the point's
+    context plus its new tokens, written at fixed cache positions: the cache that
+    transformers' ``generate(cache_implementation="static")`` decodes with), eager.
+``transformers-graph``
+    ``transformers-static`` captured as one CUDA graph per point and replayed, timed by
+    CUDA events as ``graph`` is: transformers' own model on the static-cache / CUDA-graph
+    path that its ``generate`` reaches by compiling the forward
+    (``torch.compile(mode="reduce-overhead")``), without the compiler's kernel fusion.
+    CUDA only.  Beside ``graph`` it checks the reference decoder against a real
+    implementation of the same shape on the GPU.
 
 The reference decoder is the Llama / Qwen2 / Qwen3 layer: RMSNorm, one fused QKV
 projection (with Q/K/V biases where the architecture has them), rotary embedding,
@@ -61,7 +72,7 @@ __all__ = ["DEVICES", "KINDS", "PATHS", "Point", "ReferenceDecoder", "default_po
 
 DEVICES = ("cpu", "cuda")
 """Devices a profile runs on."""
-PATHS = ("graph", "eager", "transformers")
+PATHS = ("graph", "eager", "transformers", "transformers-static", "transformers-graph")
 """Execution paths (see the module docstring)."""
 KINDS = ("decode", "verify", "prefill")
 """What a timed forward does: one new token per sequence, q > 1 new tokens per
@@ -78,7 +89,17 @@ PATH_DESCRIPTIONS = {
     "eager": "reference decoder run op by op; perf_counter after a device synchronize",
     "transformers": "transformers AutoModelForCausalLM.from_config (random weights, sdpa, "
                     "DynamicCache), eager; perf_counter after a device synchronize",
+    "transformers-static": "transformers AutoModelForCausalLM.from_config (random weights, "
+                           "sdpa, StaticCache at fixed cache positions), eager; "
+                           "perf_counter after a device synchronize",
+    "transformers-graph": "transformers AutoModelForCausalLM.from_config (random weights, "
+                          "sdpa, StaticCache at fixed cache positions) captured as one CUDA "
+                          "graph per point; CUDA-event timing of each replay",
 }
+TRANSFORMERS_PATHS = ("transformers", "transformers-static", "transformers-graph")
+"""The paths that time transformers' own model (the others time the reference decoder)."""
+GRAPH_PATHS = ("graph", "transformers-graph")
+"""The paths captured as CUDA graphs (CUDA only)."""
 """What each path measures, as written into the profile."""
 
 
@@ -173,21 +194,22 @@ def check_options(device: str, dtype: str, path: str, attention: str) -> str:
     resolved = resolve_path(path, device)
     if attention not in ATTENTION:
         raise ValueError(f"attention must be one of {', '.join(ATTENTION)}, got {attention!r}")
-    if attention != "auto" and resolved == "transformers":
+    if attention != "auto" and resolved in TRANSFORMERS_PATHS:
         raise ValueError("attention backends are forced on the reference decoder only "
                          "(path graph or eager)")
     return resolved
 
 
 def resolve_path(path: str, device: str) -> str:
-    """``auto`` → graph on CUDA, eager on CPU; graph on CPU is refused."""
+    """``auto`` → graph on CUDA, eager on CPU; a graph path on CPU is refused."""
     if path == "auto":
         return "graph" if device == "cuda" else "eager"
     if path not in PATHS:
         raise ValueError(f"path must be auto or one of {', '.join(PATHS)}, got {path!r}")
-    if path == "graph" and device != "cuda":
-        raise ValueError("path graph captures CUDA graphs and needs device cuda; use eager "
-                         "or transformers on the CPU")
+    if path in GRAPH_PATHS and device != "cuda":
+        raise ValueError(f"path {path} captures CUDA graphs and needs device cuda; use "
+                         f"{'eager' if path == 'graph' else 'transformers-static'} or "
+                         "transformers on the CPU")
     return path
 
 
@@ -434,7 +456,7 @@ def _too_big(torch: Any, runner: Any, point: Point, device: str,
 def _time_point(torch: Any, runner: Any, point: Point, path: str, device: str,
                 warmup: int, repeats: int, layout: str) -> list[float]:
     fn = _bind(runner, point, layout)
-    return (_time_graph(torch, fn, warmup, repeats) if path == "graph"
+    return (_time_graph(torch, fn, warmup, repeats) if path in GRAPH_PATHS
             else _time_eager(torch, device, fn, warmup, repeats))
 
 
@@ -527,9 +549,12 @@ def _is_oom(torch: Any, e: BaseException) -> bool:
 
 
 class _TransformersRunner:
-    """transformers' own model from the config (random weights), timed eagerly."""
+    """transformers' own model from the config (random weights), over its dynamic KV
+    cache or, with ``static``, over a ``StaticCache`` at fixed cache positions (what a
+    CUDA graph can capture)."""
 
-    def __init__(self, config: dict[str, Any], device: str, dtype: str, seed: int) -> None:
+    def __init__(self, config: dict[str, Any], device: str, dtype: str, seed: int,
+                 static: bool = False) -> None:
         torch = _torch()
         try:
             from transformers import AutoConfig, AutoModelForCausalLM
@@ -551,11 +576,14 @@ class _TransformersRunner:
             torch.set_default_dtype(previous)
         self.model.eval()
         self.torch, self.device, self.vocab = torch, device, cfg.vocab_size
+        self.config, self.static = cfg, static
 
     def bind(self, point: Point) -> Callable[[], Any]:
         torch = self.torch
         if point.shared_prefix:
             raise ValueError("path transformers has no shared-prefix attention")
+        if self.static:
+            return self._bind_static(point)
         b, q, L = point.batch, point.new_tokens, point.context
         cache = None
         if L:
@@ -575,6 +603,38 @@ class _TransformersRunner:
             if keep == "last":
                 kwargs["logits_to_keep"] = 1
             return self.model(**kwargs).logits
+
+        return forward
+
+    def _bind_static(self, point: Point) -> Callable[[], Any]:
+        """The forward over a ``StaticCache`` of L + q positions: the L cached tokens
+        written once, then every forward writes its q tokens at positions L … L + q − 1
+        (the same slots each time — where the cache counts what it holds, the count is
+        set back to L first — so every timed forward sees the same L cached tokens and a
+        CUDA graph can replay it)."""
+        torch = self.torch
+        try:
+            from transformers import StaticCache
+        except ImportError as e:  # pragma: no cover - transformers 4.38+ has it
+            raise ValueError(f"path transformers-static needs transformers' StaticCache: "
+                             f"{e}") from e
+        b, q, L = point.batch, point.new_tokens, point.context
+        cache = StaticCache(config=self.config, max_cache_len=L + q)
+        if L:
+            prompt = torch.randint(0, self.vocab, (b, L), device=self.device)
+            self.model.model(input_ids=prompt, past_key_values=cache, use_cache=True,
+                             cache_position=torch.arange(L, device=self.device))
+        ids = torch.randint(0, self.vocab, (b, q), device=self.device)
+        position = torch.arange(L, L + q, device=self.device)
+        keep = 1 if point.logits == "last" else 0  # 0: logits at every position
+
+        def forward() -> Any:
+            for layer in getattr(cache, "layers", ()):  # transformers 5 counts the tokens
+                written = getattr(layer, "cumulative_length", None)  # each layer holds:
+                if isinstance(written, torch.Tensor):  # back to L, in place (a graph
+                    written.fill_(L)  # replays the fill with the forward)
+            return self.model(input_ids=ids, past_key_values=cache, use_cache=True,
+                              cache_position=position, logits_to_keep=keep).logits
 
         return forward
 
@@ -647,16 +707,18 @@ def measure(
     if device == "cpu":
         torch.set_num_threads(threads)
     if runner is not None:
-        if path == "transformers":
-            raise ValueError("runner (a reference decoder) cannot time the transformers path")
+        if path in TRANSFORMERS_PATHS:
+            raise ValueError(f"runner (a reference decoder) cannot time the {path} path")
         if (runner.shape.to_dict() != shape.to_dict() or runner.device != device
                 or runner.dtype != getattr(torch, dtype)):
             raise ValueError(f"runner must be a reference decoder of {shape.name} on "
                              f"{device} in {dtype}")
     started = time.perf_counter()
     if runner is None:
-        runner = (_TransformersRunner(config, device, dtype, seed)  # type: ignore[assignment]
-                  if path == "transformers" else ReferenceDecoder(shape, device, dtype, seed))
+        runner = (_TransformersRunner(config, device, dtype, seed,  # type: ignore[assignment]
+                                      static=path != "transformers")
+                  if path in TRANSFORMERS_PATHS
+                  else ReferenceDecoder(shape, device, dtype, seed))
     speed = SpeedProbe(torch, device, dtype, seed) if probe else None
     build_s = time.perf_counter() - started
     rows: list[dict[str, Any]] = [asdict(point) for point in points]
@@ -685,6 +747,10 @@ def measure(
                             row["skipped"] = f"out of memory: {first}"
                         elif "no available kernel" in str(e).lower():
                             row["skipped"] = f"attention {attention} cannot run it: {first}"
+                        elif path == "transformers-graph":  # its forward, not ours: a
+                            # step CUDA graphs cannot capture is kept with the reason
+                            row["skipped"] = (f"transformers' forward as a CUDA graph: "
+                                              f"{type(e).__name__}: {first}")
                         else:
                             raise
                 if device == "cuda":

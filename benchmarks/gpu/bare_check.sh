@@ -5,9 +5,10 @@
 # rebuilds that on the development machine's CPU: a fresh virtual environment with
 # torch (pinned), transformers and NumPy alone, the same wheels for this Python, and then
 # every command the GPU scripts run, on tiny random-weight architectures on the CPU:
-# profile hardware (the packed layout), a registration (--predict-on) on the laws and
-# on the sweep's draws (--drawn), a synthetic sweep held against both and registered
-# from its first pass, with continuous batching, and the forward audit.  A missing import fails it.
+# profile hardware (the packed layout; transformers' static cache), a registration
+# (--predict-on) on the laws and on the sweep's draws (--drawn), a synthetic sweep held
+# against both and registered from its first pass, with continuous batching, and the
+# forward audit.  A missing import fails it.
 #   bash benchmarks/gpu/bare_check.sh            # about 3 minutes after the install
 set -eu
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -35,6 +36,10 @@ run() { echo "+ $*"; "$@" > "$WORK/last.log" 2>&1 || { cat "$WORK/last.log"; exi
 run "$py" -m profiler.hardware "$WORK/tiny.json" --device cpu --path eager --layout packed \
   --contexts 64,128 --batches 1 --verify-tokens 2,4 --verify-batches 1,2 --prefill '' \
   --shared-batches 2 --repeats 2 --out "$WORK/tiny.packed.json"
+# transformers' own model on its StaticCache (on the GPU: --path transformers-graph)
+run "$py" -m profiler.hardware "$WORK/tiny.json" --device cpu --path transformers-static \
+  --contexts 64 --batches 1,2 --verify-tokens 4 --verify-batches 1 --prefill 16 \
+  --shared-batches '' --repeats 2 --out "$WORK/tiny.transformers-static.json"
 sweep=(--device cpu --target "$WORK/tiny.json" --draft "$WORK/tiny1.json" --problems 2
        --max-steps 3 --max-step-tokens 16 --profile-repeats 1 --continuous --rounds 1)
 # registered for this CPU's preset: a sweep refuses a registration made for another device

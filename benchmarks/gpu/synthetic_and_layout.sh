@@ -24,6 +24,10 @@
 #   OUT=dir PARTS=audit benchmarks/gpu/synthetic_and_layout.sh       # the forward audit of
 #            the 11-27 runs' draws (seed 0, 3 problems): target, sync, async and continuous
 #            async with k2 = 1, every forward timed on the device by CUDA events (~4 min)
+#   OUT=dir PARTS=txgraph benchmarks/gpu/synthetic_and_layout.sh     # transformers' own
+#            model on its StaticCache captured as CUDA graphs (--path transformers-graph)
+#            beside the reference decoder's graphs, 0.5b and 7b at L = 1024, b = 1-32
+#            (the shared H100 rows' grid): is the reference decoder a fair proxy (~2 min)
 #   OUT=dir CALL_S=590 PARTS="seed1 audit" benchmarks/gpu/synthetic_and_layout.sh
 #            # both in one call (a session's device time may allow only one): the audit
 #            # gets what is left of CALL_S seconds, and with less than AUDIT_MIN_S (150)
@@ -76,6 +80,17 @@ for part in $PARTS; do
           --out "$OUT/packed/$arch.graph-packed.json" > "$OUT/packed/$arch.log" 2>&1
         echo "$arch packed rc=$?"; grep -E "^\[" "$OUT/packed/$arch.log" | cut -c1-100
       done ;;
+    txgraph)
+      mkdir -p "$OUT/txgraph"
+      for arch in qwen2.5-0.5b qwen2.5-7b; do
+        for path in transformers-graph graph; do
+          timeout 150 python -m profiler.hardware $arch --device cuda --dtype bfloat16 \
+            --path $path --contexts 1024 --batches 1,2,4,8,16,32 --verify-tokens 4 \
+            --verify-batches 1 --prefill 256 --shared-batches '' --repeats 10 \
+            --out "$OUT/txgraph/$arch.$path.json" > "$OUT/txgraph/$arch.$path.log" 2>&1
+          echo "$arch $path rc=$?"; grep -E "^\[" "$OUT/txgraph/$arch.$path.log" | cut -c1-100
+        done
+      done ;;
     synthetic) sweep synthetic_gpu ;;
     long) sweep synthetic_gpu_long --prompt-words 3000 --rounds 1 ;;  # 2 rounds: > 600 s
     continuous) sweep synthetic_gpu_continuous --continuous --rounds 1 ;;
@@ -96,7 +111,8 @@ for part in $PARTS; do
         --problems 3 --seed 0 --k2 1 --configs "$configs" \
         --out "$OUT/schedule_audit_gpu.json" > "$OUT/schedule_audit_gpu.log" 2>&1
       echo "audit rc=$?"; tail -40 "$OUT/schedule_audit_gpu.log" ;;
-    *) echo "unknown part $part (packed, synthetic, long, continuous, seed1, audit)"; exit 2 ;;
+    *) echo "unknown part $part (packed, txgraph, synthetic, long, continuous, seed1, audit)"
+       exit 2 ;;
   esac
 done
 ls "$OUT"

@@ -81,6 +81,9 @@ class Engine(Protocol):
     """Text that ends a step."""
     speculation: TokenSpeculation | None
     """The token-level speculation run inside each step (None: plain decoding)."""
+    execution: str
+    """How its forwards run, in words (eager op by op, CUDA graphs, ...): what produced
+    every time it measures (the run record's ``settings.execution``)."""
 
     def generate_steps(
         self, prefixes: Sequence[str], max_tokens: int, *, temperature: float = 0.0,

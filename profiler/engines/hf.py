@@ -109,6 +109,9 @@ class HFEngine:
         torch.set_num_threads(threads)
         self._torch = torch
         self.device, self.dtype = device, dtype
+        self.execution = (f"transformers generate, eager (dynamic KV cache) on {device}"
+                          + (": kernel launches and Python as much as the GPU"
+                             if device == "cuda" else ""))
         path = Path(model)
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=False)

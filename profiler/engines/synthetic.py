@@ -540,6 +540,8 @@ class SyntheticEngine:
             torch.set_num_threads(threads)
         self.model, self.role, self.delimiter = str(model), role, delimiter
         self.device, self.dtype, self.seed = device, dtype, seed
+        self.execution = ("reference decoder, CUDA graphs" if device == "cuda"
+                          else "reference decoder, eager")
         self.context_bucket, self.prefill = context_bucket, prefill
         self.draws = draws
         self.acceptance = acceptance

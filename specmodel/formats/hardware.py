@@ -169,7 +169,8 @@ class HardwareProfile(_Strict):
     """The device, its driver and runtime."""
     dtype: Literal["float32", "bfloat16", "float16"]
     """Weights' and activations' dtype."""
-    path: Literal["graph", "eager", "transformers", "predicted"]
+    path: Literal["graph", "eager", "transformers", "transformers-static",
+                  "transformers-graph", "predicted"]
     """How forwards ran: graph (reference decoder as a CUDA graph), eager (the reference
     decoder op by op) or transformers (eager transformers); ``predicted``: none ran, the
     times are the analytical cost model's (``path_description`` names its coefficients

@@ -66,6 +66,8 @@ def test_hf_with_speculation_shares_the_model(hf_steps) -> None:
 def test_make_engine_builds_by_kind(smollm_path) -> None:
     engine = make_engine("transformers", smollm_path, threads=2, delimiter="\n")
     assert isinstance(engine, HFEngine) and engine.delimiter == "\n"
+    # every number it measures says which path produced it
+    assert engine.execution == "transformers generate, eager (dynamic KV cache) on cpu"
     with pytest.raises(ValueError, match="engine must be one of transformers, vllm"):
         make_engine("onnx", smollm_path)
 
@@ -75,6 +77,7 @@ def test_vllm_matches_hf_greedy_step(smollm_path, hf_steps) -> None:
     _, plain = hf_steps
     engine = VLLMEngine(smollm_path, max_model_len=1024)
     assert engine.spec_decode_metrics() == {} and engine.with_speculation(None) is engine
+    assert engine.execution == "vLLM-CPU, eager (enforce_eager)"
     batch = engine.generate_steps(PROMPTS, 24)
     assert [o.text for o in batch.outputs] == [o.text for o in plain.outputs]
     assert [o.tokens for o in batch.outputs] == [o.tokens for o in plain.outputs]

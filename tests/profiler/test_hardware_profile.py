@@ -176,6 +176,37 @@ def test_transformers_path_runs_the_same_grid(tiny: Path) -> None:
     assert profile.path == "transformers" and len(profile.timed()) == 3
 
 
+def test_transformers_static_path_runs_the_same_grid(tiny: Path) -> None:
+    """transformers' own model over its StaticCache (the path a CUDA graph captures):
+    every kind of point times, and each forward computes what the dynamic cache's does —
+    the same logits for the same cached tokens and new ids, at every position, and again
+    when it is run a second time (it writes the same cache slots)."""
+    torch = require("torch")
+    require("transformers")
+    from profiler.hardware import Point, _TransformersRunner, measure, read_config
+
+    shape, config = read_config(str(tiny))
+    raw = measure(shape, config, [Point("decode", 2, 1, 16), Point("verify", 1, 3, 16),
+                                  Point("prefill", 1, 8, 0)],
+                  path="transformers-static", repeats=2, warmup=1)
+    profile = HardwareProfile.model_validate(raw)
+    assert profile.path == "transformers-static" and len(profile.timed()) == 3
+    assert "StaticCache" in profile.path_description
+    dynamic = _TransformersRunner(config, "cpu", "float32", seed=3)
+    static = _TransformersRunner(config, "cpu", "float32", seed=3, static=True)
+    with torch.inference_mode():
+        for point in (Point("decode", 2, 1, 16), Point("verify", 2, 3, 16),
+                      Point("prefill", 1, 8, 0)):
+            torch.manual_seed(11)
+            want = dynamic.bind(point)()
+            torch.manual_seed(11)
+            forward = static.bind(point)
+            got, again = forward(), forward()
+            assert got.shape == want.shape
+            assert torch.allclose(got, want, atol=1e-4, rtol=1e-4), point
+            assert torch.equal(got, again)
+
+
 def test_cli_measures_into_a_calibration_and_merges(tiny: Path, tmp_path: Path,
                                                     capsys) -> None:
     require("torch")
@@ -202,6 +233,8 @@ def test_cli_measures_into_a_calibration_and_merges(tiny: Path, tmp_path: Path,
     (["--device", "cuda"], "device cuda was asked but CUDA is not available"),
     (["--dtype", "int8"], "dtype must be one of"),
     (["--path", "graph"], "path graph captures CUDA graphs and needs device cuda"),
+    (["--path", "transformers-graph"],
+     "path transformers-graph captures CUDA graphs and needs device cuda"),
     (["--attention", "fast"], "attention must be one of"),
     (["--batches", "1,x"], "--batches must be comma-separated integers"),
 ])

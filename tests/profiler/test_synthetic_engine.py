@@ -256,6 +256,7 @@ def test_decode_synthetic_writes_a_record(arch: str, arch2: str, tmp_path: Path,
     assert "geometric" in syn.step_lengths  # the paper preset has no histogram
     assert syn.draws == "position"  # what keyed the draws is recorded
     assert rec.settings.device == "cpu" and rec.models["verifier"].startswith("synthetic:")
+    assert rec.settings.execution == "reference decoder, eager"
     assert rec.settings.prompt_tokens is not None and rec.settings.prompt_tokens > 10
     assert rec.calibration is not None and rec.calibration.name.endswith("+synthetic-costs")
     spec = rec.configs[-1]
