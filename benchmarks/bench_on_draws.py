@@ -17,7 +17,11 @@ costs and compares both with the measured mean speedup:
   (:func:`benchmarks.bench_synthetic.in_run_draft_slowdown`: the draft's seconds per
   step in the async rows over the sync rows', pooled over the async rows). It asks how
   much of what the draws leave is the draft's contention, which the profiling passes
-  measure apart from the schedule.
+  measure apart from the schedule;
+* ``busy_over_price``: per configuration and role, the round's time inside that role's
+  calls over the price of the forwards the model plays on the draws, each alone
+  (:func:`specmodel.prediction.busy_over_price`): the prices' error where the schedule
+  does not depend on timing, in async also what running beside the other model cost.
 
 ``reproduces`` says whether the draws give the decoder model exactly the round's output
 tokens, judged and accepted drafts for the target alone and every sync row (whose
@@ -64,7 +68,13 @@ def on_draws(path: Path) -> dict[str, Any] | None:
         speculative,
     )
     from specmodel.formats.run_record import RunRecord
-    from specmodel.prediction import decoder_prediction, reproduces_on_draws
+    from specmodel.prediction import (
+        busy_over_price,
+        decoder_prediction,
+        decoder_time_split,
+        reproduces_on_draws,
+        split_of,
+    )
 
     summary = json.loads(path.read_text(encoding="utf-8"))
     records = _records(summary, path)
@@ -82,6 +92,8 @@ def on_draws(path: Path) -> dict[str, Any] | None:
     slowdowns = list(in_run_draft_slowdown(json.loads(raw)).values())
     slowdown = statistics.fmean(slowdowns) if slowdowns else None
     run: dict[str, dict[str, float | None]] = {"law": {}, "draws": {}}
+    busy: dict[str, dict[str, float]] = {}
+    rounds = {c.label: c for c in rec.configs}
     pricings: list[tuple[str, Any, Any]] = [("law", rec, None), ("draws", rec, sample)]
     if slowdown is not None:
         run["draws_in_run"] = {}
@@ -94,6 +106,9 @@ def on_draws(path: Path) -> dict[str, Any] | None:
             got = decoder_prediction(r.calibration, by_label[label], record=r, sample=s,
                                      draws=1)
             run[key][label] = None if got is None else got.speedup
+            if key == "draws" and got is not None:
+                busy[label] = busy_over_price(split_of(rounds[label].problems),
+                                              decoder_time_split(got))
     out: dict[str, Any] = {
         "sweep": (str(path.resolve().relative_to(RESULTS))
                   if path.resolve().is_relative_to(RESULTS) else path.name),
@@ -104,6 +119,7 @@ def on_draws(path: Path) -> dict[str, Any] | None:
         "reproduces": reproduces_on_draws(rec, sample),
         "run": {k: held_against(v, measured) for k, v in run.items()},
         "draft_slowdown": {"profiles": _draft_contention(rec), "in_run": slowdown},
+        "busy_over_price": busy,
     }
     here = path.with_name(path.stem + "_here.registered.json")
     if here.exists():

@@ -490,14 +490,26 @@ def validate(
                    "error is the schedule's and the costs', the rest of the decoder's error "
                    "the acceptance the run happened to draw")
     if on_draws:
+        from specmodel.prediction import busy_over_price
+
+        def over(r: Any, role: str) -> str:
+            got = busy_over_price(r.measured_split, r.decoder_on_draws_split).get(role)
+            return "-" if got is None else f"{got:.2f}"
+
         render.show(render.table(
             "the decoder model on the run's own draws (the sample it met, rebuilt from "
             "its seed and prompts)",
-            ("config", "measured", "decoder", "decoder err", "on draws", "draws err"),
+            ("config", "measured", "decoder", "decoder err", "on draws", "draws err",
+             "target ÷ price", "draft ÷ price"),
             [(r.config, fmt(r.measured_speedup), fmt(r.predicted_decoder),
               fmt(r.decoder_error, True), fmt(r.decoder_on_draws),
-              fmt(r.decoder_on_draws_error, True)) for r in rows],
-            justify=("left",) + ("right",) * 5, no_wrap=True))
+              fmt(r.decoder_on_draws_error, True), over(r, "target"), over(r, "draft"))
+             for r in rows],
+            justify=("left",) + ("right",) * 7, no_wrap=True))
+        render.dim("target ÷ price, draft ÷ price: the run's time inside that role's calls "
+                   "over the price of the forwards the model plays on these draws, each "
+                   "alone (no contention): for the target alone and sync the prices' "
+                   "error; in async also what running beside the other model cost")
         drawn = [abs(r.decoder_on_draws_error) for r in rows
                  if r.decoder_on_draws_error is not None and r.config != record.baseline]
         laws = [abs(r.decoder_error) for r in rows

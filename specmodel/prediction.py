@@ -149,6 +149,12 @@ class ConfigComparison(BaseModel):
     sample holds one draft per position)."""
     decoder_on_draws_error: float | None = None
     """decoder_on_draws / measured − 1."""
+    decoder_on_draws_split: dict[str, float] = {}
+    """``decoder_split`` of the model on the run's draws: seconds per output token in all
+    and inside each role's calls, each call at its price without contention (the
+    forwards it plays, priced alone).  Beside ``measured_split`` it says by how much a
+    role's calls took longer than their forwards' price — for a timing-free row the
+    price's error alone, in async also what running beside the other model cost."""
 
 
 class ValidationRow(ConfigComparison):
@@ -252,7 +258,7 @@ def compare(record: RunRecord, calibration: Calibration | None = None, *,
                 decoder_sample_interval=None if dec is None else dec.sample_interval,
                 step_acceptance=c.totals.step_acceptance,
                 accuracy=c.totals.accuracy,
-                measured_split=_split_of(c.problems),
+                measured_split=split_of(c.problems),
                 rows_per_batch=_rows_per_batch(c.problems),
                 decoder_rows_per_batch=(
                     None if dec is None or not dec.counters.get("target_batches") else
@@ -261,6 +267,7 @@ def compare(record: RunRecord, calibration: Calibration | None = None, *,
                 decoder_split={} if dec is None else decoder_time_split(dec),
                 **_shifted_fields(shifted, measured),
                 decoder_on_draws=None if drawn is None else drawn.speedup,
+                decoder_on_draws_split={} if drawn is None else decoder_time_split(drawn),
                 decoder_on_draws_error=(None if drawn is None else
                                         _rel_error(drawn.speedup, measured)),
             )
@@ -364,16 +371,27 @@ def decoder_time_split(dec: Any) -> dict[str, float]:
                       {k: dec.counters.get(f"{k}_seconds", 0.0) for k in _PARTS})
 
 
+def busy_over_price(measured: dict[str, float], priced: dict[str, float]
+                    ) -> dict[str, float]:
+    """For each role (``target``, ``draft``): the run's time inside its calls over the
+    price of the forwards the model plays (``measured_split`` over a ``decoder_split`` —
+    on a synthetic run's own draws, the same forwards), each a time per output token;
+    roles either side lacks or that took no time are left out."""
+    return {k: measured[k] / priced[k] for k in ("target", "draft")
+            if measured.get(k) and priced.get(k)}
+
+
+def split_of(problems: list[Any]) -> dict[str, float]:
+    """Where measured problems' time went: :func:`time_split` of their decoder counters
+    (seconds per output token in all and inside each role's calls)."""
+    return time_split(sum(p.output_tokens for p in problems), sum(p.seconds for p in problems),
+                      {k: sum(getattr(p, f"{k}_seconds") for p in problems) for k in _PARTS})
+
+
 def _rows_per_batch(problems: list[Any]) -> float | None:
     """Target steps per target call over ``problems`` (None without a call)."""
     calls = sum(p.target_batches for p in problems)
     return sum(p.target_steps for p in problems) / calls if calls else None
-
-
-def _split_of(problems: list[Any]) -> dict[str, float]:
-    """:func:`time_split` of measured problems (their decoder counters)."""
-    return time_split(sum(p.output_tokens for p in problems), sum(p.seconds for p in problems),
-                      {k: sum(getattr(p, f"{k}_seconds") for p in problems) for k in _PARTS})
 
 
 def time_split(tokens: float, seconds: float, parts: dict[str, float]) -> dict[str, float]:
@@ -586,7 +604,7 @@ def compare_rounds(records: list[RunRecord], calibration: Calibration | None = N
             step_acceptance=accepted / judged if judged else None,
             ms_per_token=[1e3 * c.totals.seconds / max(1, c.totals.output_tokens)
                           for c in runs],
-            measured_split=_split_of([p for c in runs for p in c.problems]),
+            measured_split=split_of([p for c in runs for p in c.problems]),
             decoder_split=row.decoder_split,
             rows_per_batch=_rows_per_batch([p for c in runs for p in c.problems]),
             decoder_rows_per_batch=row.decoder_rows_per_batch,

@@ -50,5 +50,17 @@ def test_on_draws_of_committed_decodes(capsys, record: str, config: str) -> None
     assert spec["decoder_on_draws"] is not None and spec["predicted_decoder"] is not None
     assert spec["decoder_on_draws_error"] == pytest.approx(
         spec["decoder_on_draws"] / spec["measured_speedup"] - 1)
+    assert set(spec["decoder_on_draws_split"]) >= {"total", "target", "draft"}
     assert main(["validate", str(RESULTS / record), "--on-draws"]) == 0
-    assert "on the run's draws" in " ".join(capsys.readouterr().out.split())
+    out = " ".join(capsys.readouterr().out.split())
+    assert "on the run's draws" in out and "target ÷ price" in out
+
+
+def test_busy_over_price_is_each_roles_ratio() -> None:
+    from specmodel.prediction import busy_over_price
+
+    got = busy_over_price({"total": 3.0, "target": 2.4, "draft": 0.6, "verify": 0.0},
+                          {"total": 2.5, "target": 2.0, "draft": 0.5, "verify": 0.0})
+    assert got == pytest.approx({"target": 1.2, "draft": 1.2})
+    assert busy_over_price({"target": 1.0, "draft": 0.0}, {"target": 2.0}) == {"target": 0.5}
+    assert busy_over_price({}, {"target": 1.0}) == {}
