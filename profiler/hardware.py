@@ -7,7 +7,7 @@ T(b, L) decode (q = 1), V(q, L) verification of q tokens, P(n) prefill (b = 1,
 q = n) — for an architecture built from its ``config.json`` alone: latency does not
 depend on weight values, so nothing is downloaded and any size can be measured.
 
-Three execution paths, each named in the result (never mixed in one profile):
+Five execution paths, each named in the result (never mixed in one profile):
 
 ``graph``
     The reference decoder (:class:`ReferenceDecoder`, below) captured as one CUDA
@@ -96,11 +96,11 @@ PATH_DESCRIPTIONS = {
                           "sdpa, StaticCache at fixed cache positions) captured as one CUDA "
                           "graph per point; CUDA-event timing of each replay",
 }
+"""What each path measures, as written into the profile."""
 TRANSFORMERS_PATHS = ("transformers", "transformers-static", "transformers-graph")
 """The paths that time transformers' own model (the others time the reference decoder)."""
 GRAPH_PATHS = ("graph", "transformers-graph")
 """The paths captured as CUDA graphs (CUDA only)."""
-"""What each path measures, as written into the profile."""
 
 
 @dataclass(frozen=True)

@@ -1116,8 +1116,8 @@ def position_draws(acceptance: Calibration, *, seed: int, prompts: Sequence[str]
                    source: str | None = None) -> DrawnSample:
     """The draws a sweep of synthetic engines with position draws (seed ``seed``, the
     architectures ``target`` and ``draft`` — names, ``config.json`` files or shapes —
-    both greedy) meets on ``prompts``, as the
-    decoder model takes them (:class:`~specmodel.decodermodel.DrawnSample`): at each of
+    both greedy) meets on ``prompts``, as the decoder model takes them
+    (:class:`~specmodel.decodermodel.DrawnSample`): at each of
     ``steps`` positions the target's and the draft's step length (capped at ``cap``),
     with token speculation of each γ in ``gammas`` both roles' passes, and the uniform of
     :class:`profiler.verifiers.SyntheticVerifier` (seed ``seed``) for the draft drafted

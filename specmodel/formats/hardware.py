@@ -172,9 +172,11 @@ class HardwareProfile(_Strict):
     path: Literal["graph", "eager", "transformers", "transformers-static",
                   "transformers-graph", "predicted"]
     """How forwards ran: graph (reference decoder as a CUDA graph), eager (the reference
-    decoder op by op) or transformers (eager transformers); ``predicted``: none ran, the
-    times are the analytical cost model's (``path_description`` names its coefficients
-    and the device)."""
+    decoder op by op), transformers (transformers' own model, eager, its dynamic KV
+    cache), transformers-static (the same over its StaticCache) or transformers-graph
+    (that captured as a CUDA graph); ``predicted``: none ran, the times are the
+    analytical cost model's (``path_description`` names its coefficients and the
+    device)."""
     path_description: str
     """What that path measures, in words."""
     attention: Literal["auto", "flash", "efficient", "cudnn", "math"] = "auto"

@@ -233,8 +233,8 @@ class RunSettings(_Record):
     dtype: str | None = None
     """Their dtype (None in records from before it was recorded)."""
     execution: str | None = None
-    """How the target engine's forwards ran, in words — transformers' eager generate,
-    vLLM's CUDA graphs, the synthetic engine's reference decoder as CUDA graphs —: what
+    """How the target engine's forwards ran, in words (transformers' eager generate,
+    vLLM's CUDA graphs, the synthetic engine's reference decoder as CUDA graphs): what
     produced every time in the record (None in records from before it was recorded)."""
     prompt_tokens: float | None = Field(None, gt=0)
     """Mean prompt length of the run's problems in the target's tokens (the first
