@@ -164,34 +164,31 @@ def test_cli_refuses_more_sweeps_than_repeats(tiny: Path, tmp_path: Path, capsys
     assert code == 2 and "--sweeps must be between 1 and --repeats (2), got 3" in err
 
 
-def test_transformers_path_runs_the_same_grid(tiny: Path) -> None:
+@pytest.mark.parametrize(("path", "cache"), [("transformers", "DynamicCache"),
+                                           ("transformers-static", "StaticCache")])
+def test_transformers_paths_run_the_same_grid(tiny: Path, path: str, cache: str) -> None:
     require("transformers")
     from profiler.hardware import Point, measure, read_config
 
     shape, config = read_config(str(tiny))
     raw = measure(shape, config, [Point("decode", 2, 1, 16), Point("verify", 1, 3, 16),
                                   Point("prefill", 1, 8, 0)],
-                  path="transformers", repeats=2, warmup=1)
+                  path=path, repeats=2, warmup=1)
     profile = HardwareProfile.model_validate(raw)
-    assert profile.path == "transformers" and len(profile.timed()) == 3
+    assert profile.path == path and len(profile.timed()) == 3
+    assert cache in profile.path_description
 
 
-def test_transformers_static_path_runs_the_same_grid(tiny: Path) -> None:
-    """transformers' own model over its StaticCache (the path a CUDA graph captures):
-    every kind of point times, and each forward computes what the dynamic cache's does —
-    the same logits for the same cached tokens and new ids, at every position, and again
-    when it is run a second time (it writes the same cache slots)."""
+def test_transformers_static_forward_is_the_dynamic_caches(tiny: Path) -> None:
+    """transformers' own model over its StaticCache (the path a CUDA graph captures)
+    computes what the dynamic cache's does — the same logits for the same cached tokens
+    and new ids, at every position, and again when it is run a second time (it writes
+    the same cache slots)."""
     torch = require("torch")
     require("transformers")
-    from profiler.hardware import Point, _TransformersRunner, measure, read_config
+    from profiler.hardware import Point, _TransformersRunner, read_config
 
-    shape, config = read_config(str(tiny))
-    raw = measure(shape, config, [Point("decode", 2, 1, 16), Point("verify", 1, 3, 16),
-                                  Point("prefill", 1, 8, 0)],
-                  path="transformers-static", repeats=2, warmup=1)
-    profile = HardwareProfile.model_validate(raw)
-    assert profile.path == "transformers-static" and len(profile.timed()) == 3
-    assert "StaticCache" in profile.path_description
+    _, config = read_config(str(tiny))
     dynamic = _TransformersRunner(config, "cpu", "float32", seed=3)
     static = _TransformersRunner(config, "cpu", "float32", seed=3, static=True)
     with torch.inference_mode():
