@@ -316,6 +316,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="what keys a synthetic step's draws (bench_synthetic --draws; "
                          "prefix reproduces the audits before 2026-11-25)")
     ap.add_argument("--profile-repeats", type=int, default=3)
+    ap.add_argument("--profile-after", action=argparse.BooleanOptionalAction, default=True,
+                    help="profile the forwards again after the last round too, and price "
+                         "with both passes merged (--no-profile-after: the pass before "
+                         "the rounds alone, when a device's time is short)")
     ap.add_argument("--profile-sweeps", type=int, default=1,
                     help="passes over a profile's points its repeats are spread across "
                          "(bench_synthetic --profile-sweeps)")
@@ -410,7 +414,8 @@ def run(a: argparse.Namespace) -> dict[str, Any]:
                                    "target_seconds": got.target_seconds,
                                    "draft_seconds": got.draft_seconds, "log": log.take()})
             print(f"  round {r + 1}: {name} done", flush=True)
-        passes.append(profile())
+        if a.profile_after or r < a.rounds - 1:
+            passes.append(profile())
     if a.replay:  # problem by problem, configurations interleaved, the order alternating
         with tgt._fwd.torch.inference_mode():
             for i in range(len(problems) * a.rounds):

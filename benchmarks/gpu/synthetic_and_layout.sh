@@ -31,7 +31,8 @@
 #   OUT=dir CALL_S=590 PARTS="seed1 audit" benchmarks/gpu/synthetic_and_layout.sh
 #            # both in one call (a session's device time may allow only one): the audit
 #            # gets what is left of CALL_S seconds, and with less than AUDIT_MIN_S (150)
-#            # left it audits only the target and continuous async, or is skipped
+#            # left it audits only the target and continuous async, profiled before the
+#            # round only (--no-profile-after); under 90 s it is skipped
 # Each sweep is held against its registration (made without a GPU, committed before).
 set -u
 : "${OUT:?set OUT}"
@@ -99,16 +100,18 @@ for part in $PARTS; do
     audit)
       limit=${AUDIT_TIMEOUT:-480}
       configs="target,sync k1=3 k2=1,async k1=3 k2=1,async k1=3 k2=1 continuous"
+      after=--profile-after
       if [ -n "${CALL_S:-}" ]; then  # what is left of the call, less a margin to write $OUT
         left=$((CALL_S - (SECONDS - START) - 10))
         [ "$left" -lt "$limit" ] && limit=$left
-        [ "$left" -lt "${AUDIT_MIN_S:-150}" ] && configs="target,async k1=3 k2=1 continuous"
+        [ "$left" -lt "${AUDIT_MIN_S:-150}" ] && {
+          configs="target,async k1=3 k2=1 continuous"; after=--no-profile-after; }
         [ "$left" -lt 90 ] && { echo "audit skipped: ${left} s left of CALL_S"; continue; }
       fi
-      echo "audit: $configs, at most $limit s"
+      echo "audit: $configs $after, at most $limit s"
       timeout "$limit" python -m benchmarks.bench_schedule_audit --device cuda \
         $CONTENTION --dtype bfloat16 --target qwen2.5-32b --draft deepseek-r1-distill-qwen-1.5b \
-        --problems 3 --seed 0 --k2 1 --configs "$configs" \
+        --problems 3 --seed 0 --k2 1 --configs "$configs" $after \
         --out "$OUT/schedule_audit_gpu.json" > "$OUT/schedule_audit_gpu.log" 2>&1
       echo "audit rc=$?"; tail -40 "$OUT/schedule_audit_gpu.log" ;;
     *) echo "unknown part $part (packed, txgraph, synthetic, long, continuous, seed1, audit)"

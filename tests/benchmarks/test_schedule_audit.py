@@ -245,4 +245,11 @@ def test_audit_on_tiny_architectures(tmp_path: Path) -> None:
         assert rows[name]["model_iterations_per_token_on_draws"] == pytest.approx(
             rows[name]["iterations_per_token"]), name
     assert all(r["model_speedup_on_draws"] > 0 for r in rows.values())
+    assert got["profile_passes"] == 2  # before the round and after it
+    # the lean audit a short GPU call runs: the target and continuous async, profiled
+    # before the round only
+    lean = _audit_tiny(tmp_path, "--k2", "1", "--configs",
+                       "target,async k1=3 k2=1 continuous", "--no-profile-after")
+    assert lean["profile_passes"] == 1
+    assert {r["config"] for r in lean["rows"]} == {"target", "async k1=3 k2=1 continuous"}
     assert main(["--problems", "0"]) == 2
