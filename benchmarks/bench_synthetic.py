@@ -842,7 +842,13 @@ def run(a: argparse.Namespace, dtype: str, out: Path) -> dict[str, Any]:
     from profiler.runs import run_configurations
     from specmodel.formats.jsonio import write_json_atomic
     from specmodel.formats.run_record import RunSettings
-    from specmodel.prediction import compare, decoder_prediction
+    from specmodel.prediction import (
+        busy_over_price,
+        compare,
+        decoder_prediction,
+        decoder_time_split,
+        split_of,
+    )
 
     regs = [(path, registration(a, path)) for path in a.registered or []]
     if regs or a.register_first_pass:
@@ -966,6 +972,10 @@ def run(a: argparse.Namespace, dtype: str, out: Path) -> dict[str, Any]:
         mean = statistics.fmean(measured)
         nearest = {basis: [got[c.label] for got in by_pass[basis]] for basis in by_pass}
         drawn = None if on_draws[c.label] is None else on_draws[c.label].speedup
+        round1 = next(x for x in records[0][1].configs if x.label == c.label)
+        busy = (None if on_draws[c.label] is None else  # round 1's, as the draws are
+                busy_over_price(split_of(round1.problems),  # priced with its record
+                                decoder_time_split(on_draws[c.label])))
         rows.append({
             "config": c.label, "mode": c.mode, "k1": c.k1, "k2": c.k2,
             "predicted": pred, "priced": priced, "measured": measured,
@@ -988,6 +998,7 @@ def run(a: argparse.Namespace, dtype: str, out: Path) -> dict[str, Any]:
                 None if None in at_run else statistics.fmean(at_run) / mean - 1),
             "decoder_drawn": drawn,
             "decoder_drawn_error": None if drawn is None else drawn / mean - 1,
+            "busy_over_price": busy,
         })
     for i, (path, held) in enumerate(regs):
         for row in rows:
@@ -1749,13 +1760,14 @@ def _print(rows: list[dict[str, Any]], a: argparse.Namespace, dtype: str,
 
     head = ("config", "f·g", "priced", "decoder", "registered", "measured (rounds)", "mean",
             "f·g err", "priced err", "decoder err", "registered err", "α1 run",
-            "at run α1 err", "on draws err", "ms/token")
+            "at run α1 err", "on draws err", "target÷price", "ms/token")
     body = [(r["config"], f(r["predicted"]), f(r["priced"]), f(r["decoder"]),
              f(r.get("registered")), " ".join(f"{m:.3f}" for m in r["measured"]),
              f(r["measured_mean"]), f(r["error"], True), f(r["priced_error"], True),
              f(r["decoder_error"], True), f(r.get("registered_error"), True),
              f(r["step_acceptance_run"]), f(r.get("decoder_at_run_acceptance_error"), True),
              f(r.get("decoder_drawn_error"), True),
+             f((r.get("busy_over_price") or {}).get("target")),
              " ".join(f"{m:.2f}" for m in r["ms_per_token"])) for r in rows]
     widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(head)]
     print(f"\nsynthetic acceptance ({a.acceptance}), {a.target} / {a.draft} on {a.device} "

@@ -600,6 +600,10 @@ def test_a_registration_measured_here_is_held_beside_a_presets(tmp_path: Path, c
     assert set(run["per_round_abs_error"]) == {"merged", "preceding", "bracketing"}
     # the decoder model on the run's own profiles and the sweep's own draws beside it
     assert all(r["decoder_drawn"] > 0 for r in run["rows"])
+    # and each role's time in its calls over the price of the forwards played on them
+    assert all(r["busy_over_price"]["target"] > 0 for r in run["rows"])
+    assert all("draft" in r["busy_over_price"] for r in run["rows"] if r["k1"] > 1)
+    assert "target÷price" in printed
     assert run["mean_abs_error"]["decoder on the sweep's draws"] == pytest.approx(
         statistics.fmean(abs(r["decoder_drawn_error"]) for r in run["rows"] if r["k1"] > 1
                          or r["k2"] > 1))
