@@ -11,7 +11,7 @@ costs and compares both with the measured mean speedup:
   fresh draws from the laws and on the sweep's draws;
 * ``registered``: for a sweep held against a registration measured here
   (``--predict-here``, its profiles kept), those profiles, both ways
-  (:func:`benchmarks.bench_synthetic.registration_passes`);
+  (:func:`benchmarks.bench_synthetic.priced_by_profiles`, as ``--passes-of`` reprices it);
 * ``draws_in_run``: a diagnosis, not a prediction — the run's profiles on its draws with
   the step draft's slowdown beside the target replaced by the one the run itself shows
   (:func:`benchmarks.bench_synthetic.in_run_draft_slowdown`: the draft's seconds per
@@ -62,9 +62,10 @@ def on_draws(path: Path) -> dict[str, Any] | None:
 
     from benchmarks.bench_synthetic import (
         held_against,
+        held_registration,
         in_run_draft_slowdown,
+        priced_by_profiles,
         recorded_draws,
-        registration_passes,
         speculative,
     )
     from specmodel.formats.run_record import RunRecord
@@ -122,10 +123,11 @@ def on_draws(path: Path) -> dict[str, Any] | None:
         "busy_over_price": busy,
     }
     here = path.with_name(path.stem + "_here.registered.json")
-    if here.exists():
-        got = registration_passes(here, path)
-        out["registered"] = {"file": here.name, "law": got["merged_law"],
-                             "draws": got["merged_on_draws"]}
+    if here.exists():  # its merged profiles, priced both ways on this same record
+        hardware = held_registration(here, path)[0]["hardware"]
+        out["registered"] = {"file": here.name,
+                             "law": priced_by_profiles(rec, hardware, measured),
+                             "draws": priced_by_profiles(rec, hardware, measured, sample)}
     return out
 
 

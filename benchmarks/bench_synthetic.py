@@ -1269,40 +1269,19 @@ def registration_passes(reg_path: Path, run_path: Path) -> dict[str, Any]:
     ``draws_reproduce`` (:func:`specmodel.prediction.reproduces_on_draws`) whether the
     decoder model on them decodes the run's first round as it recorded (the check that
     the engines drew as :func:`sweep_draws` draws now)."""
-    from specmodel.formats.hardware import HardwareProfile
     from specmodel.formats.run_record import RunRecord
-    from specmodel.prediction import decoder_prediction, reproduces_on_draws
+    from specmodel.prediction import reproduces_on_draws
 
-    try:
-        reg = json.loads(reg_path.read_text(encoding="utf-8"))
-        run = json.loads(run_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
-        raise ValueError(f"--passes-of: cannot read {reg_path} or {run_path} ({e})") from e
-    if reg.get("priced_by") != "profile" or not reg.get("hardware"):
-        raise ValueError(f"--passes-of {reg_path}: not a registration priced by profiling "
-                         "passes measured here (--predict-here)")
-    if not run.get("records") or not run.get("rows"):
-        raise ValueError(f"--passes-of {run_path}: not a run summary with round records")
-    held = [run.get("registration") or {}, *[x["registration"] for x in
-                                             run.get("registrations_also") or []]]
-    if not any(h.get("registered") == reg.get("registered")
-               and h.get("cost_model") == reg.get("cost_model") for h in held):
-        raise ValueError(f"--passes-of: {run_path} was not held against {reg_path}")
+    reg, run = held_registration(reg_path, run_path)
     first = Path(run["records"][0])
     if not first.is_absolute() and not first.exists():
         first = run_path.parent / first.name
     rec = RunRecord.model_validate_json(first.read_text(encoding="utf-8"))
-    configs = {c.config.label: c.config for c in rec.configs}
     measured = {r["config"]: r["measured_mean"] for r in run["rows"] if speculative(r)}
     registered = {r["config"]: r["predicted_decoder"] for r in reg["rows"]}
 
     def priced(hardware: list[dict[str, Any]], sample: Any = None) -> dict[str, Any]:
-        cal = rec.calibration.model_copy(update={"hardware": [
-            HardwareProfile.model_validate(h) for h in hardware]})
-        got = {c: decoder_prediction(cal, configs[c], record=rec, sample=sample)
-               for c in measured}
-        return held_against({c: None if g is None else g.speedup for c, g in got.items()},
-                            measured)
+        return priced_by_profiles(rec, hardware, measured, sample)
 
     sample = recorded_draws(rec, run, prompt_words=reg.get("prompt_words", 0))
     reproduces = None if sample is None else reproduces_on_draws(rec, sample)
@@ -1325,6 +1304,48 @@ def registration_passes(reg_path: Path, run_path: Path) -> dict[str, Any]:
             "merged_on_draws": (None if sample is None else merged if own is not None
                                 else priced(reg["hardware"], sample)),
             "draws_reproduce": reproduces}
+
+
+def held_registration(reg_path: Path, run_path: Path) -> tuple[dict[str, Any],
+                                                                dict[str, Any]]:
+    """(registration, run summary) read from ``reg_path`` and ``run_path``, checked to be
+    a registration priced by profiling passes measured here (``--predict-here``) and a
+    summary with round records that was held against it; one-line ValueErrors naming
+    ``--passes-of`` otherwise."""
+    try:
+        reg = json.loads(reg_path.read_text(encoding="utf-8"))
+        run = json.loads(run_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise ValueError(f"--passes-of: cannot read {reg_path} or {run_path} ({e})") from e
+    if reg.get("priced_by") != "profile" or not reg.get("hardware"):
+        raise ValueError(f"--passes-of {reg_path}: not a registration priced by profiling "
+                         "passes measured here (--predict-here)")
+    if not run.get("records") or not run.get("rows"):
+        raise ValueError(f"--passes-of {run_path}: not a run summary with round records")
+    held = [run.get("registration") or {}, *[x["registration"] for x in
+                                             run.get("registrations_also") or []]]
+    if not any(h.get("registered") == reg.get("registered")
+               and h.get("cost_model") == reg.get("cost_model") for h in held):
+        raise ValueError(f"--passes-of: {run_path} was not held against {reg_path}")
+    return reg, run
+
+
+def priced_by_profiles(rec: Any, hardware: list[dict[str, Any]],
+                       measured: dict[str, float], sample: Any = None) -> dict[str, Any]:
+    """The decoder model on the run record ``rec`` (its synthetic settings and
+    acceptance) with ``hardware`` (profiles as JSON) in place of its own, for every
+    configuration of ``measured``, on fresh draws or on the sweep's ``sample``, held
+    against the ``measured`` mean speedups (:func:`held_against`)."""
+    from specmodel.formats.hardware import HardwareProfile
+    from specmodel.prediction import decoder_prediction
+
+    cal = rec.calibration.model_copy(update={"hardware": [
+        HardwareProfile.model_validate(h) for h in hardware]})
+    configs = {c.config.label: c.config for c in rec.configs}
+    got = {c: decoder_prediction(cal, configs[c], record=rec, sample=sample)
+           for c in measured}
+    return held_against({c: None if g is None else g.speedup for c, g in got.items()},
+                        measured)
 
 
 def held_against(pred: dict[str, float | None], measured: dict[str, float]
