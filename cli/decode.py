@@ -58,6 +58,11 @@ def decode(
     device: Annotated[str, typer.Option(help="cpu or cuda, for every engine.")] = "cpu",
     dtype: Annotated[str, typer.Option(
         help="float32, bfloat16 or float16, for every engine.")] = "float32",
+    decode_path: Annotated[str | None, typer.Option(
+        help="transformers: eager (dynamic KV cache), static (a static KV cache) or "
+             "compiled (the static cache with transformers' compiled decoding forwards: "
+             "CUDA graphs on cuda; each new shape compiles once). Default: eager.")]
+    = None,
     acceptance: Annotated[str | None, typer.Option(
         help="synthetic: the calibration (file or preset) whose step acceptance, token "
              "acceptance and step lengths the run draws; --target, --draft and "
@@ -109,6 +114,7 @@ def decode(
                          "written only at the end): drop one of them")
     synthetic = engine == "synthetic"
     acc_cal = _check_synthetic_options(engine, acceptance, verifier, verifier_cost)
+    _check_decode_path(engine, decode_path)
     cfg = SpecConfig()
     if config is not None:
         from specmodel.formats.export import load_export
@@ -180,6 +186,8 @@ def decode(
                                  "device": device, "dtype": dtype}
 
         def opts(role: str) -> dict[str, Any] | None:
+            if decode_path is not None:
+                return {"decode_path": decode_path}
             return {"acceptance": acc_cal, "role": role, "seed": seed} if synthetic else None
 
         tgt = make_engine(engine, target if synthetic else
@@ -239,6 +247,20 @@ def decode(
                   "-" if acc is None else f"{acc:.2f}", f"{r['accuracy']:.2f}")
     con.print(t)
     con.print(f"wrote {output}")
+
+
+def _check_decode_path(engine: str, decode_path: str | None) -> None:
+    """``--decode-path`` is the transformers engine's, and one of its paths."""
+    if decode_path is None:
+        return
+    from profiler.engines.hf import DECODE_PATHS
+
+    if engine != "transformers":
+        raise ValueError(f"--decode-path is for --engine transformers only (got --engine "
+                         f"{engine})")
+    if decode_path not in DECODE_PATHS:
+        raise ValueError(f"--decode-path must be one of {', '.join(DECODE_PATHS)}, got "
+                         f"{decode_path!r}")
 
 
 def _check_synthetic_options(engine: str, acceptance: str | None, verifier: str | None,

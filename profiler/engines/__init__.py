@@ -38,6 +38,7 @@ from specmodel.config import TokenSpeculation
 __all__ = [
     "ENGINES",
     "ENGINE_KINDS",
+    "ENGINE_OPTIONS",
     "STEP_DELIMITER",
     "ContinuousEngine",
     "Engine",
@@ -63,9 +64,9 @@ EngineBuilder = Callable[..., Engine]
 
 def _transformers(model: str | Path, *, threads: int, delimiter: str,
                   speculation: TokenSpeculation | None, device: str = "cpu",
-                  dtype: str = "float32") -> Engine:
+                  dtype: str = "float32", decode_path: str = "eager") -> Engine:
     return HFEngine(model, threads=threads, delimiter=delimiter, speculation=speculation,
-                    device=device, dtype=dtype)
+                    device=device, dtype=dtype, decode_path=decode_path)
 
 
 def _vllm(model: str | Path, *, threads: int, delimiter: str,
@@ -90,6 +91,9 @@ ENGINES: dict[str, EngineBuilder] = {"transformers": _transformers, "vllm": _vll
 """Engine kind → builder (what :func:`make_engine` and ``--engine`` accept)."""
 ENGINE_KINDS: tuple[str, ...] = tuple(ENGINES)
 """The engine kinds, in order."""
+ENGINE_OPTIONS: dict[str, tuple[str, ...] | None] = {
+    "transformers": ("decode_path",), "vllm": (), "synthetic": None}
+"""Engine kind → the options its builder takes (None: its own check)."""
 
 
 def make_engine(
@@ -103,14 +107,18 @@ def make_engine(
     dtype: str = "float32",
     options: Mapping[str, Any] | None = None,
 ) -> Engine:
-    """Build an engine by kind (:data:`ENGINES`): 'transformers' (:class:`HFEngine`),
-    'vllm' (:class:`VLLMEngine`) or 'synthetic' (:class:`SyntheticEngine`; ``options``
-    must hold its ``acceptance`` calibration, and may hold ``role``, ``seed``, …), on
-    ``device`` (cpu or cuda) in ``dtype``."""
+    """Build an engine by kind (:data:`ENGINES`): 'transformers' (:class:`HFEngine`;
+    ``options`` may hold its ``decode_path``), 'vllm' (:class:`VLLMEngine`) or
+    'synthetic' (:class:`SyntheticEngine`; ``options`` must hold its ``acceptance``
+    calibration, and may hold ``role``, ``seed``, …), on ``device`` (cpu or cuda) in
+    ``dtype``."""
     builder = ENGINES.get(kind)
     if builder is None:
         raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {kind!r}")
-    if options and kind != "synthetic":
-        raise ValueError(f"engine {kind} takes no options, got {', '.join(options)}")
+    allowed = ENGINE_OPTIONS[kind]
+    unknown = [name for name in options or () if allowed is not None and name not in allowed]
+    if unknown:
+        takes = f"only {', '.join(allowed)}" if allowed else "no options"
+        raise ValueError(f"engine {kind} takes {takes}, got {', '.join(unknown)}")
     return builder(model, threads=threads, delimiter=delimiter, speculation=speculation,
                    device=device, dtype=dtype, **dict(options or {}))

@@ -5,6 +5,25 @@ Token-level speculation inside a step: n-gram prompt lookup
 (transformers' assisted generation takes batch size 1); the methods it runs are
 :data:`specmodel.config.DECODER_TOKEN_METHODS`.  torch / transformers are
 imported inside the class.
+
+Three decode paths (:data:`DECODE_PATHS`, the engine's ``decode_path``; the engine's
+``execution`` says which one produced a run's numbers):
+
+``eager``
+    transformers' ``generate`` over its dynamic KV cache, every forward eager: on a GPU
+    it measures kernel launches and Python as much as the GPU.
+``static``
+    the same over a ``StaticCache`` the engine keeps per batch size (its length a power
+    of two from 256 up to ``max_context``, grown when a call needs more and then kept,
+    so that a compiled forward sees few shapes), still eager.
+``compiled``
+    ``static`` with transformers' own compilation of the decoding forwards
+    (``torch.compile``, mode ``reduce-overhead``: CUDA graphs on CUDA; on the CPU
+    inductor's kernels, which transformers offers for testing).  Each new batch size or
+    cache length compiles once, tens of seconds.
+
+Calls with token speculation run on the dynamic cache on every path: transformers'
+assisted generation crops its cache, which a static cache does not do.
 """
 
 from __future__ import annotations
@@ -26,7 +45,13 @@ from profiler.engines.base import (
 )
 from specmodel.config import DECODER_TOKEN_METHODS, TokenSpeculation
 
-__all__ = ["HFEngine"]
+__all__ = ["DECODE_PATHS", "HFEngine"]
+
+DECODE_PATHS = ("eager", "static", "compiled")
+"""How :class:`HFEngine` runs a call without token speculation (the module's docstring)."""
+
+_STATIC_MIN = 256
+"""The shortest static cache the engine allocates (positions)."""
 
 
 def _check_method(speculation: TokenSpeculation | None) -> None:
@@ -71,12 +96,67 @@ class _Assistant:
     """Its tokenizer when its vocabulary differs from the target's, else None."""
 
 
+def _execution(decode_path: str, device: str) -> str:
+    """The engine's ``execution`` (what produced its numbers) for a decode path."""
+    if decode_path == "eager":
+        return (f"transformers generate, eager (dynamic KV cache) on {device}"
+                + (": kernel launches and Python as much as the GPU"
+                   if device == "cuda" else ""))
+    how = ("static KV cache, eager" if decode_path == "static" else
+           "static KV cache, decoding forwards compiled by torch.compile (reduce-overhead"
+           + (": CUDA graphs)" if device == "cuda" else ", inductor on the CPU)"))
+    return (f"transformers generate, {how} on {device}; calls with token speculation "
+            f"eager (dynamic KV cache)")
+
+
+@dataclass
+class _StaticCache:
+    """A static KV cache the engine reuses for calls of one batch size."""
+
+    cache: Any
+    """transformers' ``StaticCache``."""
+    length: int
+    """Its positions."""
+    tokens: list[int] | None = None
+    """What the last call left in it when that call had one prefix (its prompt and
+    output), else None: the next single-prefix call reuses what it begins with."""
+
+
+def _common(ids: list[int], cached: list[int] | None) -> int:
+    """How many of the ``cached`` tokens ``ids`` begins with, at most ``len(ids) - 1``
+    (one token must go through the model); 0 without a cache."""
+    if not cached:
+        return 0
+    common = 0
+    for a, b in zip(ids, cached, strict=False):
+        if a != b:
+            break
+        common += 1
+    return max(0, min(common, len(ids) - 1))
+
+
+def _set_length(cache: Any, length: int) -> None:
+    """Make a static cache hold its first ``length`` positions: each layer's count of
+    what it holds, which is where the next forward writes, set in place (the positions
+    beyond are stale and masked until overwritten)."""
+    for layer in cache.layers:
+        count = getattr(layer, "cumulative_length", None)
+        if count is None:
+            raise EngineError("this transformers' StaticCache does not count what it holds "
+                              "(no cumulative_length): use --decode-path eager")
+        if hasattr(count, "fill_"):
+            count.fill_(length)
+        else:
+            layer.cumulative_length = length
+
+
 class HFEngine:
     """Hugging Face transformers on a device (CPU fp32 by default; CUDA with SDPA
     attention), greedy, batched with left padding.  Step times are read after the
-    device has synchronized.  On a GPU this is transformers' eager generate loop: it
-    measures kernel launches and Python as much as the GPU (see
-    :mod:`profiler.hardware` for the CUDA-graph path)."""
+    device has synchronized.  ``decode_path`` (:data:`DECODE_PATHS`): eager over the
+    dynamic cache (on a GPU, kernel launches and Python as much as the GPU), static
+    (a ``StaticCache``) or compiled (the static cache with transformers' compiled
+    decoding forwards: CUDA graphs on CUDA); the module's docstring."""
 
     name = "transformers"
 
@@ -91,11 +171,17 @@ class HFEngine:
         prefix_cache: bool = True,
         device: str = "cpu",
         dtype: str = "float32",
+        decode_path: str = "eager",
     ) -> None:
         _check_method(speculation)
         from profiler.hardware import check_device
 
         check_device(device, dtype)
+        if decode_path not in DECODE_PATHS:
+            raise ValueError(f"decode_path must be one of {', '.join(DECODE_PATHS)}, "
+                             f"got {decode_path!r}")
+        if max_context < _STATIC_MIN:
+            raise ValueError(f"max_context must be >= {_STATIC_MIN}, got {max_context}")
         try:
             import torch
             from transformers import AutoTokenizer
@@ -109,9 +195,9 @@ class HFEngine:
         torch.set_num_threads(threads)
         self._torch = torch
         self.device, self.dtype = device, dtype
-        self.execution = (f"transformers generate, eager (dynamic KV cache) on {device}"
-                          + (": kernel launches and Python as much as the GPU"
-                             if device == "cuda" else ""))
+        self.decode_path = decode_path
+        """eager, static or compiled (:data:`DECODE_PATHS`)."""
+        self.execution = _execution(decode_path, device)
         path = Path(model)
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=False)
@@ -127,6 +213,8 @@ class HFEngine:
         self.prefix_cache = prefix_cache
         """Reuse the KV cache of the previous single-prefix call for a shared prefix."""
         self._prefix: tuple[list[int], Any] | None = None
+        self._static: dict[int, _StaticCache] = {}
+        """Batch size → the static cache its calls reuse (static and compiled paths)."""
         self._assistant = self._assistant_for(speculation)
 
     def count_tokens(self, text: str) -> int:
@@ -217,36 +305,67 @@ class HFEngine:
         # Not with speculation: transformers' assisted generation handed a reused cache
         # produced different text (SmolLM2, prompt lookup, 2026-11-22).
         reuse = self.prefix_cache and len(prompts) == 1 and spec is None and not exact
+        ids = enc.input_ids[0].tolist() if reuse else []
+        static = self.decode_path != "eager" and spec is None
+        if static:
+            held = self._static_cache(len(prompts), n_prompt + max_tokens)
+            cache, keep = held.cache, _common(ids, held.tokens) if reuse else 0
+            held.tokens = None  # this call overwrites what the last one left
+            _set_length(cache, keep)
+            kwargs["past_key_values"] = cache
+            if self.decode_path == "static":
+                kwargs["disable_compile"] = True
+            else:
+                kwargs["compile_config"] = self._compile_config()
+        elif reuse and self._prefix is not None:
+            (cached, cache), self._prefix = self._prefix, None  # generate extends it
+            keep = _common(ids, cached)
+            if keep:
+                drop = cache.get_seq_length() - keep
+                if drop > 0:
+                    cache.crop(-drop)
+                kwargs["past_key_values"] = cache
         if reuse:
-            ids = enc.input_ids[0].tolist()
-            kwargs["past_key_values"] = self._cached_prefix(ids)
             kwargs["return_dict_in_generate"] = True
         with self._torch.inference_mode():
             out = self.model.generate(**enc, **kwargs)
         if reuse:
-            cache = out.past_key_values
-            self._prefix = (out.sequences[0, : cache.get_seq_length()].tolist(), cache)
+            cache = held.cache if static else out.past_key_values
+            written = out.sequences[0, : int(cache.get_seq_length())].tolist()
+            if static:
+                held.tokens = written
+            else:
+                self._prefix = (written, cache)
             out = out.sequences
         return [row[n_prompt:].tolist() for row in out]
 
-    def _cached_prefix(self, ids: list[int]) -> Any:
-        """The last call's KV cache cut to what it shares with ``ids`` (None if nothing)."""
-        if self._prefix is None:
-            return None
-        cached, cache = self._prefix
-        self._prefix = None  # generate extends the cache in place: it is used up here
-        common = 0
-        for a, b in zip(ids, cached, strict=False):
-            if a != b:
-                break
-            common += 1
-        keep = min(common, len(ids) - 1)  # at least one token must go through the model
-        if keep < 1:
-            return None
-        drop = cache.get_seq_length() - keep
-        if drop > 0:
-            cache.crop(-drop)
-        return cache
+    def _static_cache(self, batch: int, positions: int) -> _StaticCache:
+        """The static cache of calls of ``batch`` prefixes, long enough for
+        ``positions`` (prompt and new tokens): the one the last such call used, or a
+        longer one (a power of two from :data:`_STATIC_MIN`, at most ``max_context``)
+        that replaces it.  Shared with the engine's copies (:meth:`with_speculation`)."""
+        held = self._static.get(batch)
+        if held is None or held.length < positions:
+            from transformers import StaticCache
+
+            length = min(max(_STATIC_MIN, 1 << (positions - 1).bit_length()),
+                         self.max_context)
+            held = _StaticCache(StaticCache(config=self.model.config, max_cache_len=length),
+                                length)
+            self._static[batch] = held
+        return held
+
+    def _compile_config(self) -> Any:
+        """transformers' compilation of the decoding forwards (``reduce-overhead``), on
+        the CPU too (its testing switch)."""
+        if getattr(self, "_compile", None) is None:
+            from transformers import CompileConfig
+
+            config = CompileConfig(mode="reduce-overhead")
+            if self.device != "cuda":
+                config._compile_all_devices = True
+            self._compile = config
+        return self._compile
 
     def generate_exact(self, prompts: Sequence[str], tokens: int) -> float:
         """Seconds of one greedy call that writes exactly ``tokens`` tokens for every

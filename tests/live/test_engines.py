@@ -63,6 +63,57 @@ def test_hf_with_speculation_shares_the_model(hf_steps) -> None:
         engine.with_speculation(eagle)
 
 
+def _chain(engine: HFEngine, prefix: str, calls: int) -> str:
+    """``calls`` single-prefix steps, each extending the last: the prefix cache's case."""
+    for _ in range(calls):
+        prefix += engine.generate_steps([prefix], 24).outputs[0].text
+    return prefix
+
+
+def test_hf_static_cache_writes_what_the_dynamic_one_does(smollm_path, hf_steps,
+                                                          monkeypatch) -> None:
+    """The static decode path (a StaticCache per batch size, reused from call to call,
+    a single prefix's cache reused by the next call that extends it) writes the same
+    greedy text as the dynamic cache; an exact call leaves nothing to reuse."""
+    import profiler.engines.hf as hf
+
+    engine, plain = hf_steps
+    lengths: list[int] = []
+    set_length = hf._set_length
+    monkeypatch.setattr(hf, "_set_length", lambda c, n: (lengths.append(n), set_length(c, n)))
+    static = HFEngine(smollm_path, threads=2, decode_path="static")
+    assert static.execution == ("transformers generate, static KV cache, eager on cpu; "
+                                "calls with token speculation eager (dynamic KV cache)")
+    batch = static.generate_steps(PROMPTS, 24)
+    assert [o.text for o in batch.outputs] == [o.text for o in plain.outputs]
+    chained = _chain(static, PROMPTS[0], 3)
+    assert chained == _chain(engine, PROMPTS[0], 3)
+    assert lengths[0] == lengths[1] == 0 and 0 < lengths[2] < lengths[3]  # reused
+    assert static._static[1].length == 256 and static._static[3].length == 256
+    static.generate_exact([chained], 8)  # overwrites the single-prefix cache
+    assert static._static[1].tokens is None
+    assert (static.generate_steps([chained], 24).outputs[0].text
+            == engine.generate_steps([chained], 24).outputs[0].text)
+    assert lengths[-1] == 0
+    spec = static.with_speculation(TokenSpeculation(num_speculative_tokens=3))
+    assert spec.generate_steps(PROMPTS[:1], 24).outputs[0].text == plain.outputs[0].text
+    with pytest.raises(EngineError, match="exceeds the context of 256"):
+        HFEngine(smollm_path, decode_path="static", max_context=256).generate_steps(
+            ["word " * 300], 8)
+
+
+def test_hf_compiled_path_writes_what_eager_does(smollm_path, hf_steps) -> None:
+    """The compiled path: transformers compiles the decoding forwards over the static
+    cache (inductor on the CPU, about 45 s for the one shape here) and writes the same
+    greedy text, prefix reuse included."""
+    engine, _ = hf_steps
+    compiled = HFEngine(smollm_path, threads=2, decode_path="compiled")
+    assert "compiled by torch.compile (reduce-overhead, inductor on the CPU)" in (
+        compiled.execution)
+    assert _chain(compiled, PROMPTS[0], 2) == _chain(engine, PROMPTS[0], 2)
+    assert hasattr(compiled.model, "_compiled_call")  # transformers did compile
+
+
 def test_make_engine_builds_by_kind(smollm_path) -> None:
     engine = make_engine("transformers", smollm_path, threads=2, delimiter="\n")
     assert isinstance(engine, HFEngine) and engine.delimiter == "\n"

@@ -325,6 +325,21 @@ def test_engines_refuse_a_device_they_cannot_run(tmp_path: Path) -> None:
         make_engine("vllm", tmp_path, device="cuda")
 
 
+def test_engine_options_are_checked_by_kind(tmp_path: Path) -> None:
+    """The transformers engine takes a decode path, checked before any model loads; an
+    option an engine does not take is named."""
+    from profiler.engines import make_engine
+
+    with pytest.raises(ValueError, match="decode_path must be one of eager, static, "
+                                         "compiled, got 'graph'"):
+        make_engine("transformers", tmp_path, options={"decode_path": "graph"})
+    with pytest.raises(ValueError, match="engine transformers takes only decode_path, "
+                                         "got acceptance"):
+        make_engine("transformers", tmp_path, options={"acceptance": "x"})
+    with pytest.raises(ValueError, match="engine vllm takes no options, got decode_path"):
+        make_engine("vllm", tmp_path, options={"decode_path": "static"})
+
+
 def test_a_speed_probe_is_timed_beside_every_point(tiny: Path, tmp_path: Path,
                                                    capsys) -> None:
     """With the probe, every timed point records the probe's time just before it and
