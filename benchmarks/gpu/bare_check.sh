@@ -7,8 +7,8 @@
 # every command the GPU scripts run, on tiny random-weight architectures on the CPU:
 # profile hardware (the packed layout; transformers' static cache), a registration
 # (--predict-on) on the laws and on the sweep's draws (--drawn), a synthetic sweep held
-# against both and registered from its first pass, with continuous batching, and the
-# forward audit.  A missing import fails it.
+# against both and registered from its first pass, with continuous batching, the
+# forward audit, and the transformers engine's decode paths.  A missing import fails it.
 #   bash benchmarks/gpu/bare_check.sh            # about 3 minutes after the install
 set -eu
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -40,6 +40,9 @@ run "$py" -m profiler.hardware "$WORK/tiny.json" --device cpu --path eager --lay
 run "$py" -m profiler.hardware "$WORK/tiny.json" --device cpu --path transformers-static \
   --contexts 64 --batches 1,2 --verify-tokens 4 --verify-batches 1 --prefill 16 \
   --shared-batches '' --repeats 2 --out "$WORK/tiny.transformers-static.json"
+# the transformers engine's decode paths on a random-weight folder (PARTS=hfpaths)
+run "$py" -m benchmarks.bench_hf_paths --arch "$WORK/tiny.json" --batches 1 --tokens 8 \
+  --repeats 1 --out "$WORK/hf_paths.json"
 sweep=(--device cpu --target "$WORK/tiny.json" --draft "$WORK/tiny1.json" --problems 2
        --max-steps 3 --max-step-tokens 16 --profile-repeats 1 --continuous --rounds 1)
 # registered for this CPU's preset: a sweep refuses a registration made for another device

@@ -28,6 +28,9 @@
 #            model on its StaticCache captured as CUDA graphs (--path transformers-graph)
 #            beside the reference decoder's graphs, 0.5b and 7b at L = 1024, b = 1-32
 #            (the shared H100 rows' grid): is the reference decoder a fair proxy (~2 min)
+#   OUT=dir PARTS=hfpaths benchmarks/gpu/synthetic_and_layout.sh     # the transformers
+#            engine's decode paths (eager, static cache, compiled: CUDA graphs) timed
+#            through its own calls, random-weight 0.5b and 7b, b = 1 and 8 (~4-8 min)
 #   OUT=dir CALL_S=590 PARTS="seed1 audit" benchmarks/gpu/synthetic_and_layout.sh
 #            # both in one call (a session's device time may allow only one): the audit
 #            # gets what is left of CALL_S seconds, and with less than AUDIT_MIN_S (150)
@@ -91,6 +94,15 @@ for part in $PARTS; do
             --out "$OUT/txgraph/$arch.$path.json" > "$OUT/txgraph/$arch.$path.log" 2>&1
           echo "$arch $path rc=$?"; grep -E "^\[" "$OUT/txgraph/$arch.$path.log" | cut -c1-100
         done
+      done ;;
+    hfpaths)
+      # the transformers engine's decode paths (eager, static cache, compiled: CUDA
+      # graphs) through its own exact calls, random weights, 0.5b then 7b
+      for arch in qwen2.5-0.5b qwen2.5-7b; do
+        timeout 240 python -m benchmarks.bench_hf_paths --arch $arch --device cuda \
+          --dtype bfloat16 --batches 1,8 --tokens 64 --repeats 5 \
+          --out "$OUT/hf_paths_$arch.json" > "$OUT/hf_paths_$arch.log" 2>&1
+        echo "hf_paths $arch rc=$?"; tail -12 "$OUT/hf_paths_$arch.log"
       done ;;
     synthetic) sweep synthetic_gpu ;;
     long) sweep synthetic_gpu_long --prompt-words 3000 --rounds 1 ;;  # 2 rounds: > 600 s

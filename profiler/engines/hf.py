@@ -96,6 +96,12 @@ class _Assistant:
     """Its tokenizer when its vocabulary differs from the target's, else None."""
 
 
+def _check_decode_path(decode_path: str) -> None:
+    if decode_path not in DECODE_PATHS:
+        raise ValueError(f"decode_path must be one of {', '.join(DECODE_PATHS)}, "
+                         f"got {decode_path!r}")
+
+
 def _execution(decode_path: str, device: str) -> str:
     """The engine's ``execution`` (what produced its numbers) for a decode path."""
     if decode_path == "eager":
@@ -156,7 +162,8 @@ class HFEngine:
     device has synchronized.  ``decode_path`` (:data:`DECODE_PATHS`): eager over the
     dynamic cache (on a GPU, kernel launches and Python as much as the GPU), static
     (a ``StaticCache``) or compiled (the static cache with transformers' compiled
-    decoding forwards: CUDA graphs on CUDA); the module's docstring."""
+    decoding forwards: CUDA graphs on CUDA); the module's docstring.  ``tokenizer``: the
+    tokenizer's folder when it is not the model's."""
 
     name = "transformers"
 
@@ -172,14 +179,13 @@ class HFEngine:
         device: str = "cpu",
         dtype: str = "float32",
         decode_path: str = "eager",
+        tokenizer: str | Path | None = None,
     ) -> None:
         _check_method(speculation)
         from profiler.hardware import check_device
 
         check_device(device, dtype)
-        if decode_path not in DECODE_PATHS:
-            raise ValueError(f"decode_path must be one of {', '.join(DECODE_PATHS)}, "
-                             f"got {decode_path!r}")
+        _check_decode_path(decode_path)
         if max_context < _STATIC_MIN:
             raise ValueError(f"max_context must be >= {_STATIC_MIN}, got {max_context}")
         try:
@@ -200,7 +206,8 @@ class HFEngine:
         self.execution = _execution(decode_path, device)
         path = Path(model)
         try:
-            self.tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=False)
+            self.tokenizer = AutoTokenizer.from_pretrained(
+                path if tokenizer is None else Path(tokenizer), trust_remote_code=False)
             self.model = self._torch_load(path)
         except Exception as e:
             raise EngineError(f"model {path} will not load: {type(e).__name__}: {e}") from e
@@ -231,6 +238,17 @@ class HFEngine:
         other.speculation = speculation
         other._prefix = None
         other._assistant = self._assistant_for(speculation)
+        return other
+
+    def with_decode_path(self, decode_path: str) -> HFEngine:
+        """The same loaded model on another decode path (:data:`DECODE_PATHS`; no reload,
+        the static caches shared; ``self`` when the path is the same)."""
+        _check_decode_path(decode_path)
+        if decode_path == self.decode_path:
+            return self
+        other = copy.copy(self)
+        other.decode_path, other.execution = decode_path, _execution(decode_path, self.device)
+        other._prefix = None
         return other
 
     def spec_decode_metrics(self) -> dict[str, Any]:

@@ -1,0 +1,60 @@
+"""``bench_hf_paths``: the transformers engine's decode paths timed through its own
+calls, on a random-weight folder it writes (config, weights, a word-level tokenizer)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import require
+
+TINY = {"model_type": "qwen2", "hidden_size": 64, "intermediate_size": 128,
+        "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+        "vocab_size": 512}
+
+
+def test_random_folder_loads_as_an_engine(tmp_path: Path) -> None:
+    require("torch")
+    require("transformers")
+    from benchmarks.bench_hf_paths import prompts_of, random_model_folder
+    from profiler.engines import HFEngine
+
+    arch = tmp_path / "tiny.json"
+    arch.write_text(json.dumps(TINY))
+    model, tokenizer = random_model_folder(str(arch), tmp_path, dtype="float32")
+    engine = HFEngine(model, tokenizer=tokenizer)
+    assert len(engine.tokenizer) == TINY["vocab_size"]
+    prompts = prompts_of(engine, 2, 20, seed=0)
+    assert [engine.count_tokens(p) for p in prompts] == [20, 20]  # one word, one token
+    assert engine.generate_exact(prompts, 5) > 0
+
+
+def test_every_path_is_timed_against_eager(tmp_path: Path, capsys) -> None:
+    require("torch")
+    require("transformers")
+    from benchmarks.bench_hf_paths import main
+
+    arch = tmp_path / "tiny.json"
+    arch.write_text(json.dumps(TINY))
+    out = tmp_path / "hf.json"
+    assert main(["--arch", str(arch), "--paths", "static,eager,compiled", "--batches", "1,2",
+                 "--tokens", "4", "--prompt-tokens", "16", "--repeats", "2",
+                 "--threads", "1", "--out", str(out)]) == 0
+    got = json.loads(out.read_text())
+    rows = {(r["path"], r["batch"]): r for r in got["rows"]}
+    assert set(rows) == {(p, b) for p in ("eager", "static", "compiled") for b in (1, 2)}
+    said = {"eager": "eager (dynamic KV cache)", "static": "static KV cache, eager",
+            "compiled": "compiled by torch.compile"}
+    for (path, _), r in rows.items():
+        assert len(r["ms_per_step"]) == 2 and r["min_ms"] <= r["median_ms"] <= r["max_ms"]
+        assert r["first_call_s"] > 0 and said[path] in r["execution"]
+        assert r["prompt_tokens"] == 16
+        if path == "eager":
+            assert r["over_eager"] == pytest.approx(1.0)
+        else:
+            assert r["over_eager"] > 0 and r["over_eager_range"][0] <= r["over_eager"]
+    assert "ms per decoding step" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main(["--arch", str(arch), "--paths", "graphs"])
