@@ -591,7 +591,7 @@ def engine_costs_phase(
         engine="transformers", device=eng_t.device, dtype=eng_t.dtype, threads=threads,
         tokens=(tk[0], tk[1]), target=target_costs,
         draft=None if cells_d is None else model_costs(draft, cells_d, slow_d),
-        contention_method="paired-calls")
+        contention_method="paired-calls", execution=eng_t.execution)
 
     def said(m: Any, role: str) -> str:
         pts = ", ".join(f"T({p.batch}, {p.context}) = {p.per_token * 1e3:.1f}"

@@ -488,7 +488,7 @@ def pool_engine_costs(measured: Sequence[tuple[Any, Any]]) -> tuple[Any, Any]:
     def setup(c: Any) -> dict[str, Any]:
         return {"engine": c.engine, "device": c.device, "dtype": c.dtype,
                 "threads": c.threads, "call lengths": tuple(c.tokens),
-                "contention method": c.contention_method,
+                "contention method": c.contention_method, "execution": c.execution,
                 "target": c.target.model, "draft": None if c.draft is None else c.draft.model}
 
     for i, (c, _) in enumerate(measured[1:], start=2):
@@ -502,7 +502,8 @@ def pool_engine_costs(measured: Sequence[tuple[Any, Any]]) -> tuple[Any, Any]:
     costs = EngineCosts(engine=first.engine, device=first.device, dtype=first.dtype,
                         threads=first.threads, tokens=tokens, target=target,
                         draft=_pool_model(drafts, tokens) if drafts else None,
-                        contention_method=first.contention_method)
+                        contention_method=first.contention_method,
+                        execution=first.execution)
 
     def figures(c: Any, s: Any) -> str:
         t = c.target

@@ -175,12 +175,15 @@ def _rel_error(pred: float | None, measured: float) -> float | None:
 
 
 def calibration_mismatches(record: RunRecord, calibration: Calibration | None = None) -> list[str]:
-    """Where the calibration was measured on other models than the run.
+    """Where the calibration was measured on other models, or its engine's calls in
+    another way, than the run.
 
     Compares the target, draft and verifier the calibration names (its
     provenance) with the run's; a calibration that names none is not checked.
     α1 belongs to one draft, target and verifier together, so a prediction from
-    another verifier's α1 is no test of the model.
+    another verifier's α1 is no test of the model.  For a run on the engine whose
+    calls the calibration's ``engine_costs`` priced, also the device, the dtype and
+    how the forwards ran (the decode path), where both say.
     """
     cal = calibration or record.calibration
     if cal is None:
@@ -191,6 +194,14 @@ def calibration_mismatches(record: RunRecord, calibration: Calibration | None = 
         theirs, ours = named.get(role), record.models.get(role)
         if theirs and ours and theirs != ours:
             out.append(f"{role}: the calibration measured {theirs}, the run used {ours}")
+    costs, run = cal.engine_costs, record.settings
+    if costs is not None and run.engine == costs.engine:
+        for what, theirs, ours in (("device", costs.device, run.device),
+                                   ("dtype", costs.dtype, run.dtype),
+                                   ("execution", costs.execution, run.execution)):
+            if theirs and ours and theirs != ours:
+                out.append(f"engine costs: the calibration timed {what} {theirs}, the "
+                           f"run used {ours}")
     return out
 
 

@@ -638,6 +638,10 @@ class EngineCosts(_Strict):
     while the shorter ran, and its slowdown is that of its overlapped work (what the
     decoder model applies).  ``beside-a-loop`` (calibrations written before 2026-11-24):
     each model's calls while the other wrote calls back to back, over alone."""
+    execution: str | None = None
+    """How the engine's forwards ran when its calls were timed, in the engine's words
+    (``HFEngine.execution``: the decode path and device); None in calibrations written
+    before 2026-11-28, which all timed the eager path."""
 
     @field_validator("tokens")
     @classmethod

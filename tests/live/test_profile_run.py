@@ -41,6 +41,7 @@ def test_profile_run_measures_everything_and_resumes(
     phases = prov.settings.phases
     assert set(phases.finished()) == {"batch_cost", "steps", "tokens", "engine_costs"}
     assert cal.engine_costs is not None and cal.engine_costs.draft is not None
+    assert cal.engine_costs.execution == "transformers generate, eager (dynamic KV cache) on cpu"
     assert cal.schema_version == 2
     assert prov.settings.versions["torch"].startswith("2.13")
     assert prov.machine and prov.date and prov.engine.startswith("transformers")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -363,3 +364,32 @@ def test_a_missing_baseline_is_refused_only_when_required(tmp_path) -> None:
     with pytest.raises(SpecmodelError, match=r"run\.json: baseline: 'target' is not the "
                                              r"label of any configuration"):
         load_run_record(path, require_baseline=True)
+
+
+def test_engine_costs_timed_another_way_are_named() -> None:
+    """A run on the engine the calibration's engine costs priced, on another device,
+    dtype or decode path, is named; what either side leaves unsaid is not checked."""
+    from specmodel.prediction import calibration_mismatches
+
+    record = load_run_record(Path(__file__).resolve().parents[3] / "benchmarks" / "results"
+                             / "heldout_05b_s3_round1.run.json")
+    costs = record.calibration.engine_costs
+    assert costs is not None and record.settings.engine == costs.engine == "transformers"
+    assert calibration_mismatches(record) == []  # written before either said how it ran
+    eager = "transformers generate, eager (dynamic KV cache) on cpu"
+    compiled = ("transformers generate, static KV cache, decoding forwards compiled by "
+                "torch.compile (reduce-overhead, inductor on the CPU) on cpu; calls with "
+                "token speculation eager (dynamic KV cache)")
+    cal = record.calibration.model_copy(update={"engine_costs": costs.model_copy(
+        update={"execution": eager})})
+    run = record.model_copy(update={"settings": record.settings.model_copy(update={
+        "device": "cpu", "dtype": costs.dtype, "execution": compiled})})
+    assert calibration_mismatches(run, cal) == [
+        f"engine costs: the calibration timed execution {eager}, the run used {compiled}"]
+    run = run.model_copy(update={"settings": run.settings.model_copy(update={
+        "device": "cuda", "execution": eager})})
+    assert calibration_mismatches(run, cal) == [
+        "engine costs: the calibration timed device cpu, the run used cuda"]
+    synthetic = run.model_copy(update={"settings": run.settings.model_copy(update={
+        "engine": "synthetic"})})
+    assert calibration_mismatches(synthetic, cal) == []  # its costs are not engine_costs'
