@@ -55,6 +55,10 @@ CostWidths = Annotated[str, typer.Option(help="Engine costs: comma-separated bat
 CostTokens = Annotated[str, typer.Option(
     help="Engine costs: the two call lengths (tokens written), short,long.")]
 CostRepeats = Annotated[int, typer.Option(help="Engine costs: timed calls per cell and length.")]
+CostDecodePath = Annotated[str, typer.Option(
+    "--decode-path", help="Engine costs: the transformers engine's decode path the calls "
+    "run on, eager (dynamic KV cache), static (a static KV cache) or compiled (with "
+    "transformers' compiled decoding forwards); decode a run with the same one.")]
 SpeculationK2 = Annotated[str, typer.Option(
     help="Engine costs: k2 values at which the target's speculative step calls are timed "
     "on real step prefixes ('' for none).")]
@@ -186,6 +190,7 @@ def engine_costs(
     speculation_k2: SpeculationK2 = "2,3,5", speculation_problems: SpeculationProblems = 2,
     seed: Seed = 0, delimiter: Delimiter = "\\n\\n", max_step_tokens: MaxStepTokens = 48,
     threads: Threads = 1, calibration: CalibrationOpt = None, preset: PresetOpt = None,
+    decode_path: CostDecodePath = "eager",
 ) -> None:
     """Price the decoder's engine calls on this machine into a copy of a calibration.
 
@@ -196,7 +201,7 @@ def engine_costs(
     if draft is not None:
         check_distinct_models(target, draft)
     kw = _engine_cost_options(contexts, cost_widths, cost_tokens, speculation_k2,
-                              cost_repeats, speculation_problems)
+                              cost_repeats, speculation_problems, decode_path)
     with _recorder(output, calibration, preset, False) as rec, \
             saving(_unchanged(output, "the engine costs")):
         _measure(rec, engine_costs_phase, "engine costs", target=target, draft=draft,
@@ -354,8 +359,15 @@ def _write_rederived(output: Path, cal: Any, got: Any, section: str, done: str) 
 
 
 def _engine_cost_options(contexts: str, widths: str, tokens: str, speculation: str,
-                         repeats: int, speculation_problems: int) -> dict[str, Any]:
-    """The engine-cost grid options, parsed, each error naming its option."""
+                         repeats: int, speculation_problems: int,
+                         decode_path: str = "eager") -> dict[str, Any]:
+    """The engine-cost grid options and decode path, parsed, each error naming its
+    option."""
+    from profiler.engines.hf import DECODE_PATHS
+
+    if decode_path not in DECODE_PATHS:
+        raise ValueError(f"--decode-path must be one of {', '.join(DECODE_PATHS)}, got "
+                         f"{decode_path!r}")
     for option, value in (("--cost-repeats", repeats),
                           ("--speculation-problems", speculation_problems)):
         if value < 1:
@@ -375,6 +387,7 @@ def _engine_cost_options(contexts: str, widths: str, tokens: str, speculation: s
         raise ValueError(f"--cost-tokens must be two lengths short,long with short < long, "
                          f"got {tokens!r}")
     out["speculation_k2"] = spec or None
+    out["decode_path"] = decode_path
     return out
 
 
@@ -451,6 +464,7 @@ def run(
     speculation_k2: SpeculationK2 = "2,3,5", speculation_problems: SpeculationProblems = 2,
     threads: Threads = 1, resume: Resume = False,
     calibration: CalibrationOpt = None, preset: PresetOpt = None,
+    decode_path: CostDecodePath = "eager",
 ) -> None:
     """Measure everything (T(b), steps, tokens, engine costs) into one calibration.
 
@@ -473,7 +487,7 @@ def run(
     check_distinct_models(target, draft)
     ws = _widths(widths)
     grid = _engine_cost_options(contexts, cost_widths, cost_tokens, speculation_k2,
-                                cost_repeats, speculation_problems)
+                                cost_repeats, speculation_problems, decode_path)
     with _models_named(target=target, draft=draft):
         check_model(target)  # both names before either pack is fetched
         check_model(draft)

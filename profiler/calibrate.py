@@ -181,7 +181,8 @@ def tokens_key(*, model: str, engine: str, problems: int, seed: int, max_tokens:
 def engine_costs_key(*, target: str, draft: str | None, contexts: list[int],
                      widths: list[int], tokens: list[int], repeats: int, threads: int,
                      speculation_k2: list[int] | None = None, speculation_problems: int = 2,
-                     seed: int = 0, delimiter: str = "\n\n") -> dict[str, Any]:
+                     seed: int = 0, delimiter: str = "\n\n",
+                     decode_path: str = "eager") -> dict[str, Any]:
     """Everything that determines an ``engine_costs`` measurement (its resume key)."""
     spec = sorted(set(speculation_k2)) if speculation_k2 else None
     return {"target": target, "target_sha256": model_sha256(target), "draft": draft,
@@ -191,7 +192,7 @@ def engine_costs_key(*, target: str, draft: str | None, contexts: list[int],
             "threads": threads, "versions": key_versions(), "speculation_k2": spec,
             "speculation_problems": speculation_problems if spec else None,
             "speculation_seed": seed if spec else None,
-            "delimiter": delimiter if spec else None}
+            "delimiter": delimiter if spec else None, "decode_path": decode_path}
 
 
 @dataclass(frozen=True)
@@ -548,12 +549,19 @@ def engine_costs_phase(
     threads: int = 1, speculation_k2: list[int] | None = None,
     speculation_problems: int = 2, seed: int = 0, delimiter: str = "\n\n",
     max_step_tokens: int = 48, progress: ProgressCallback | None = None,
+    decode_path: str = "eager",
 ) -> PhaseResult:
     """Price the transformers engine's calls of the target (and the step draft) on this
     machine: T(b, L) per token, prefill per token, per-call overhead, with a draft the
     slowdown of each while the other runs, and with ``speculation_k2`` the target's
-    speculative step calls (:mod:`profiler.engine_costs`)."""
+    speculative step calls (:mod:`profiler.engine_costs`), both engines on
+    ``decode_path`` (:data:`profiler.engines.hf.DECODE_PATHS`)."""
     check_settings(threads=threads)
+    from profiler.engines.hf import DECODE_PATHS
+
+    if decode_path not in DECODE_PATHS:
+        raise ValueError(f"decode_path must be one of {', '.join(DECODE_PATHS)}, got "
+                         f"{decode_path!r}")
     ctx = sorted(set(contexts or [64, 256, 512]))
     ws = sorted(set(widths or [1, 2, 4]))
     tk = list(tokens or [4, 16])
@@ -572,8 +580,10 @@ def engine_costs_phase(
     from profiler.engines import HFEngine
     from profiler.packs import resolve_model
 
-    eng_t = HFEngine(resolve_model(target), threads=threads, delimiter=delimiter)
-    eng_d = HFEngine(resolve_model(draft), threads=threads) if draft is not None else None
+    eng_t = HFEngine(resolve_model(target), threads=threads, delimiter=delimiter,
+                     decode_path=decode_path)
+    eng_d = (HFEngine(resolve_model(draft), threads=threads, decode_path=decode_path)
+             if draft is not None else None)
     kw = {"contexts": ctx, "widths": ws, "tokens": (tk[0], tk[1]), "repeats": repeats,
           "progress": progress}
     cells_t = measure_model(eng_t, label="target ", **kw)
@@ -613,7 +623,8 @@ def engine_costs_phase(
                 f" ms, prefill {m.prefill_per_token.value * 1e3:.3f} +/- "
                 f"{(m.prefill_per_token.stderr or 0) * 1e3:.3f} ms per token{slow}")
 
-    desc = (f"engine_costs: transformers calls writing exactly {tk[0]} and {tk[1]} tokens, "
+    desc = (f"engine_costs: transformers calls ({eng_t.execution}) writing exactly "
+            f"{tk[0]} and {tk[1]} tokens, "
             f"{repeats} timed repeats each (medians) per (b, L) cell after a warm-up, "
             f"{threads} thread(s); intercepts fitted as overhead + prefill x b x L by least "
             f"squares over {len(ws) * len(ctx)} cells"
@@ -628,7 +639,7 @@ def engine_costs_phase(
         **engine_costs_key(target=target, draft=draft, contexts=ctx, widths=ws, tokens=tk,
                            repeats=repeats, threads=threads, speculation_k2=speculation_k2,
                            speculation_problems=speculation_problems, seed=seed,
-                           delimiter=delimiter))
+                           delimiter=delimiter, decode_path=decode_path))
     return PhaseResult(
         "engine_costs", costs, settings,
         {"target": target, **({"draft": draft} if draft is not None else {})},
@@ -722,8 +733,9 @@ def remeasure_contention(cal: Calibration, *, repeats: int = 5, max_step_tokens:
         raise ValueError(f"max_step_tokens must be >= 1, got {max_step_tokens}")
     say = progress or (lambda done, total, message: None)
     eng_t = HFEngine(resolve_model(phase.target), threads=phase.threads,
-                     delimiter=phase.delimiter or "\n\n")
-    eng_d = HFEngine(resolve_model(phase.draft), threads=phase.threads)
+                     delimiter=phase.delimiter or "\n\n", decode_path=phase.decode_path)
+    eng_d = HFEngine(resolve_model(phase.draft), threads=phase.threads,
+                     decode_path=phase.decode_path)
     say(0, 2, f"paired calls, {repeats} rounds")
     slow_t, slow_d = measure_contention(eng_t, eng_d, context=phase.contexts[0],
                                         tokens=phase.tokens[1], repeats=repeats)

@@ -691,6 +691,9 @@ class EngineCostsSettings(_Strict):
     """specmodel, torch and transformers versions the phase ran with (its resume key)."""
     speculation_k2: list[PositiveInt] | None = None
     """The k2 at which speculative step calls were timed (None: not measured)."""
+    decode_path: Literal["eager", "static", "compiled"] = "eager"
+    """The transformers engine's decode path the calls ran on (``--decode-path``; every
+    phase written before 2026-11-28 ran eager)."""
     speculation_problems: PositiveInt | None = None
     """gsm_symbolic problems whose step prefixes they were timed on."""
     speculation_seed: int | None = None

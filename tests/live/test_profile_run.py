@@ -80,11 +80,13 @@ def test_profile_run_measures_everything_and_resumes(
 
 
 
+@pytest.mark.parametrize("decode_path", ["eager", "static"])
 def test_profile_engine_costs_prices_the_engine_and_feeds_the_decoder_model(
-    smollm_path, tmp_path, capsys
+    smollm_path, tmp_path, capsys, decode_path
 ) -> None:
     """The target alone here (the draft's cells run the same code, and the contention
-    has an offline test); the slow ``profile run`` test above measures both."""
+    has an offline test); the slow ``profile run`` test above measures both.  On the
+    static decode path too: the calibration says which path its calls ran on."""
     from cli.main import main
     from specmodel.config import SpecConfig
     from specmodel.decodermodel import CostModel, predict_calibrated
@@ -95,7 +97,7 @@ def test_profile_engine_costs_prices_the_engine_and_feeds_the_decoder_model(
             "--contexts", "16,48", "--cost-widths", "1,2", "--cost-tokens", "2,5",
             "--cost-repeats", "1", "--preset", "measured-qwen2.5-coder-0.5b-smollm2-135m",
             "--speculation-k2", "3", "--speculation-problems", "1", "--seed", "1",
-            "--delimiter", "\\n", "--max-step-tokens", "16"]
+            "--delimiter", "\\n", "--max-step-tokens", "16", "--decode-path", decode_path]
     assert main(args) == 0
     assert "engine costs:" in capsys.readouterr().out
     cal = load_calibration(out)
@@ -112,7 +114,9 @@ def test_profile_engine_costs_prices_the_engine_and_feeds_the_decoder_model(
     phase = cal.provenance.settings.phases.engine_costs
     assert phase.contexts == [16, 48] and phase.widths == [1, 2] and phase.repeats == 1
     assert phase.speculation_k2 == [3] and phase.speculation_seed == 1
-    assert phase.delimiter == "\n"
+    assert phase.delimiter == "\n" and phase.decode_path == decode_path
+    said = {"eager": "eager (dynamic KV cache) on cpu", "static": "static KV cache, eager on cpu"}
+    assert said[decode_path] in ec.execution and said[decode_path] in phase.description
     assert "intercepts fitted as overhead + prefill" in cal.provenance.description
     costs = CostModel.from_calibration(cal)
     assert costs.unit == "s" and costs.sources["target_decode"].startswith(
