@@ -253,14 +253,12 @@ def _check_decode_path(engine: str, decode_path: str | None) -> None:
     """``--decode-path`` is the transformers engine's, and one of its paths."""
     if decode_path is None:
         return
-    from profiler.engines.hf import DECODE_PATHS
+    from profiler.engines.hf import check_decode_path
 
     if engine != "transformers":
         raise ValueError(f"--decode-path is for --engine transformers only (got --engine "
                          f"{engine})")
-    if decode_path not in DECODE_PATHS:
-        raise ValueError(f"--decode-path must be one of {', '.join(DECODE_PATHS)}, got "
-                         f"{decode_path!r}")
+    check_decode_path(decode_path, "--decode-path")
 
 
 def _check_synthetic_options(engine: str, acceptance: str | None, verifier: str | None,

@@ -363,11 +363,9 @@ def _engine_cost_options(contexts: str, widths: str, tokens: str, speculation: s
                          decode_path: str = "eager") -> dict[str, Any]:
     """The engine-cost grid options and decode path, parsed, each error naming its
     option."""
-    from profiler.engines.hf import DECODE_PATHS
+    from profiler.engines.hf import check_decode_path
 
-    if decode_path not in DECODE_PATHS:
-        raise ValueError(f"--decode-path must be one of {', '.join(DECODE_PATHS)}, got "
-                         f"{decode_path!r}")
+    check_decode_path(decode_path, "--decode-path")
     for option, value in (("--cost-repeats", repeats),
                           ("--speculation-problems", speculation_problems)):
         if value < 1:

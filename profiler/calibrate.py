@@ -557,11 +557,9 @@ def engine_costs_phase(
     speculative step calls (:mod:`profiler.engine_costs`), both engines on
     ``decode_path`` (:data:`profiler.engines.hf.DECODE_PATHS`)."""
     check_settings(threads=threads)
-    from profiler.engines.hf import DECODE_PATHS
+    from profiler.engines.hf import check_decode_path
 
-    if decode_path not in DECODE_PATHS:
-        raise ValueError(f"decode_path must be one of {', '.join(DECODE_PATHS)}, got "
-                         f"{decode_path!r}")
+    check_decode_path(decode_path)
     ctx = sorted(set(contexts or [64, 256, 512]))
     ws = sorted(set(widths or [1, 2, 4]))
     tk = list(tokens or [4, 16])

@@ -45,7 +45,7 @@ from profiler.engines.base import (
 )
 from specmodel.config import DECODER_TOKEN_METHODS, TokenSpeculation
 
-__all__ = ["DECODE_PATHS", "HFEngine"]
+__all__ = ["DECODE_PATHS", "HFEngine", "check_decode_path"]
 
 DECODE_PATHS = ("eager", "static", "compiled")
 """How :class:`HFEngine` runs a call without token speculation (the module's docstring)."""
@@ -96,9 +96,10 @@ class _Assistant:
     """Its tokenizer when its vocabulary differs from the target's, else None."""
 
 
-def _check_decode_path(decode_path: str) -> None:
+def check_decode_path(decode_path: str, option: str = "decode_path") -> None:
+    """A ValueError naming ``option`` unless ``decode_path`` is one of :data:`DECODE_PATHS`."""
     if decode_path not in DECODE_PATHS:
-        raise ValueError(f"decode_path must be one of {', '.join(DECODE_PATHS)}, "
+        raise ValueError(f"{option} must be one of {', '.join(DECODE_PATHS)}, "
                          f"got {decode_path!r}")
 
 
@@ -185,7 +186,7 @@ class HFEngine:
         from profiler.hardware import check_device
 
         check_device(device, dtype)
-        _check_decode_path(decode_path)
+        check_decode_path(decode_path)
         if max_context < _STATIC_MIN:
             raise ValueError(f"max_context must be >= {_STATIC_MIN}, got {max_context}")
         try:
@@ -222,6 +223,8 @@ class HFEngine:
         self._prefix: tuple[list[int], Any] | None = None
         self._static: dict[int, _StaticCache] = {}
         """Batch size → the static cache its calls reuse (static and compiled paths)."""
+        self._compile: Any = None
+        """transformers' ``CompileConfig`` of the compiled path, made on its first call."""
         self._assistant = self._assistant_for(speculation)
 
     def count_tokens(self, text: str) -> int:
@@ -243,7 +246,7 @@ class HFEngine:
     def with_decode_path(self, decode_path: str) -> HFEngine:
         """The same loaded model on another decode path (:data:`DECODE_PATHS`; no reload,
         the static caches shared; ``self`` when the path is the same)."""
-        _check_decode_path(decode_path)
+        check_decode_path(decode_path)
         if decode_path == self.decode_path:
             return self
         other = copy.copy(self)
@@ -376,7 +379,7 @@ class HFEngine:
     def _compile_config(self) -> Any:
         """transformers' compilation of the decoding forwards (``reduce-overhead``), on
         the CPU too (its testing switch)."""
-        if getattr(self, "_compile", None) is None:
+        if self._compile is None:
             from transformers import CompileConfig
 
             config = CompileConfig(mode="reduce-overhead")
