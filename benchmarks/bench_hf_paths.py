@@ -86,29 +86,44 @@ def prompts_of(engine: Any, batch: int, tokens: int, seed: int) -> list[str]:
 def measure(engine: Any, *, paths: list[str], batches: list[int], tokens: int,
             prompt_tokens: int, repeats: int, seed: int = 0) -> list[dict[str, Any]]:
     """Every (path, batch): the first call's seconds, then ``repeats`` calls in rounds
-    (each round every batch, the paths in a rotating order), as ms per decoding step."""
+    (each round every batch, the paths in a rotating order), as ms per decoding step.
+    A (path, batch) whose first call fails (a compilation the machine refuses, say) is
+    kept with its ``error`` and not timed; the others go on."""
     engines = {p: engine.with_decode_path(p) for p in paths}
     prompts = {b: prompts_of(engine, b, prompt_tokens, seed + b) for b in batches}
-    first = {(p, b): engines[p].generate_exact(prompts[b], tokens)
-             for b in batches for p in paths}
+    first: dict[tuple[str, int], float] = {}
+    failed: dict[tuple[str, int], str] = {}
+    for b in batches:
+        for p in paths:
+            try:
+                first[p, b] = engines[p].generate_exact(prompts[b], tokens)
+            except Exception as e:  # reported in its row; the others are measured
+                failed[p, b] = f"{type(e).__name__}: {str(e)[:400]}"
     times: dict[tuple[str, int], list[float]] = {k: [] for k in first}
     for r in range(repeats):
         for b in batches:
             for p in paths[r % len(paths):] + paths[: r % len(paths)]:
-                times[p, b].append(engines[p].generate_exact(prompts[b], tokens))
+                if (p, b) in times:
+                    times[p, b].append(engines[p].generate_exact(prompts[b], tokens))
     rows = []
-    for (p, b), secs in times.items():
-        ms = [1000 * s / tokens for s in secs]
-        eager = times.get(("eager", b))
-        ratios = [s / e for s, e in zip(secs, eager, strict=True)] if eager else None
-        rows.append({
-            "path": p, "batch": b, "execution": engines[p].execution,
-            "prompt_tokens": statistics.mean(engine.count_tokens(t) for t in prompts[b]),
-            "first_call_s": first[p, b], "ms_per_step": ms,
-            "median_ms": statistics.median(ms), "min_ms": min(ms), "max_ms": max(ms),
-            "over_eager": None if ratios is None else statistics.median(ratios),
-            "over_eager_range": None if ratios is None else [min(ratios), max(ratios)],
-        })
+    for b in batches:
+        for p in paths:
+            row: dict[str, Any] = {
+                "path": p, "batch": b, "execution": engines[p].execution,
+                "prompt_tokens": statistics.mean(engine.count_tokens(t) for t in prompts[b]),
+                "first_call_s": first.get((p, b)), "error": failed.get((p, b)),
+                "ms_per_step": None, "median_ms": None, "min_ms": None, "max_ms": None,
+                "over_eager": None, "over_eager_range": None}
+            secs, eager = times.get((p, b)), times.get(("eager", b))
+            if secs:
+                ms = [1000 * s / tokens for s in secs]
+                row.update(ms_per_step=ms, median_ms=statistics.median(ms), min_ms=min(ms),
+                           max_ms=max(ms))
+                if eager:
+                    ratios = [s / e for s, e in zip(secs, eager, strict=True)]
+                    row.update(over_eager=statistics.median(ratios),
+                               over_eager_range=[min(ratios), max(ratios)])
+            rows.append(row)
     return rows
 
 
@@ -164,7 +179,11 @@ def main(argv: list[str] | None = None) -> int:
                 [[r["path"], r["batch"], f"{r['first_call_s']:.1f}", f"{r['median_ms']:.2f}",
                   f"{r['min_ms']:.2f}", f"{r['max_ms']:.2f}",
                   "-" if r["over_eager"] is None else f"{r['over_eager']:.3f}"]
+                 if r["error"] is None else [r["path"], r["batch"], "failed", "-", "-", "-", "-"]
                  for r in rows])
+    for r in rows:
+        if r["error"] is not None:
+            print(f"{r['path']} b={r['batch']} failed: {r['error']}")
     payload = {"model": source, "device": args.device, "dtype": args.dtype,
                "tokens": args.tokens, "prompt_tokens": args.prompt_tokens,
                "repeats": args.repeats, "threads": args.threads, "load_s": built,

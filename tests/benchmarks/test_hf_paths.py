@@ -58,3 +58,38 @@ def test_every_path_is_timed_against_eager(tmp_path: Path, capsys) -> None:
     assert "ms per decoding step" in capsys.readouterr().out
     with pytest.raises(SystemExit):
         main(["--arch", str(arch), "--paths", "graphs"])
+
+
+class _Failing:
+    """An engine whose compiled path fails on its first call (what a GPU that cannot
+    compile would do), for the benchmark's bookkeeping alone."""
+
+    execution = "eager"
+
+    def __init__(self, path: str = "eager") -> None:
+        self.path, self.execution = path, path
+        self.tokenizer = [0] * 100
+
+    def with_decode_path(self, path: str) -> _Failing:
+        return _Failing(path)
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+    def generate_exact(self, prompts: list[str], tokens: int) -> float:
+        if self.path == "compiled":
+            raise RuntimeError("no compiler here")
+        return {"eager": 0.02, "static": 0.03}[self.path] * tokens
+
+
+def test_a_path_that_fails_is_kept_with_its_error(monkeypatch) -> None:
+    import benchmarks.bench_hf_paths as bench
+
+    monkeypatch.setattr(bench, "prompts_of", lambda engine, b, n, seed: ["w " * n] * b)
+    rows = bench.measure(_Failing(), paths=["eager", "static", "compiled"], batches=[1],
+                         tokens=4, prompt_tokens=8, repeats=3)
+    got = {r["path"]: r for r in rows}
+    assert got["compiled"]["error"] == "RuntimeError: no compiler here"
+    assert got["compiled"]["median_ms"] is None and got["compiled"]["first_call_s"] is None
+    assert got["eager"]["median_ms"] == pytest.approx(20.0) and got["eager"]["error"] is None
+    assert got["static"]["over_eager"] == pytest.approx(1.5)
