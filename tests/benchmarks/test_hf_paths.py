@@ -31,6 +31,32 @@ def test_random_folder_loads_as_an_engine(tmp_path: Path) -> None:
     assert engine.generate_exact(prompts, 5) > 0
 
 
+def test_the_compiled_path_writes_what_eager_does(tmp_path: Path) -> None:
+    """transformers' compiled decoding forwards over the static cache (inductor on the
+    CPU, a few seconds for this tiny shape) write the eager path's greedy tokens, and
+    transformers did compile (SmolLM2 in the slow live test)."""
+    require("torch")
+    require("transformers")
+    from benchmarks.bench_hf_paths import prompts_of, random_model_folder
+    from profiler.engines import HFEngine
+
+    arch = tmp_path / "tiny.json"
+    arch.write_text(json.dumps(TINY))
+    model, tokenizer = random_model_folder(str(arch), tmp_path, dtype="float32")
+    eager = HFEngine(model, tokenizer=tokenizer)
+    compiled = eager.with_decode_path("compiled")
+    assert compiled.model is eager.model and eager.decode_path == "eager"
+    prompt = prompts_of(eager, 1, 24, seed=3)[0]
+    for engine in (eager, compiled):  # a chain: the second call reuses the first's cache
+        text = prompt
+        for _ in range(2):
+            text += " " + engine.generate_steps([text], 12).outputs[0].text
+        if engine is eager:
+            expected = text
+    assert text == expected
+    assert hasattr(eager.model, "_compiled_call")  # transformers did compile
+
+
 def test_every_path_is_timed_against_eager(tmp_path: Path, capsys) -> None:
     require("torch")
     require("transformers")

@@ -102,6 +102,7 @@ def test_hf_static_cache_writes_what_the_dynamic_one_does(smollm_path, hf_steps,
             ["word " * 300], 8)
 
 
+@pytest.mark.slow  # about 45 s compiling; tests/benchmarks/test_hf_paths.py has a tiny one
 def test_hf_compiled_path_writes_what_eager_does(smollm_path, hf_steps) -> None:
     """The compiled path: transformers compiles the decoding forwards over the static
     cache (inductor on the CPU, about 45 s for the one shape here) and writes the same
