@@ -15,35 +15,37 @@ TINY = {"model_type": "qwen2", "hidden_size": 64, "intermediate_size": 128,
         "vocab_size": 512}
 
 
-def test_random_folder_loads_as_an_engine(tmp_path: Path) -> None:
+@pytest.fixture
+def tiny_engine(tmp_path: Path):
+    """The transformers engine on a random-weight folder of the tiny architecture."""
     require("torch")
     require("transformers")
-    from benchmarks.bench_hf_paths import prompts_of, random_model_folder
+    from benchmarks.bench_hf_paths import random_model_folder
     from profiler.engines import HFEngine
 
     arch = tmp_path / "tiny.json"
     arch.write_text(json.dumps(TINY))
     model, tokenizer = random_model_folder(str(arch), tmp_path, dtype="float32")
-    engine = HFEngine(model, tokenizer=tokenizer)
+    return HFEngine(model, tokenizer=tokenizer)
+
+
+def test_random_folder_loads_as_an_engine(tiny_engine) -> None:
+    from benchmarks.bench_hf_paths import prompts_of
+
+    engine = tiny_engine
     assert len(engine.tokenizer) == TINY["vocab_size"]
     prompts = prompts_of(engine, 2, 20, seed=0)
     assert [engine.count_tokens(p) for p in prompts] == [20, 20]  # one word, one token
     assert engine.generate_exact(prompts, 5) > 0
 
 
-def test_the_compiled_path_writes_what_eager_does(tmp_path: Path) -> None:
+def test_the_compiled_path_writes_what_eager_does(tiny_engine) -> None:
     """transformers' compiled decoding forwards over the static cache (inductor on the
     CPU, a few seconds for this tiny shape) write the eager path's greedy tokens, and
     transformers did compile (SmolLM2 in the slow live test)."""
-    require("torch")
-    require("transformers")
-    from benchmarks.bench_hf_paths import prompts_of, random_model_folder
-    from profiler.engines import HFEngine
+    from benchmarks.bench_hf_paths import prompts_of
 
-    arch = tmp_path / "tiny.json"
-    arch.write_text(json.dumps(TINY))
-    model, tokenizer = random_model_folder(str(arch), tmp_path, dtype="float32")
-    eager = HFEngine(model, tokenizer=tokenizer)
+    eager = tiny_engine
     compiled = eager.with_decode_path("compiled")
     assert compiled.model is eager.model and eager.decode_path == "eager"
     prompt = prompts_of(eager, 1, 24, seed=3)[0]
