@@ -205,6 +205,8 @@ def decode(
                                         cost=verifier_cost or "auto")
             else:
                 ver = make_verifier(cfg.verifier, threads=threads)
+        if decode_path in ("static", "compiled"):
+            _prepare_paths(tgt, drf, cfg, probs)
         syn = None
         if synthetic:
             syn, cal = _prepare_synthetic(tgt, drf, ver, cfg, probs, acc_cal, cal,
@@ -247,6 +249,22 @@ def decode(
                   "-" if acc is None else f"{acc:.2f}", f"{r['accuracy']:.2f}")
     con.print(t)
     con.print(f"wrote {output}")
+
+
+def _prepare_paths(tgt: Any, drf: Any, cfg: Any, probs: Any) -> None:
+    """``--decode-path static|compiled``: both engines' static caches made long enough
+    for the run's longest call, and on the compiled path each batch size the chain makes
+    compiled before anything is timed (the target's 1 … k1 × width, the draft's 1 …
+    width)."""
+    from profiler.problems import format_prompt
+
+    prompt = max(tgt.count_tokens(format_prompt(p)) for p in probs)
+    positions = prompt + (cfg.max_steps + 1) * cfg.max_step_tokens + 64  # re-tokenizing
+    seconds = tgt.prepare(range(1, cfg.k1 * cfg.width + 1), positions)
+    if drf is not None:
+        seconds += drf.prepare(range(1, cfg.width + 1), positions)
+    console(stderr=True).print(f"{tgt.decode_path} decode path prepared for calls of up to "
+                    f"{positions} positions in {seconds:.1f} s (not timed)", soft_wrap=True)
 
 
 def _check_decode_path(engine: str, decode_path: str | None) -> None:

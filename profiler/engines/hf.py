@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import copy
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -253,6 +253,32 @@ class HFEngine:
         other.decode_path, other.execution = decode_path, _execution(decode_path, self.device)
         other._prefix = None
         return other
+
+    def prepare(self, batches: Iterable[int], positions: int) -> float:
+        """Ready the static and compiled paths before a run; the seconds it took (0 on
+        the eager path).
+
+        For every batch size in ``batches``, a static cache long enough for ``positions``
+        (the prompt and new tokens of the longest call the run will make), so that no
+        call grows it; on the compiled path also a short call of that size, so that
+        transformers compiles its decoding forward for the shape (and on CUDA records
+        its graph) now instead of inside the run's first timed calls.  A batch size not
+        prepared compiles when it first comes."""
+        sizes = sorted(set(batches))
+        if not sizes or min(sizes) < 1:
+            raise ValueError(f"batches must be integers >= 1, got {sizes}")
+        if positions < 1:
+            raise ValueError(f"positions must be >= 1, got {positions}")
+        if self.decode_path == "eager":
+            return 0.0
+        t0 = time.perf_counter()
+        for b in sizes:
+            self._static_cache(b, min(positions, self.max_context))
+            if self.decode_path == "compiled":  # a prefill, then enough decoding forwards
+                self._generate(["Prepare the decoder."] * b, 6, exact=True)  # to record
+        if self.device == "cuda":
+            self._torch.cuda.synchronize()
+        return time.perf_counter() - t0
 
     def spec_decode_metrics(self) -> dict[str, Any]:
         """transformers reports no speculation counters: always {}."""

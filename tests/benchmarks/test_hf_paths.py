@@ -59,6 +59,47 @@ def test_the_compiled_path_writes_what_eager_does(tiny_engine) -> None:
     assert hasattr(eager.model, "_compiled_call")  # transformers did compile
 
 
+def test_prepare_compiles_before_the_run(tiny_engine) -> None:
+    """``prepare``: static caches as long as the run needs and, on the compiled path,
+    each batch size compiled ahead, so that the run's own calls compile nothing."""
+    import torch
+
+    from benchmarks.bench_hf_paths import prompts_of
+
+    assert tiny_engine.prepare([1, 2], 300) == 0.0 and not tiny_engine._static  # eager
+    compiled = tiny_engine.with_decode_path("compiled")
+    assert compiled.prepare([2, 1], 300) > 0
+    assert {b: held.length for b, held in compiled._static.items()} == {1: 512, 2: 512}
+    graphs = dict(torch._dynamo.utils.counters["stats"])
+    prompts = prompts_of(compiled, 2, 40, seed=5)
+    compiled.generate_steps(prompts, 16)
+    compiled.generate_steps(prompts[:1], 16)
+    assert dict(torch._dynamo.utils.counters["stats"]) == graphs  # nothing compiled
+    assert compiled._static[1].length == 512  # and no cache grew
+    with pytest.raises(ValueError, match="batches must be integers >= 1"):
+        compiled.prepare([0], 300)
+
+
+def test_decode_prepares_both_engines_for_the_run(tiny_engine, capsys) -> None:
+    """``decode --decode-path``: the target prepared for its batches 1 … k1, the draft for
+    one prefix, both for the run's longest call, before anything is timed."""
+    from cli.decode import _prepare_paths
+    from profiler.problems import format_prompt, load_problems
+    from specmodel.config import SpecConfig
+
+    cfg = SpecConfig(k1=2, max_steps=3, max_step_tokens=8)
+    probs = load_problems(2, 0)
+    target = tiny_engine.with_decode_path("compiled")
+    draft = tiny_engine.with_decode_path("static")
+    target._static = {}  # copies share their caches; these are two engines' own
+    _prepare_paths(target, draft, cfg, probs)
+    longest = max(tiny_engine.count_tokens(format_prompt(p)) for p in probs) + 4 * 8 + 64
+    assert sorted(target._static) == [1, 2] and sorted(draft._static) == [1]
+    assert all(h.length >= longest for h in (*target._static.values(), draft._static[1]))
+    assert f"compiled decode path prepared for calls of up to {longest} positions" in (
+        capsys.readouterr().err)
+
+
 def test_every_path_is_timed_against_eager(tmp_path: Path, capsys) -> None:
     require("torch")
     require("transformers")
