@@ -263,8 +263,9 @@ def _prepare_paths(tgt: Any, drf: Any, cfg: Any, probs: Any) -> None:
     seconds = tgt.prepare(range(1, cfg.k1 * cfg.width + 1), positions)
     if drf is not None:
         seconds += drf.prepare(range(1, cfg.width + 1), positions)
-    console(stderr=True).print(f"{tgt.decode_path} decode path prepared for calls of up to "
-                    f"{positions} positions in {seconds:.1f} s (not timed)", soft_wrap=True)
+    console(stderr=True).print(
+        f"{tgt.decode_path} decode path prepared for calls of up to {positions} positions "
+        f"in {seconds:.1f} s (not timed)", soft_wrap=True)
 
 
 def _check_decode_path(engine: str, decode_path: str | None) -> None:
