@@ -107,10 +107,11 @@ def measure(engine: Any, *, paths: list[str], batches: list[int], tokens: int,
                     times[p, b].append(engines[p].generate_exact(prompts[b], tokens))
     rows = []
     for b in batches:
+        counted = statistics.mean(engine.count_tokens(t) for t in prompts[b])
         for p in paths:
             row: dict[str, Any] = {
                 "path": p, "batch": b, "execution": engines[p].execution,
-                "prompt_tokens": statistics.mean(engine.count_tokens(t) for t in prompts[b]),
+                "prompt_tokens": counted,
                 "first_call_s": first.get((p, b)), "error": failed.get((p, b)),
                 "ms_per_step": None, "median_ms": None, "min_ms": None, "max_ms": None,
                 "over_eager": None, "over_eager_range": None}
