@@ -2,6 +2,7 @@
 
 import os
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 settings.register_profile(
@@ -28,3 +29,32 @@ def require(module: str):
     if os.environ.get("SPECMODEL_STRICT") == "1":
         return importlib.import_module(module)
     return pytest.importorskip(module)
+
+
+
+@pytest.fixture
+def quick_profiling(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Shorten the untimed parts of a profiling pass for one test
+    (``pytest.mark.usefixtures("quick_profiling")``): each ``measure``'s burn-in (0.5 s
+    by default) to 0.02 s unless the test names one, and each contention phase (1 s;
+    three rounds of three phases) to 0.1 s at the most.  Every forward still runs on the
+    real decoders and is timed; only how long the machine is warmed first and how long
+    a contention phase lasts change, which no assertion reads."""
+    import functools
+
+    import profiler.engines.synthetic as synthetic
+    import profiler.hardware as hardware
+
+    measure, contention = hardware.measure, synthetic.measure_contention
+
+    @functools.wraps(measure)
+    def quick_measure(*args, **kwargs):
+        kwargs.setdefault("burn_in", 0.02)
+        return measure(*args, **kwargs)
+
+    @functools.wraps(contention)
+    def quick_contention(*args, seconds: float = 1.0, **kwargs):
+        return contention(*args, seconds=min(seconds, 0.1), **kwargs)
+
+    monkeypatch.setattr(hardware, "measure", quick_measure)
+    monkeypatch.setattr(synthetic, "measure_contention", quick_contention)

@@ -18,6 +18,9 @@ from benchmarks.bench_heldout import (
     registration_name,
 )
 
+# profiling passes here run on real decoders with a short burn-in and contention
+pytestmark = pytest.mark.usefixtures("quick_profiling")
+
 CAL = "benchmarks/results/heldout_15b_calibration_recal.json"
 
 

@@ -13,6 +13,9 @@ import pytest
 from benchmarks.bench_on_draws import RESULTS, main
 from benchmarks.bench_synthetic import in_run_draft_slowdown
 
+# profiling passes here run on real decoders with a short burn-in and contention
+pytestmark = pytest.mark.usefixtures("quick_profiling")
+
 SWEEPS = [RESULTS / "synthetic_cpu_k4x4_seed44.json",
           RESULTS / "gpu" / "h100-2026-11-27" / "run-a" / "synthetic_gpu_continuous.json"]
 

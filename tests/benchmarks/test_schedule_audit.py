@@ -24,6 +24,9 @@ from benchmarks.bench_schedule_audit import (
     role_split,
 )
 
+# profiling passes here run on real decoders with a short burn-in and contention
+pytestmark = pytest.mark.usefixtures("quick_profiling")
+
 TINY = {"model_type": "qwen2", "hidden_size": 64, "intermediate_size": 128,
         "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
         "vocab_size": 512}

@@ -12,6 +12,9 @@ import pytest
 
 from benchmarks.bench_synthetic_draws import main
 
+# profiling passes here run on real decoders with a short burn-in and contention
+pytestmark = pytest.mark.usefixtures("quick_profiling")
+
 
 @pytest.mark.live
 def test_draws_benchmark_counts_both_keys(tmp_path: Path) -> None:

@@ -18,6 +18,9 @@ from benchmarks.bench_synthetic import (
     registration_passes,
 )
 
+# profiling passes here run on real decoders with a short burn-in and contention
+pytestmark = pytest.mark.usefixtures("quick_profiling")
+
 ARGS = ["--predict-on", "cpu-epyc", "--problems", "2", "--max-steps", "3",
         "--max-step-tokens", "16", "--k1", "2", "--k2", "2"]
 

@@ -19,6 +19,9 @@ from specmodel.hardware.predicted import (
 )
 from specmodel.prediction import decoder_prediction
 
+# profiling passes here run on real decoders with a short burn-in and contention
+pytestmark = pytest.mark.usefixtures("quick_profiling")
+
 RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
 COMMON = {"max_steps": 4, "max_step_tokens": 16}
 
