@@ -119,6 +119,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threshold", type=float, default=0.85, help="embedding threshold")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--decode-path", default="eager", choices=["eager", "static", "compiled"],
+                    help="the transformers engines' decode path (HFEngine): the dynamic "
+                         "cache, a static one, or the static one compiled; prepared before "
+                         "any clock starts")
     ap.add_argument("--resume", action="store_true", help="go on from the round records")
     ap.add_argument("--report", action="store_true", help="compare the records only")
     ap.add_argument("--pause-file", default=PAUSE_FILE,
@@ -204,22 +208,31 @@ def decode_rounds(a: argparse.Namespace, cal: Any, configs: list[Any],
     from profiler.engines import HFEngine
     from profiler.packs import resolve_model
     from profiler.problems import load_problems
-    from profiler.runs import baseline_like, mean_prompt_tokens, run_configurations
+    from profiler.runs import (
+        baseline_like,
+        mean_prompt_tokens,
+        prepare_engines,
+        run_configurations,
+    )
     from profiler.verifiers import make_verifier
 
     trio = TRIOS[a.trio]
     problems = load_problems(a.problems, a.seed)
-    target = HFEngine(resolve_model(trio["target"]), threads=a.threads, delimiter="\n")
-    draft = HFEngine(resolve_model(trio["draft"]), threads=a.threads, delimiter="\n")
+    target, draft = (HFEngine(resolve_model(trio[role]), threads=a.threads, delimiter="\n",
+                              decode_path=a.decode_path) for role in ("target", "draft"))
     verifier = make_verifier(configs[0].verifier, threads=a.threads)
     models = {"target": trio["target"], "draft": trio["draft"], "verifier": verifier.name}
     tokens = mean_prompt_tokens(target, problems)  # validate reads it from the records
     settings = {"dataset": "gsm_symbolic", "problems": a.problems, "seed": a.seed,
                 "threads": a.threads, "engine": "transformers", "max_steps": a.max_steps,
                 "max_step_tokens": a.max_step_tokens, "delimiter": "\n",
-                "prompt_tokens": tokens}
+                "prompt_tokens": tokens, "execution": target.execution}
     base = baseline_like(configs[0])  # the sweep's step caps and delimiter
     everything = [base, *configs]
+    positions, seconds = prepare_engines(target, draft, everything, problems)
+    if a.decode_path != "eager":
+        print(f"{a.decode_path} decode path prepared for calls of up to {positions} "
+              f"positions in {seconds:.1f} s (not timed)", flush=True)
     # Warm-up outside every timing (the first calls of a process are slower).
     from profiler.problems import format_prompt
 
@@ -257,7 +270,8 @@ def register(a: argparse.Namespace, cal: Any, configs: list[Any]) -> dict[str, A
     return {"registered": timestamp(), "commit": git_commit(),
             "trio": a.trio, "calibration": a.calibration, "problems": a.problems,
             "seed": a.seed, "max_steps": a.max_steps, "max_step_tokens": a.max_step_tokens,
-            "prompt_tokens": tokens, "speedup_over": "the target alone, same problems",
+            "prompt_tokens": tokens, "decode_path": a.decode_path,
+            "speedup_over": "the target alone, same problems",
             "rows": rows}
 
 

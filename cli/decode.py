@@ -252,17 +252,11 @@ def decode(
 
 
 def _prepare_paths(tgt: Any, drf: Any, cfg: Any, probs: Any) -> None:
-    """``--decode-path static|compiled``: both engines' static caches made long enough
-    for the run's longest call, and on the compiled path each batch size the chain makes
-    compiled before anything is timed (the target's 1 … k1 × width, the draft's 1 …
-    width)."""
-    from profiler.problems import format_prompt
+    """``--decode-path static|compiled``: both engines prepared before anything is timed
+    (:func:`profiler.runs.prepare_engines`), the time it took printed."""
+    from profiler.runs import prepare_engines
 
-    prompt = max(tgt.count_tokens(format_prompt(p)) for p in probs)
-    positions = prompt + (cfg.max_steps + 1) * cfg.max_step_tokens + 64  # re-tokenizing
-    seconds = tgt.prepare(range(1, cfg.k1 * cfg.width + 1), positions)
-    if drf is not None:
-        seconds += drf.prepare(range(1, cfg.width + 1), positions)
+    positions, seconds = prepare_engines(tgt, drf, [cfg], probs)
     console(stderr=True).print(
         f"{tgt.decode_path} decode path prepared for calls of up to {positions} positions "
         f"in {seconds:.1f} s (not timed)", soft_wrap=True)

@@ -39,10 +39,11 @@ from specmodel.formats.run_record import (
     load_run_record,
 )
 
-__all__ = ["BASELINE", "RESUME_SETTINGS", "check_resume", "run_configurations"]
+__all__ = ["BASELINE", "RESUME_SETTINGS", "check_resume", "prepare_engines",
+           "run_configurations"]
 
 RESUME_SETTINGS = ("dataset", "problems", "seed", "threads", "max_steps", "max_step_tokens",
-                   "delimiter", "device", "dtype", "synthetic")
+                   "delimiter", "device", "dtype", "synthetic", "execution")
 """The :class:`RunSettings` fields a resumed record must share with the run."""
 
 BASELINE = SpecConfig(k1=1, k2=1)
@@ -55,6 +56,29 @@ def mean_prompt_tokens(engine: Any, problems: Sequence[Problem]) -> float:
     if not problems:
         raise ValueError("problems must not be empty")
     return sum(engine.count_tokens(format_prompt(p)) for p in problems) / len(problems)
+
+
+def prepare_engines(target: Any, draft: Any | None, configs: Sequence[SpecConfig],
+                    problems: Sequence[Problem]) -> tuple[int, float]:
+    """Ready engines with a static or compiled decode path (``HFEngine.prepare``) for
+    every call that ``configs`` make on ``problems``, before any clock starts: their
+    static caches as long as the longest call (the longest prompt, ``max_steps`` + 1
+    steps of ``max_step_tokens``, and 64 positions for re-tokenizing) and, on the
+    compiled path, each batch size compiled (the target's 1 … k1 × width, the draft's
+    1 … width, the widest configuration's).  (those positions, the seconds it took);
+    0 seconds for engines on the eager path or without a decode path (vLLM, synthetic)."""
+    if not configs:
+        raise ValueError("configs must not be empty")
+    if not problems:
+        raise ValueError("problems must not be empty")
+    prompt = max(target.count_tokens(format_prompt(p)) for p in problems)
+    positions = prompt + max((c.max_steps + 1) * c.max_step_tokens for c in configs) + 64
+    seconds = 0.0
+    for engine, widest in ((target, max(c.k1 * c.width for c in configs)),
+                           (draft, max(c.width for c in configs))):
+        if engine is not None and getattr(engine, "decode_path", "eager") != "eager":
+            seconds += engine.prepare(range(1, widest + 1), positions)
+    return positions, seconds
 
 
 def baseline_like(config: SpecConfig) -> SpecConfig:

@@ -100,6 +100,36 @@ def test_decode_prepares_both_engines_for_the_run(tiny_engine, capsys) -> None:
         capsys.readouterr().err)
 
 
+def test_a_sweep_is_prepared_for_its_widest_and_longest_configuration(tiny_engine) -> None:
+    """``prepare_engines`` (``bench_heldout --decode-path``): the target for 1 … the
+    largest k1 × width of the sweep, the draft for 1 … its largest width, the caches for
+    the longest step caps; engines on the eager path are left alone; an empty sweep or
+    problem list is refused."""
+    from profiler.problems import format_prompt, load_problems
+    from profiler.runs import prepare_engines
+    from specmodel.config import SpecConfig
+
+    sweep = [SpecConfig(k1=1, max_steps=2, max_step_tokens=8),
+             SpecConfig(k1=2, width=2, max_steps=3, max_step_tokens=8, mode="sync"),
+             SpecConfig(k1=3, max_steps=2, max_step_tokens=16)]
+    probs = load_problems(2, 0)
+    target = tiny_engine.with_decode_path("static")
+    draft = tiny_engine.with_decode_path("static")
+    target._static, draft._static = {}, {}  # copies share their caches: their own here
+    positions, seconds = prepare_engines(target, draft, sweep, probs)
+    prompt = max(tiny_engine.count_tokens(format_prompt(p)) for p in probs)
+    assert positions == prompt + 3 * 16 + 64 and seconds >= 0
+    assert sorted(target._static) == [1, 2, 3, 4] and sorted(draft._static) == [1, 2]
+    assert all(h.length >= positions for e in (target, draft) for h in e._static.values())
+    eager = tiny_engine.with_decode_path("eager")
+    assert prepare_engines(eager, None, sweep, probs)[1] == 0.0
+    assert not getattr(eager, "_static", None)
+    with pytest.raises(ValueError, match="configs must not be empty"):
+        prepare_engines(target, draft, [], probs)
+    with pytest.raises(ValueError, match="problems must not be empty"):
+        prepare_engines(target, draft, sweep, [])
+
+
 def test_every_path_is_timed_against_eager(tmp_path: Path, capsys) -> None:
     require("torch")
     require("transformers")

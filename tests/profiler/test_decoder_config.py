@@ -177,3 +177,29 @@ def test_the_transformers_engine_names_a_token_method_it_cannot_run() -> None:
                              num_speculative_tokens=2)
     with pytest.raises(EngineError, match="token method 'eagle'"):
         HFEngine("/nonexistent", speculation=eagle)  # rejected before any model loads
+
+
+def test_a_run_resumes_only_on_the_decode_path_it_was_measured_on(tmp_path) -> None:
+    """The engine's execution (its decode path) is in the resume key: a record measured
+    on one path is refused, the field named, when resumed on another; on the same path
+    the finished configurations are kept."""
+    from profiler.runs import run_configurations
+
+    target = Scripted(frozenset(), delimiter="\n")
+    draft = Scripted(frozenset(), delimiter="\n")
+    out = tmp_path / "run.json"
+    sync = SpecConfig(mode="sync", k1=2, step_delimiter="\n", max_steps=4)
+    settings = {"engine": "transformers", "problems": 1, "max_steps": 4, "delimiter": "\n",
+                "execution": "transformers eager (dynamic KV cache)"}
+
+    def run(execution: str) -> None:
+        run_configurations(target, draft, _Named(sync.verifier), [sync], [PROBLEM], out,
+                           models={"target": "t", "draft": "d"}, resume=True,
+                           settings={**settings, "execution": execution})
+
+    run(settings["execution"])
+    first = load_run_record(out)
+    run(settings["execution"])  # nothing left to do: the record is kept as it is
+    assert load_run_record(out).configs == first.configs
+    with pytest.raises(ValueError, match="execution"):
+        run("transformers static KV cache, eager")
