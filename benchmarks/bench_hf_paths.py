@@ -9,6 +9,12 @@ each path, for a few batch sizes, one loaded model serving every path
 (``with_decode_path``), the paths interleaved round by round in a rotating order.  The
 first call of each (path, batch) is reported apart: on the compiled path it compiles.
 
+On the static paths every forward attends over the whole cache, so a call's cost can
+follow the cache's length more than its context.  ``--cache-positions 0,766`` times each
+static path at each of those cache sizes side by side (its own caches per size, prepared
+by ``HFEngine.prepare`` for calls of that many positions as a decode run prepares them;
+0: grown to what the calls need, a power of two from 256), labelled ``static@1024``.
+
 A model folder or pack (``--model``), or an embedded architecture with random weights
 (``--arch``: the folder is written to a scratch directory with a generated word-level
 tokenizer over the architecture's vocabulary, so nothing is downloaded; the time of a
@@ -83,39 +89,67 @@ def prompts_of(engine: Any, batch: int, tokens: int, seed: int) -> list[str]:
             for _ in range(batch)]
 
 
+def variants(engine: Any, paths: list[str], batches: list[int],
+             cache_positions: list[int]) -> dict[str, Any]:
+    """The engines timed, by label: each path on ``engine``'s model; with
+    ``cache_positions``, each static path once per size, on caches of its own prepared
+    for calls of that many positions (0: grown as the calls need), labelled
+    ``path@length``."""
+    out: dict[str, Any] = {}
+    for p in paths:
+        if p == "eager" or not cache_positions:
+            out[p] = engine.with_decode_path(p)
+            continue
+        for n in cache_positions:
+            e = engine.with_decode_path(p, own_caches=True)
+            if n > 0:
+                e.prepare(batches, n)
+            label = f"{p}@{e.cache_length(max(batches)) or 'grown'}"
+            if label in out:
+                raise ValueError(f"cache_positions {cache_positions} give {p} the same "
+                                 "cache length twice")
+            out[label] = e
+    return out
+
+
 def measure(engine: Any, *, paths: list[str], batches: list[int], tokens: int,
-            prompt_tokens: int, repeats: int, seed: int = 0) -> list[dict[str, Any]]:
+            prompt_tokens: int, repeats: int, seed: int = 0,
+            cache_positions: list[int] | None = None) -> list[dict[str, Any]]:
     """Every (path, batch): the first call's seconds, then ``repeats`` calls in rounds
     (each round every batch, the paths in a rotating order), as ms per decoding step.
+    With ``cache_positions`` each static path is timed at each cache size
+    (:func:`variants`); every row names its path, its label and its cache's length.
     A (path, batch) whose first call fails (a compilation the machine refuses, say) is
     kept with its ``error`` and not timed; the others go on."""
-    engines = {p: engine.with_decode_path(p) for p in paths}
+    engines = variants(engine, paths, batches, cache_positions or [])
+    labels = list(engines)
     prompts = {b: prompts_of(engine, b, prompt_tokens, seed + b) for b in batches}
     first: dict[tuple[str, int], float] = {}
     failed: dict[tuple[str, int], str] = {}
     for b in batches:
-        for p in paths:
+        for v in labels:
             try:
-                first[p, b] = engines[p].generate_exact(prompts[b], tokens)
+                first[v, b] = engines[v].generate_exact(prompts[b], tokens)
             except Exception as e:  # reported in its row; the others are measured
-                failed[p, b] = f"{type(e).__name__}: {str(e)[:400]}"
+                failed[v, b] = f"{type(e).__name__}: {str(e)[:400]}"
     times: dict[tuple[str, int], list[float]] = {k: [] for k in first}
     for r in range(repeats):
         for b in batches:
-            for p in paths[r % len(paths):] + paths[: r % len(paths)]:
-                if (p, b) in times:
-                    times[p, b].append(engines[p].generate_exact(prompts[b], tokens))
+            for v in labels[r % len(labels):] + labels[: r % len(labels)]:
+                if (v, b) in times:
+                    times[v, b].append(engines[v].generate_exact(prompts[b], tokens))
     rows = []
     for b in batches:
         counted = statistics.mean(engine.count_tokens(t) for t in prompts[b])
-        for p in paths:
+        for v in labels:
+            e = engines[v]
             row: dict[str, Any] = {
-                "path": p, "batch": b, "execution": engines[p].execution,
-                "prompt_tokens": counted,
-                "first_call_s": first.get((p, b)), "error": failed.get((p, b)),
+                "path": e.decode_path, "label": v, "batch": b, "execution": e.execution,
+                "cache_length": e.cache_length(b), "prompt_tokens": counted,
+                "first_call_s": first.get((v, b)), "error": failed.get((v, b)),
                 "ms_per_step": None, "median_ms": None, "min_ms": None, "max_ms": None,
                 "over_eager": None, "over_eager_range": None}
-            secs, eager = times.get((p, b)), times.get(("eager", b))
+            secs, eager = times.get((v, b)), times.get(("eager", b))
             if secs:
                 ms = [1000 * s / tokens for s in secs]
                 row.update(ms_per_step=ms, median_ms=statistics.median(ms), min_ms=min(ms),
@@ -141,6 +175,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--prompt-tokens", type=int, default=128)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--cache-positions", default="",
+                    help="comma-separated call lengths the static paths' caches are "
+                         "prepared for, each timed side by side (0: grown as needed)")
     ap.add_argument("--out", type=Path, default=None,
                     help="JSON to write (default results/hf_paths_<device>.json)")
     args = ap.parse_args(argv)
@@ -156,6 +193,13 @@ def main(argv: list[str] | None = None) -> int:
         paths.remove("eager")
         paths.insert(0, "eager")
     batches = [int(b) for b in args.batches.split(",") if b]
+    try:
+        cache = [int(n) for n in args.cache_positions.split(",") if n]
+    except ValueError:
+        cache = [-1]
+    if any(n < 0 for n in cache) or len(set(cache)) != len(cache):
+        ap.error("--cache-positions must be distinct integers >= 0, got "
+                 f"{args.cache_positions!r}")
     with tempfile.TemporaryDirectory() as scratch:
         t0 = time.perf_counter()
         tokenizer = None
@@ -169,25 +213,28 @@ def main(argv: list[str] | None = None) -> int:
             source = args.model or "smollm2-135m"
             folder = resolve_model(source, option="--model")
         engine = HFEngine(folder, threads=args.threads, device=args.device, dtype=args.dtype,
-                          max_context=max(256, args.prompt_tokens + args.tokens + 64),
+                          max_context=max(256, args.prompt_tokens + args.tokens + 64,
+                                          *(1 << max(n - 1, 0).bit_length() for n in cache)),
                           tokenizer=tokenizer)
         built = time.perf_counter() - t0
         rows = measure(engine, paths=paths, batches=batches, tokens=args.tokens,
-                       prompt_tokens=args.prompt_tokens, repeats=args.repeats)
+                       prompt_tokens=args.prompt_tokens, repeats=args.repeats,
+                       cache_positions=cache)
     print_table(f"transformers engine, {source} on {args.device} ({args.dtype}): ms per "
                 f"decoding step, {args.tokens} tokens per call, {args.repeats} calls",
                 ["path", "batch", "first call s", "median ms", "min", "max", "÷ eager"],
-                [[r["path"], r["batch"], f"{r['first_call_s']:.1f}", f"{r['median_ms']:.2f}",
+                [[r["label"], r["batch"], f"{r['first_call_s']:.1f}", f"{r['median_ms']:.2f}",
                   f"{r['min_ms']:.2f}", f"{r['max_ms']:.2f}",
                   "-" if r["over_eager"] is None else f"{r['over_eager']:.3f}"]
-                 if r["error"] is None else [r["path"], r["batch"], "failed", "-", "-", "-", "-"]
+                 if r["error"] is None else [r["label"], r["batch"], "failed", "-", "-", "-", "-"]
                  for r in rows])
     for r in rows:
         if r["error"] is not None:
-            print(f"{r['path']} b={r['batch']} failed: {r['error']}")
+            print(f"{r['label']} b={r['batch']} failed: {r['error']}")
     payload = {"model": source, "device": args.device, "dtype": args.dtype,
                "tokens": args.tokens, "prompt_tokens": args.prompt_tokens,
                "repeats": args.repeats, "threads": args.threads, "load_s": built,
+               "cache_positions": cache,
                "versions": package_versions(), "rows": rows}
     if args.device == "cuda":
         import torch

@@ -243,16 +243,26 @@ class HFEngine:
         other._assistant = self._assistant_for(speculation)
         return other
 
-    def with_decode_path(self, decode_path: str) -> HFEngine:
-        """The same loaded model on another decode path (:data:`DECODE_PATHS`; no reload,
-        the static caches shared; ``self`` when the path is the same)."""
+    def with_decode_path(self, decode_path: str, *, own_caches: bool = False) -> HFEngine:
+        """The same loaded model on another decode path (:data:`DECODE_PATHS`; no reload;
+        ``self`` when the path is the same and ``own_caches`` is False).  The static
+        caches are shared with ``self`` unless ``own_caches``: then the copy starts with
+        none of its own (to time one path at two cache lengths side by side)."""
         check_decode_path(decode_path)
-        if decode_path == self.decode_path:
+        if decode_path == self.decode_path and not own_caches:
             return self
         other = copy.copy(self)
         other.decode_path, other.execution = decode_path, _execution(decode_path, self.device)
         other._prefix = None
+        if own_caches:
+            other._static = {}
         return other
+
+    def cache_length(self, batch: int) -> int | None:
+        """The length of the static cache this engine holds for calls of ``batch``
+        prefixes (None: none yet, or the eager path)."""
+        held = self._static.get(batch)
+        return None if held is None or self.decode_path == "eager" else held.length
 
     def prepare(self, batches: Iterable[int], positions: int) -> float:
         """Ready the static and compiled paths before a run; the seconds it took (0 on

@@ -130,6 +130,36 @@ def test_a_sweep_is_prepared_for_its_widest_and_longest_configuration(tiny_engin
         prepare_engines(target, draft, sweep, [])
 
 
+def test_a_static_path_is_timed_at_two_cache_lengths_side_by_side(tmp_path: Path) -> None:
+    """--cache-positions: the static path once on caches grown as the calls need and
+    once on caches prepared for longer calls (each its own), both beside eager, each
+    row naming its cache's length; sizes that give one length twice, or a negative one,
+    are refused."""
+    require("torch")
+    require("transformers")
+    from benchmarks.bench_hf_paths import main
+
+    arch = tmp_path / "tiny.json"
+    arch.write_text(json.dumps(TINY))
+    out = tmp_path / "hf.json"
+    assert main(["--arch", str(arch), "--paths", "eager,static", "--batches", "1",
+                 "--tokens", "4", "--prompt-tokens", "16", "--repeats", "2",
+                 "--threads", "1", "--cache-positions", "0,600", "--out", str(out)]) == 0
+    got = json.loads(out.read_text())
+    rows = {r["label"]: r for r in got["rows"]}
+    assert set(rows) == {"eager", "static@grown", "static@1024"}
+    assert rows["static@grown"]["cache_length"] == 256
+    assert rows["static@1024"]["cache_length"] == 1024
+    assert rows["eager"]["cache_length"] is None and got["cache_positions"] == [0, 600]
+    assert all(r["over_eager"] is not None for r in rows.values())
+    with pytest.raises(ValueError, match="the same cache length twice"):
+        main(["--arch", str(arch), "--paths", "static", "--batches", "1", "--tokens", "2",
+              "--prompt-tokens", "8", "--repeats", "1", "--cache-positions", "600,700",
+              "--out", str(tmp_path / "x.json")])
+    with pytest.raises(SystemExit):
+        main(["--arch", str(arch), "--cache-positions", "-5", "--out", str(out)])
+
+
 def test_every_path_is_timed_against_eager(tmp_path: Path, capsys) -> None:
     require("torch")
     require("transformers")
@@ -166,8 +196,11 @@ class _Failing:
     execution = "eager"
 
     def __init__(self, path: str = "eager") -> None:
-        self.path, self.execution = path, path
+        self.decode_path, self.execution = path, path
         self.tokenizer = [0] * 100
+
+    def cache_length(self, batch: int) -> None:
+        return None
 
     def with_decode_path(self, path: str) -> _Failing:
         return _Failing(path)
@@ -176,9 +209,9 @@ class _Failing:
         return len(text.split())
 
     def generate_exact(self, prompts: list[str], tokens: int) -> float:
-        if self.path == "compiled":
+        if self.decode_path == "compiled":
             raise RuntimeError("no compiler here")
-        return {"eager": 0.02, "static": 0.03}[self.path] * tokens
+        return {"eager": 0.02, "static": 0.03}[self.decode_path] * tokens
 
 
 def test_a_path_that_fails_is_kept_with_its_error(monkeypatch) -> None:
