@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -130,21 +131,31 @@ def test_a_sweep_is_prepared_for_its_widest_and_longest_configuration(tiny_engin
         prepare_engines(target, draft, sweep, [])
 
 
-def test_a_static_path_is_timed_at_two_cache_lengths_side_by_side(tmp_path: Path) -> None:
-    """--cache-positions: the static path once on caches grown as the calls need and
-    once on caches prepared for longer calls (each its own), both beside eager, each
-    row naming its cache's length; sizes that give one length twice, or a negative one,
-    are refused."""
+def _tiny_bench(tmp_path: Path) -> tuple[Any, Path, Path]:
+    """(the benchmark's main, the tiny architecture written out, a JSON to write)."""
     require("torch")
     require("transformers")
     from benchmarks.bench_hf_paths import main
 
     arch = tmp_path / "tiny.json"
     arch.write_text(json.dumps(TINY))
-    out = tmp_path / "hf.json"
-    assert main(["--arch", str(arch), "--paths", "eager,static", "--batches", "1",
-                 "--tokens", "4", "--prompt-tokens", "16", "--repeats", "2",
-                 "--threads", "1", "--cache-positions", "0,600", "--out", str(out)]) == 0
+    return main, arch, tmp_path / "hf.json"
+
+
+def _quick(arch: Path, out: Path, *more: str) -> list[str]:
+    """The benchmark's arguments for a few short calls on one thread."""
+    return ["--arch", str(arch), "--tokens", "4", "--prompt-tokens", "16", "--repeats", "2",
+            "--threads", "1", "--out", str(out), *more]
+
+
+def test_a_static_path_is_timed_at_two_cache_lengths_side_by_side(tmp_path: Path) -> None:
+    """--cache-positions: the static path once on caches grown as the calls need and
+    once on caches prepared for longer calls (each its own), both beside eager, each
+    row naming its cache's length; sizes that give one length twice, or a negative one,
+    are refused."""
+    main, arch, out = _tiny_bench(tmp_path)
+    assert main(_quick(arch, out, "--paths", "eager,static", "--batches", "1",
+                       "--cache-positions", "0,600")) == 0
     got = json.loads(out.read_text())
     rows = {r["label"]: r for r in got["rows"]}
     assert set(rows) == {"eager", "static@grown", "static@1024"}
@@ -161,16 +172,8 @@ def test_a_static_path_is_timed_at_two_cache_lengths_side_by_side(tmp_path: Path
 
 
 def test_every_path_is_timed_against_eager(tmp_path: Path, capsys) -> None:
-    require("torch")
-    require("transformers")
-    from benchmarks.bench_hf_paths import main
-
-    arch = tmp_path / "tiny.json"
-    arch.write_text(json.dumps(TINY))
-    out = tmp_path / "hf.json"
-    assert main(["--arch", str(arch), "--paths", "static,eager,compiled", "--batches", "1,2",
-                 "--tokens", "4", "--prompt-tokens", "16", "--repeats", "2",
-                 "--threads", "1", "--out", str(out)]) == 0
+    main, arch, out = _tiny_bench(tmp_path)
+    assert main(_quick(arch, out, "--paths", "static,eager,compiled", "--batches", "1,2")) == 0
     got = json.loads(out.read_text())
     rows = {(r["path"], r["batch"]): r for r in got["rows"]}
     assert set(rows) == {(p, b) for p in ("eager", "static", "compiled") for b in (1, 2)}
