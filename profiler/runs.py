@@ -8,8 +8,9 @@ every configuration, so an interrupted run keeps what it measured and
 
 Resume is keyed on everything that determines a measurement: the models (role ->
 name), the engine, the run settings (dataset, problems, seed, threads, caps,
-delimiter), the specmodel/torch/transformers versions, the problem indices, and, for
-every configuration kept, its whole :class:`SpecConfig`.  A record measured with
+delimiter, device, dtype, synthetic acceptance, the engine's execution), the
+specmodel/torch/transformers versions, the problem indices, and, for every
+configuration kept, its whole :class:`SpecConfig`.  A record measured with
 anything else is refused with the differing settings named.  The record is written
 under a :class:`specmodel.formats.lock.WriteLock` held for the whole run.
 """
