@@ -213,8 +213,9 @@ def main(argv: list[str] | None = None) -> int:
             source = args.model or "smollm2-135m"
             folder = resolve_model(source, option="--model")
         engine = HFEngine(folder, threads=args.threads, device=args.device, dtype=args.dtype,
+                          # twice each cache size: room for the engine's rounding up
                           max_context=max(256, args.prompt_tokens + args.tokens + 64,
-                                          *(1 << max(n - 1, 0).bit_length() for n in cache)),
+                                          *(2 * n for n in cache)),
                           tokenizer=tokenizer)
         built = time.perf_counter() - t0
         rows = measure(engine, paths=paths, batches=batches, tokens=args.tokens,
