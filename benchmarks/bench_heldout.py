@@ -212,6 +212,7 @@ def decode_rounds(a: argparse.Namespace, cal: Any, configs: list[Any],
         baseline_like,
         mean_prompt_tokens,
         prepare_engines,
+        prepared_message,
         run_configurations,
     )
     from profiler.verifiers import make_verifier
@@ -231,8 +232,7 @@ def decode_rounds(a: argparse.Namespace, cal: Any, configs: list[Any],
     everything = [base, *configs]
     positions, seconds = prepare_engines(target, draft, everything, problems)
     if a.decode_path != "eager":
-        print(f"{a.decode_path} decode path prepared for calls of up to {positions} "
-              f"positions in {seconds:.1f} s (not timed)", flush=True)
+        print(prepared_message(target, positions, seconds, cal), flush=True)
     # Warm-up outside every timing (the first calls of a process are slower).
     from profiler.problems import format_prompt
 

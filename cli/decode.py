@@ -206,7 +206,7 @@ def decode(
             else:
                 ver = make_verifier(cfg.verifier, threads=threads)
         if decode_path in ("static", "compiled"):
-            _prepare_paths(tgt, drf, cfg, probs)
+            _prepare_paths(tgt, drf, cfg, probs, cal)
         syn = None
         if synthetic:
             syn, cal = _prepare_synthetic(tgt, drf, ver, cfg, probs, acc_cal, cal,
@@ -251,15 +251,15 @@ def decode(
     con.print(f"wrote {output}")
 
 
-def _prepare_paths(tgt: Any, drf: Any, cfg: Any, probs: Any) -> None:
+def _prepare_paths(tgt: Any, drf: Any, cfg: Any, probs: Any, cal: Any) -> None:
     """``--decode-path static|compiled``: both engines prepared before anything is timed
-    (:func:`profiler.runs.prepare_engines`), the time it took printed."""
-    from profiler.runs import prepare_engines
+    (:func:`profiler.runs.prepare_engines`), what was prepared printed
+    (:func:`profiler.runs.prepared_message`)."""
+    from profiler.runs import prepare_engines, prepared_message
 
     positions, seconds = prepare_engines(tgt, drf, [cfg], probs)
-    console(stderr=True).print(
-        f"{tgt.decode_path} decode path prepared for calls of up to {positions} positions "
-        f"in {seconds:.1f} s (not timed)", soft_wrap=True)
+    console(stderr=True).print(prepared_message(tgt, positions, seconds, cal),
+                               soft_wrap=True)
 
 
 def _check_decode_path(engine: str, decode_path: str | None) -> None:

@@ -59,6 +59,11 @@ CostDecodePath = Annotated[str, typer.Option(
     "--decode-path", help="Engine costs: the transformers engine's decode path the calls "
     "run on, eager (dynamic KV cache), static (a static KV cache) or compiled (with "
     "transformers' compiled decoding forwards); decode a run with the same one.")]
+CachePositions = Annotated[int | None, typer.Option(
+    help="Engine costs on a static or compiled --decode-path: make every static cache "
+    "this many positions long (rounded up to a power of two) before any cell is timed, "
+    "so that the cells run on the cache length a run will use (decode prints its "
+    "'calls of up to N positions'); default: each cache grown as the cells need.")]
 SpeculationK2 = Annotated[str, typer.Option(
     help="Engine costs: k2 values at which the target's speculative step calls are timed "
     "on real step prefixes ('' for none).")]
@@ -190,7 +195,7 @@ def engine_costs(
     speculation_k2: SpeculationK2 = "2,3,5", speculation_problems: SpeculationProblems = 2,
     seed: Seed = 0, delimiter: Delimiter = "\\n\\n", max_step_tokens: MaxStepTokens = 48,
     threads: Threads = 1, calibration: CalibrationOpt = None, preset: PresetOpt = None,
-    decode_path: CostDecodePath = "eager",
+    decode_path: CostDecodePath = "eager", cache_positions: CachePositions = None,
 ) -> None:
     """Price the decoder's engine calls on this machine into a copy of a calibration.
 
@@ -201,7 +206,8 @@ def engine_costs(
     if draft is not None:
         check_distinct_models(target, draft)
     kw = _engine_cost_options(contexts, cost_widths, cost_tokens, speculation_k2,
-                              cost_repeats, speculation_problems, decode_path)
+                              cost_repeats, speculation_problems, decode_path,
+                              cache_positions)
     with _recorder(output, calibration, preset, False) as rec, \
             saving(_unchanged(output, "the engine costs")):
         _measure(rec, engine_costs_phase, "engine costs", target=target, draft=draft,
@@ -360,9 +366,11 @@ def _write_rederived(output: Path, cal: Any, got: Any, section: str, done: str) 
 
 def _engine_cost_options(contexts: str, widths: str, tokens: str, speculation: str,
                          repeats: int, speculation_problems: int,
-                         decode_path: str = "eager") -> dict[str, Any]:
-    """The engine-cost grid options and decode path, parsed, each error naming its
-    option."""
+                         decode_path: str = "eager",
+                         cache_positions: int | None = None) -> dict[str, Any]:
+    """The engine-cost grid options, decode path and cache positions, parsed, each
+    error naming its option."""
+    from profiler.calibrate import check_cache_positions
     from profiler.engines.hf import check_decode_path
 
     check_decode_path(decode_path, "--decode-path")
@@ -386,6 +394,11 @@ def _engine_cost_options(contexts: str, widths: str, tokens: str, speculation: s
                          f"got {tokens!r}")
     out["speculation_k2"] = spec or None
     out["decode_path"] = decode_path
+    if cache_positions is not None and cache_positions < 1:
+        raise ValueError(f"--cache-positions must be >= 1, got {cache_positions}")
+    check_cache_positions(cache_positions, decode_path, out["contexts"], t,
+                          "--cache-positions")
+    out["cache_positions"] = cache_positions
     return out
 
 
@@ -462,7 +475,7 @@ def run(
     speculation_k2: SpeculationK2 = "2,3,5", speculation_problems: SpeculationProblems = 2,
     threads: Threads = 1, resume: Resume = False,
     calibration: CalibrationOpt = None, preset: PresetOpt = None,
-    decode_path: CostDecodePath = "eager",
+    decode_path: CostDecodePath = "eager", cache_positions: CachePositions = None,
 ) -> None:
     """Measure everything (T(b), steps, tokens, engine costs) into one calibration.
 
@@ -485,7 +498,8 @@ def run(
     check_distinct_models(target, draft)
     ws = _widths(widths)
     grid = _engine_cost_options(contexts, cost_widths, cost_tokens, speculation_k2,
-                                cost_repeats, speculation_problems, decode_path)
+                                cost_repeats, speculation_problems, decode_path,
+                                cache_positions)
     with _models_named(target=target, draft=draft):
         check_model(target)  # both names before either pack is fetched
         check_model(draft)

@@ -32,7 +32,7 @@ tells what it was measured with.  The calibration file is written under a
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -182,7 +182,8 @@ def engine_costs_key(*, target: str, draft: str | None, contexts: list[int],
                      widths: list[int], tokens: list[int], repeats: int, threads: int,
                      speculation_k2: list[int] | None = None, speculation_problems: int = 2,
                      seed: int = 0, delimiter: str = "\n\n",
-                     decode_path: str = "eager") -> dict[str, Any]:
+                     decode_path: str = "eager",
+                     cache_positions: int | None = None) -> dict[str, Any]:
     """Everything that determines an ``engine_costs`` measurement (its resume key)."""
     spec = sorted(set(speculation_k2)) if speculation_k2 else None
     return {"target": target, "target_sha256": model_sha256(target), "draft": draft,
@@ -192,7 +193,8 @@ def engine_costs_key(*, target: str, draft: str | None, contexts: list[int],
             "threads": threads, "versions": key_versions(), "speculation_k2": spec,
             "speculation_problems": speculation_problems if spec else None,
             "speculation_seed": seed if spec else None,
-            "delimiter": delimiter if spec else None, "decode_path": decode_path}
+            "delimiter": delimiter if spec else None, "decode_path": decode_path,
+            "cache_positions": cache_positions}
 
 
 @dataclass(frozen=True)
@@ -549,13 +551,18 @@ def engine_costs_phase(
     threads: int = 1, speculation_k2: list[int] | None = None,
     speculation_problems: int = 2, seed: int = 0, delimiter: str = "\n\n",
     max_step_tokens: int = 48, progress: ProgressCallback | None = None,
-    decode_path: str = "eager",
+    decode_path: str = "eager", cache_positions: int | None = None,
 ) -> PhaseResult:
     """Price the transformers engine's calls of the target (and the step draft) on this
     machine: T(b, L) per token, prefill per token, per-call overhead, with a draft the
     slowdown of each while the other runs, and with ``speculation_k2`` the target's
     speculative step calls (:mod:`profiler.engine_costs`), both engines on
-    ``decode_path`` (:data:`profiler.engines.hf.DECODE_PATHS`)."""
+    ``decode_path`` (:data:`profiler.engines.hf.DECODE_PATHS`).
+
+    On a static path every forward attends over its whole cache, so a call costs more
+    on a longer one: ``cache_positions`` (the run's longest call, which ``decode``
+    prints) makes every batch size's cache that long before the first cell, so that
+    the cells are timed on the cache length the run will use."""
     check_settings(threads=threads)
     from profiler.engines.hf import check_decode_path
 
@@ -574,6 +581,7 @@ def engine_costs_phase(
         raise ValueError(f"speculation_k2 must be integers >= 2, got {speculation_k2}")
     if speculation_problems < 1:
         raise ValueError(f"speculation_problems must be >= 1, got {speculation_problems}")
+    check_cache_positions(cache_positions, decode_path, ctx, tk)
     from profiler.engine_costs import measure_contention, measure_model, model_costs
     from profiler.engines import HFEngine
     from profiler.packs import resolve_model
@@ -582,6 +590,7 @@ def engine_costs_phase(
                      decode_path=decode_path)
     eng_d = (HFEngine(resolve_model(draft), threads=threads, decode_path=decode_path)
              if draft is not None else None)
+    _prepare_caches((eng_t, eng_d), ws, cache_positions)
     kw = {"contexts": ctx, "widths": ws, "tokens": (tk[0], tk[1]), "repeats": repeats,
           "progress": progress}
     cells_t = measure_model(eng_t, label="target ", **kw)
@@ -621,7 +630,11 @@ def engine_costs_phase(
                 f" ms, prefill {m.prefill_per_token.value * 1e3:.3f} +/- "
                 f"{(m.prefill_per_token.stderr or 0) * 1e3:.3f} ms per token{slow}")
 
-    desc = (f"engine_costs: transformers calls ({eng_t.execution}) writing exactly "
+    caches = ("" if decode_path == "eager" else
+              f" on static caches of {eng_t.cache_length(1)} positions made before the "
+              "first cell" if cache_positions is not None else
+              " on static caches grown to what each batch size's cells needed")
+    desc = (f"engine_costs: transformers calls ({eng_t.execution}{caches}) writing exactly "
             f"{tk[0]} and {tk[1]} tokens, "
             f"{repeats} timed repeats each (medians) per (b, L) cell after a warm-up, "
             f"{threads} thread(s); intercepts fitted as overhead + prefill x b x L by least "
@@ -637,11 +650,40 @@ def engine_costs_phase(
         **engine_costs_key(target=target, draft=draft, contexts=ctx, widths=ws, tokens=tk,
                            repeats=repeats, threads=threads, speculation_k2=speculation_k2,
                            speculation_problems=speculation_problems, seed=seed,
-                           delimiter=delimiter, decode_path=decode_path))
+                           delimiter=delimiter, decode_path=decode_path,
+                           cache_positions=cache_positions))
     return PhaseResult(
         "engine_costs", costs, settings,
         {"target": target, **({"draft": draft} if draft is not None else {})},
         engine_costs_summary(costs))
+
+
+def check_cache_positions(cache_positions: int | None, decode_path: str,
+                          contexts: Sequence[int], tokens: Sequence[int],
+                          option: str = "cache_positions") -> None:
+    """``cache_positions`` is for a static or compiled path, and leaves room for the
+    longest cell (the longest context and the long call), so that no cell grows it."""
+    if cache_positions is None:
+        return
+    if decode_path == "eager":
+        raise ValueError(f"{option} is for the static and compiled decode paths (the "
+                         "eager path has no static cache)")
+    need = max(contexts) + max(tokens)
+    if cache_positions < need:
+        raise ValueError(f"{option} must be >= {need} (the longest context, "
+                         f"{max(contexts)}, and the long call, {max(tokens)} tokens), got "
+                         f"{cache_positions}")
+
+
+def _prepare_caches(engines: Iterable[Any], widths: Sequence[int],
+                    cache_positions: int | None) -> None:
+    """Each engine's static caches for ``widths`` (and one prefix) made
+    ``cache_positions`` long before anything is timed (nothing without them)."""
+    if cache_positions is None:
+        return
+    for engine in engines:
+        if engine is not None:
+            engine.prepare([1, *widths], cache_positions)
 
 
 def engine_costs_summary(costs: EngineCosts) -> str:
@@ -734,6 +776,7 @@ def remeasure_contention(cal: Calibration, *, repeats: int = 5, max_step_tokens:
                      delimiter=phase.delimiter or "\n\n", decode_path=phase.decode_path)
     eng_d = HFEngine(resolve_model(phase.draft), threads=phase.threads,
                      decode_path=phase.decode_path)
+    _prepare_caches((eng_t, eng_d), phase.widths, phase.cache_positions)
     say(0, 2, f"paired calls, {repeats} rounds")
     slow_t, slow_d = measure_contention(eng_t, eng_d, context=phase.contexts[0],
                                         tokens=phase.tokens[1], repeats=repeats)

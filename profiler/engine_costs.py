@@ -467,8 +467,9 @@ def _pool_model(models: Sequence[Any], tokens: tuple[int, int]) -> Any:
 
 def pool_engine_costs(measured: Sequence[tuple[Any, Any]]) -> tuple[Any, Any]:
     """Several ``engine_costs`` measurements of one setup (the same engine, device,
-    dtype, threads, call lengths and models, e.g. taken at different times on a shared
-    machine), as one: (EngineCosts, EngineCostsSettings) from a list of such pairs.
+    dtype, threads, call lengths, execution, static cache positions and models, e.g.
+    taken at different times on a shared machine), as one: (EngineCosts,
+    EngineCostsSettings) from a list of such pairs.
 
     Per (b, L) cell the n-weighted mean of the measurements' slopes and intercepts
     (cells measured only by some of them pooled from those), call overhead and prefill
@@ -485,17 +486,19 @@ def pool_engine_costs(measured: Sequence[tuple[Any, Any]]) -> tuple[Any, Any]:
                          f"{len(measured)}")
     first, first_s = measured[0]
 
-    def setup(c: Any) -> dict[str, Any]:
+    def setup(c: Any, s: Any) -> dict[str, Any]:
         return {"engine": c.engine, "device": c.device, "dtype": c.dtype,
                 "threads": c.threads, "call lengths": tuple(c.tokens),
                 "contention method": c.contention_method, "execution": c.execution,
+                "cache positions": s.cache_positions,
                 "target": c.target.model, "draft": None if c.draft is None else c.draft.model}
 
-    for i, (c, _) in enumerate(measured[1:], start=2):
-        for key, value in setup(c).items():
-            if value != setup(first)[key]:
+    for i, (c, s) in enumerate(measured[1:], start=2):
+        for key, value in setup(c, s).items():
+            if value != setup(first, first_s)[key]:
                 raise ValueError(f"measurement {i} has {key} {value!r}, measurement 1 "
-                                 f"{setup(first)[key]!r}: only measurements of one setup pool")
+                                 f"{setup(first, first_s)[key]!r}: only measurements of one "
+                                 "setup pool")
     tokens = (first.tokens[0], first.tokens[1])
     target = _pool_model([c.target for c, _ in measured], tokens)
     drafts = [c.draft for c, _ in measured if c.draft is not None]

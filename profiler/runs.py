@@ -41,7 +41,7 @@ from specmodel.formats.run_record import (
 )
 
 __all__ = ["BASELINE", "RESUME_SETTINGS", "check_resume", "prepare_engines",
-           "run_configurations"]
+           "prepared_message", "run_configurations"]
 
 RESUME_SETTINGS = ("dataset", "problems", "seed", "threads", "max_steps", "max_step_tokens",
                    "delimiter", "device", "dtype", "synthetic", "execution")
@@ -80,6 +80,35 @@ def prepare_engines(target: Any, draft: Any | None, configs: Sequence[SpecConfig
         if engine is not None and getattr(engine, "decode_path", "eager") != "eager":
             seconds += engine.prepare(range(1, widest + 1), positions)
     return positions, seconds
+
+
+def prepared_message(target: Any, positions: int, seconds: float,
+                     calibration: Calibration | None = None) -> str:
+    """What ``decode`` and ``bench_heldout`` print after :func:`prepare_engines`: the
+    path, the positions, the cache length and the time it took, and where
+    ``calibration``'s engine costs were timed on another cache length (or path), that
+    and how to time them on this one: on a static path every forward attends over its
+    whole cache, so a longer cache costs more per token (docs/decoder.md)."""
+    from profiler.engines.hf import static_cache_length
+
+    length = target.cache_length(1)
+    out = (f"{target.decode_path} decode path prepared for calls of up to {positions} "
+           f"positions (static caches of {length}) in {seconds:.1f} s (not timed)")
+    phase = None if calibration is None else calibration.phase_settings("engine_costs")
+    if phase is None or length is None:
+        return out
+    if phase.decode_path == "eager":
+        timed = "on the eager path"
+    elif phase.cache_positions is not None:
+        timed = f"on static caches of {static_cache_length(phase.cache_positions)} positions"
+        if static_cache_length(phase.cache_positions) == length:
+            return out
+    else:
+        need = static_cache_length(max(phase.contexts) + max(phase.tokens))
+        timed = f"on static caches grown as each cell needed (up to {need} positions)"
+    return (out + f"; note: the calibration's engine costs were timed {timed}, this run's "
+            f"caches have {length} (profile engine-costs --decode-path "
+            f"{target.decode_path} --cache-positions {positions} times them on these)")
 
 
 def baseline_like(config: SpecConfig) -> SpecConfig:

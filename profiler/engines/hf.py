@@ -45,13 +45,23 @@ from profiler.engines.base import (
 )
 from specmodel.config import DECODER_TOKEN_METHODS, TokenSpeculation
 
-__all__ = ["DECODE_PATHS", "HFEngine", "check_decode_path"]
+__all__ = ["DECODE_PATHS", "HFEngine", "check_decode_path", "static_cache_length"]
 
 DECODE_PATHS = ("eager", "static", "compiled")
 """How :class:`HFEngine` runs a call without token speculation (the module's docstring)."""
 
 _STATIC_MIN = 256
 """The shortest static cache the engine allocates (positions)."""
+
+
+def static_cache_length(positions: int, max_context: int | None = None) -> int:
+    """The length of the static cache the engine makes for calls of up to ``positions``
+    positions (prompt and new tokens): the next power of two, at least
+    :data:`_STATIC_MIN`, at most ``max_context`` when one is given."""
+    if positions < 1:
+        raise ValueError(f"positions must be >= 1, got {positions}")
+    length = max(_STATIC_MIN, 1 << (positions - 1).bit_length())
+    return length if max_context is None else min(length, max_context)
 
 
 def _check_method(speculation: TokenSpeculation | None) -> None:
@@ -405,8 +415,7 @@ class HFEngine:
         if held is None or held.length < positions:
             from transformers import StaticCache
 
-            length = min(max(_STATIC_MIN, 1 << (positions - 1).bit_length()),
-                         self.max_context)
+            length = static_cache_length(positions, self.max_context)
             held = _StaticCache(StaticCache(config=self.model.config, max_cache_len=length),
                                 length)
             self._static[batch] = held

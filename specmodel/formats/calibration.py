@@ -694,6 +694,11 @@ class EngineCostsSettings(_Strict):
     decode_path: Literal["eager", "static", "compiled"] = "eager"
     """The transformers engine's decode path the calls ran on (``--decode-path``; every
     phase written before 2026-11-28 ran eager)."""
+    cache_positions: PositiveInt | None = None
+    """On a static or compiled path, the positions its static caches were made for
+    before any cell was timed (``--cache-positions``; the engine rounds them up to a
+    power of two), so that every cell ran on one cache length, the run's; None: each
+    batch size's cache grown to what its cells needed."""
     speculation_problems: PositiveInt | None = None
     """gsm_symbolic problems whose step prefixes they were timed on."""
     speculation_seed: int | None = None

@@ -11,6 +11,7 @@ import pytest
 
 from tests.conftest import require
 
+RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
 TINY = {"model_type": "qwen2", "hidden_size": 64, "intermediate_size": 128,
         "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
         "vocab_size": 512}
@@ -93,7 +94,7 @@ def test_decode_prepares_both_engines_for_the_run(tiny_engine, capsys) -> None:
     target = tiny_engine.with_decode_path("compiled")
     draft = tiny_engine.with_decode_path("static")
     target._static = {}  # copies share their caches; these are two engines' own
-    _prepare_paths(target, draft, cfg, probs)
+    _prepare_paths(target, draft, cfg, probs, None)
     longest = max(tiny_engine.count_tokens(format_prompt(p)) for p in probs) + 4 * 8 + 64
     assert sorted(target._static) == [1, 2] and sorted(draft._static) == [1]
     assert all(h.length >= longest for h in (*target._static.values(), draft._static[1]))
@@ -129,6 +130,41 @@ def test_a_sweep_is_prepared_for_its_widest_and_longest_configuration(tiny_engin
         prepare_engines(target, draft, [], probs)
     with pytest.raises(ValueError, match="problems must not be empty"):
         prepare_engines(target, draft, sweep, [])
+
+
+def test_the_prepared_caches_are_held_against_the_engine_costs(tiny_engine) -> None:
+    """``prepared_message`` (what ``decode`` and ``bench_heldout`` print): the cache length
+    the run prepared, and a note where the calibration's engine costs were timed on the
+    eager path, on caches grown cell by cell, or on another length; none where they
+    were timed on this one."""
+    from profiler.runs import prepared_message
+    from specmodel.formats.calibration import load_calibration, load_preset
+
+    engine = tiny_engine.with_decode_path("static", own_caches=True)
+    engine.prepare([1], 766)
+    line = prepared_message(engine, 766, 0.3)
+    assert line == ("static decode path prepared for calls of up to 766 positions (static "
+                    "caches of 1024) in 0.3 s (not timed)")
+    grown = load_calibration(RESULTS / "heldout_05b_calibration_static.json")
+    assert line + ("; note: the calibration's engine costs were timed on static caches "
+                   "grown as each cell needed (up to 512 positions), this run's caches have "
+                   "1024 (profile engine-costs --decode-path static --cache-positions 766 "
+                   "times them on these)") == prepared_message(engine, 766, 0.3, grown)
+    def timed(**update: Any) -> Any:  # the calibration, its engine-costs settings updated
+        prov = grown.provenance
+        phases = prov.settings.phases
+        phases = phases.model_copy(update={
+            "engine_costs": phases.engine_costs.model_copy(update=update)})
+        return grown.model_copy(update={"provenance": prov.model_copy(update={
+            "settings": prov.settings.model_copy(update={"phases": phases})})})
+
+    assert "timed on the eager path, this run's caches have 1024" in prepared_message(
+        engine, 766, 0.3, timed(decode_path="eager"))
+    assert prepared_message(engine, 766, 0.3, timed(cache_positions=700)) == line
+    assert ("timed on static caches of 2048 positions, this run's caches have 1024" in
+            prepared_message(engine, 766, 0.3, timed(cache_positions=1500)))
+    preset = load_preset("measured-qwen2.5-coder-0.5b-smollm2-135m")  # no provenance phases
+    assert prepared_message(engine, 766, 0.3, preset) == line
 
 
 def _tiny_bench(tmp_path: Path) -> tuple[Any, Path, Path]:

@@ -80,13 +80,15 @@ def test_profile_run_measures_everything_and_resumes(
 
 
 
-@pytest.mark.parametrize("decode_path", ["eager", "static"])
+@pytest.mark.parametrize(("decode_path", "cache"), [("eager", None), ("static", 300)])
 def test_profile_engine_costs_prices_the_engine_and_feeds_the_decoder_model(
-    smollm_path, tmp_path, capsys, decode_path
+    smollm_path, tmp_path, capsys, decode_path, cache
 ) -> None:
     """The target alone here (the draft's cells run the same code, and the contention
     has an offline test); the slow ``profile run`` test above measures both.  On the
-    static decode path too: the calibration says which path its calls ran on."""
+    static decode path too, every cell on caches made for 300 positions (512, the
+    engine's power of two) first: the calibration says which path and cache its calls
+    ran on."""
     from cli.main import main
     from specmodel.config import SpecConfig
     from specmodel.decodermodel import CostModel, predict_calibrated
@@ -98,6 +100,8 @@ def test_profile_engine_costs_prices_the_engine_and_feeds_the_decoder_model(
             "--cost-repeats", "1", "--preset", "measured-qwen2.5-coder-0.5b-smollm2-135m",
             "--speculation-k2", "3", "--speculation-problems", "1", "--seed", "1",
             "--delimiter", "\\n", "--max-step-tokens", "16", "--decode-path", decode_path]
+    if cache is not None:
+        args += ["--cache-positions", str(cache)]
     assert main(args) == 0
     assert "engine costs:" in capsys.readouterr().out
     cal = load_calibration(out)
@@ -117,6 +121,9 @@ def test_profile_engine_costs_prices_the_engine_and_feeds_the_decoder_model(
     assert phase.delimiter == "\n" and phase.decode_path == decode_path
     said = {"eager": "eager (dynamic KV cache) on cpu", "static": "static KV cache, eager on cpu"}
     assert said[decode_path] in ec.execution and said[decode_path] in phase.description
+    assert phase.cache_positions == cache
+    assert ("on static caches of 512 positions made before the first cell" in
+            phase.description) == (cache is not None)
     assert "intercepts fitted as overhead + prefill" in cal.provenance.description
     costs = CostModel.from_calibration(cal)
     assert costs.unit == "s" and costs.sources["target_decode"].startswith(

@@ -301,6 +301,9 @@ def test_pooling_refuses_other_setups_and_single_measurements() -> None:
     other = (a[0].model_copy(update={"threads": 2}), a[1])
     with pytest.raises(ValueError, match="measurement 2 has threads 2"):
         pool_engine_costs([a, other])
+    longer = (a[0], a[1].model_copy(update={"cache_positions": 766}))
+    with pytest.raises(ValueError, match="measurement 2 has cache positions 766"):
+        pool_engine_costs([a, longer])
     with pytest.raises(ValueError, match="at least two"):
         pool_engine_costs([a])
 
