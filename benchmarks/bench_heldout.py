@@ -36,6 +36,7 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -331,13 +332,10 @@ def registration_name(name: str, tag: str | None) -> str:
     return f"{name}.registered" + ("" if tag is None else f"-{tag}")
 
 
-def registered_predictions(a: argparse.Namespace, name: str, first: Any
-                           ) -> tuple[str, dict[str, tuple[Any, ...]]] | None:
-    """When the predictions registered for this sweep were written (``--register``;
-    ``--registered TAG`` picks a further one) and the decoder model's predictions, keyed
-    by configuration, the baseline at 1 by definition; None when none were registered.
-    A registration for other problems or steps is refused; the calibration it was made
-    from is printed."""
+def load_registration(a: argparse.Namespace, name: str) -> dict[str, Any] | None:
+    """The registration the report holds the rounds against (``--register``;
+    ``--registered TAG`` picks a further one), its origin printed; None when none was
+    written.  A registration for other problems or steps is refused."""
     path = RESULTS / f"{registration_name(name, a.registered)}.json"
     if not path.is_file():
         if a.registered is not None:
@@ -353,12 +351,35 @@ def registered_predictions(a: argparse.Namespace, name: str, first: Any
     print(f"registered predictions: {path.name}, written {reg['registered']} at commit "
           f"{(reg.get('commit') or '?')[:7]} from {reg['calibration']}, prompt "
           f"{reg['prompt_tokens']:.1f} tokens")
+    return reg
+
+
+def registered_predictions(reg: dict[str, Any], baseline: str
+                           ) -> tuple[str, dict[str, tuple[Any, ...]]]:
+    """When the registration ``reg`` (:func:`load_registration`) was written and its
+    decoder model's speedups and intervals, keyed by configuration, the target alone's
+    (``baseline``) at 1 by definition."""
     out = {r["config"]: (r["predicted_decoder"], tuple(r["decoder_interval"]),
                          None if r.get("decoder_sample_interval") is None
                          else tuple(r["decoder_sample_interval"]))
            for r in reg["rows"] if r["predicted_decoder"] is not None}
-    out[first.baseline] = (1.0, None, None)
+    out[baseline] = (1.0, None, None)
     return reg["registered"], out
+
+
+def registered_times(reg: dict[str, Any], baseline: str) -> dict[str, float] | None:
+    """The registration's milliseconds per output token, keyed by configuration, the
+    target alone's under ``baseline``; None when it registered none (registrations
+    before 2026-11-28 evening registered speedups only)."""
+    rows = [r for r in reg["rows"] if (r.get("decoder_ms_per_token") or {}).get("total")]
+    if not rows:
+        return None
+    out = {r["config"]: r["decoder_ms_per_token"]["total"] for r in rows}
+    bases = [r["decoder_baseline_ms_per_token"] for r in rows
+             if r.get("decoder_baseline_ms_per_token")]
+    if bases:
+        out[baseline] = statistics.mean(bases)  # one per row, simulated apart
+    return out
 
 
 def decoded_since(recs: list[Any], when: str) -> dict[str, dict[str, int]]:
@@ -481,10 +502,11 @@ def report(a: argparse.Namespace, cal: Any, name: str, records: list[Path]
             raise SystemExit(f"--costs-at-run-time: {e}") from e
         print("--costs-at-run-time: the decoder model prices with the engine costs "
               "rescaled by those ratios")
-    registration = registered_predictions(a, name, recs[0])
-    reg = since = None
+    registration = load_registration(a, name)
+    reg = since = times = None
     if registration is not None:  # the configurations every round has run so far
-        when, predictions = registration
+        when, predictions = registered_predictions(registration, recs[0].baseline)
+        times = registered_times(registration, recs[0].baseline)
         reg = {k: v for k, v in predictions.items() if k in common}
         since = decoded_since(recs, when)
     s = compare_rounds(recs, cal, prompt_tokens=known if known is not None else prompt_tokens(a),
@@ -537,6 +559,19 @@ def report(a: argparse.Namespace, cal: Any, name: str, records: list[Path]
     for model, (inside, rows) in s.covered.items():
         print(f"{model}: the 95 % interval holds the mean measured speedup in {inside} of "
               f"{rows} speculative configurations")
+    timed = [] if times is None else [
+        (r.config, 1e3 * r.measured_split["total"], times[r.config]) for r in s.rows
+        if r.config in times and r.measured_split.get("total")]
+    if timed:
+        print_table("time per output token (ms): measured (pooled over the rounds) / "
+                    "registered before the sweep (absolute: the calibration's engine costs "
+                    "against this machine at run time)",
+                    ["config", "measured", "registered", "error"],
+                    [[c, f"{m:.1f}", f"{p:.1f}", percent(p / m - 1, signed=True)]
+                     for c, m, p in timed])
+        errs = [abs(p / m - 1) for _, m, p in timed]
+        print(f"registered time per token: mean |error| {percent(statistics.mean(errs))}, "
+              f"max {percent(max(errs))} over {len(timed)} rows")
     if s.baseline_speed is not None:
         print(f"the target alone ran at {percent(s.baseline_speed)} of the time per token the "
               "decoder model gives it (calibration's absolute costs against the sweep's)")
@@ -548,6 +583,8 @@ def report(a: argparse.Namespace, cal: Any, name: str, records: list[Path]
             "complete_configs": sorted(common),
             "cost_drift": None if drift is None else drift.model_dump(mode="json"),
             "token_passes": passes, "registered_from": a.registered,
+            "registered_ms_per_token": [{"config": c, "measured": m, "registered": p}
+                                        for c, m, p in timed],
             "decoded_since_registration": since,
             **s.model_dump(mode="json")}
 

@@ -560,7 +560,7 @@ def registration_of(a: argparse.Namespace, dtype: str, acc: Any, configs: list[A
     preset its cost band, with ``track`` (:func:`track_record`) its track-record band."""
     from benchmarks.harness import git_commit, registered_row
     from profiler.engines.synthetic import with_costs
-    from specmodel.prediction import decoder_prediction, decoder_time_split
+    from specmodel.prediction import decoder_prediction
 
     here, device = priced["priced_by"] == "profile", priced["device"]
     hardware, costs, lengths = priced["hardware"], priced["costs"], priced["lengths"]
@@ -583,8 +583,7 @@ def registration_of(a: argparse.Namespace, dtype: str, acc: Any, configs: list[A
     for cfg in configs:
         got = decoder_prediction(cal, cfg, synthetic=syn, sample_problems=a.problems,
                                  sample=sample)
-        rows.append({**registered_row(cfg, got), "decoder_ms_per_token": None if got is None
-                     else {k: v * 1e3 for k, v in decoder_time_split(got).items()}})
+        rows.append(registered_row(cfg, got))
         if sample is not None:  # the laws' prediction from the same prices, beside it
             law = decoder_prediction(cal, cfg, synthetic=syn, sample_problems=a.problems)
             rows[-1]["predicted_decoder_law"] = None if law is None else law.speedup

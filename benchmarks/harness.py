@@ -91,13 +91,21 @@ def git_commit() -> str | None:
 
 def registered_row(config: Any, got: Any) -> dict[str, Any]:
     """One configuration's registered row: the decoder model's speedup and intervals
-    (``got``, a :class:`~specmodel.decodermodel.DecoderPrediction` or None)."""
+    (``got``, a :class:`~specmodel.decodermodel.DecoderPrediction` or None), and where
+    its costs are absolute its milliseconds per output token, in all and by call kind,
+    and the target alone's."""
+    from specmodel.prediction import decoder_time_split
+
+    base = None if got is None else got.baseline_tokens_per_second
     return {"config": config.label, "mode": config.mode, "k1": config.k1, "k2": config.k2,
             "width": config.width,
             "predicted_decoder": None if got is None else got.speedup,
             "decoder_interval": None if got is None else list(got.interval),
             "decoder_sample_interval": (None if got is None or got.sample_interval is None
-                                        else list(got.sample_interval))}
+                                        else list(got.sample_interval)),
+            "decoder_ms_per_token": None if got is None
+            else {k: v * 1e3 for k, v in decoder_time_split(got).items()},
+            "decoder_baseline_ms_per_token": None if not base else 1e3 / base}
 
 
 def add_trio_arguments(ap: argparse.ArgumentParser, *, problems: int, seed: int,

@@ -12,9 +12,11 @@ import pytest
 from benchmarks.bench_heldout import (
     RESULTS,
     decoded_since,
+    load_registration,
     main,
     print_decoded_since,
     registered_predictions,
+    registered_times,
     registration_name,
 )
 
@@ -41,11 +43,11 @@ def test_a_registration_is_never_overwritten(capsys) -> None:
 
 
 def test_the_report_reads_the_registration_it_is_told_to() -> None:
-    first = SimpleNamespace(baseline="target")
-    plain_reg = registered_predictions(_args(), "heldout_15b_s3", first)
-    again_reg = registered_predictions(_args(registered="passes"), "heldout_15b_s3", first)
+    plain_reg = load_registration(_args(), "heldout_15b_s3")
+    again_reg = load_registration(_args(registered="passes"), "heldout_15b_s3")
     assert plain_reg is not None and again_reg is not None
-    (plain_at, plain), (again_at, again) = plain_reg, again_reg
+    (plain_at, plain), (again_at, again) = (registered_predictions(r, "target")
+                                            for r in (plain_reg, again_reg))
     assert plain_at < again_at  # ISO times of one zone order as strings
     assert plain["target"] == again["target"] == (1.0, None, None)
     # registrations before 2026-11-24 evening wrote no interval of a run of n problems
@@ -53,11 +55,26 @@ def test_the_report_reads_the_registration_it_is_told_to() -> None:
     assert set(plain) == set(again) and len(plain) == 7
     assert plain["token k2=3"][0] != again["token k2=3"][0]  # the draft rate moved it
     assert plain["async k1=2 k2=1"][0] == again["async k1=2 k2=1"][0]  # k2 = 1: unchanged
-    assert registered_predictions(_args(), "no_such_sweep", first) is None
+    # and before 2026-11-28 evening no time per token
+    assert registered_times(plain_reg, "target") is None
+    assert load_registration(_args(), "no_such_sweep") is None
     with pytest.raises(SystemExit, match=r"no heldout_15b_s3\.registered-nope\.json"):
-        registered_predictions(_args(registered="nope"), "heldout_15b_s3", first)
+        load_registration(_args(registered="nope"), "heldout_15b_s3")
     with pytest.raises(SystemExit, match="registered for other settings"):
-        registered_predictions(_args(seed=2), "heldout_15b_s3", first)
+        load_registration(_args(seed=2), "heldout_15b_s3")
+
+
+def test_a_registration_gives_the_time_per_token_of_each_row_and_the_target() -> None:
+    """``registered_times``: each row's registered milliseconds per output token and the
+    target alone's (the mean of the rows' baselines, each simulated apart)."""
+    reg = {"rows": [
+        {"config": "a", "decoder_ms_per_token": {"total": 300.0, "target": 200.0},
+         "decoder_baseline_ms_per_token": 100.0},
+        {"config": "b", "decoder_ms_per_token": {"total": 150.0},
+         "decoder_baseline_ms_per_token": 110.0},
+        {"config": "c", "decoder_ms_per_token": None, "decoder_baseline_ms_per_token": None}]}
+    assert registered_times(reg, "target") == {"a": 300.0, "b": 150.0, "target": 105.0}
+    assert registered_times({"rows": reg["rows"][2:]}, "target") is None
 
 
 def test_decoded_since_counts_the_runs_a_registration_preceded(capsys) -> None:
