@@ -232,6 +232,7 @@ def decode_rounds(a: argparse.Namespace, cal: Any, configs: list[Any],
     base = baseline_like(configs[0])  # the sweep's step caps and delimiter
     everything = [base, *configs]
     positions, seconds = prepare_engines(target, draft, everything, problems)
+    settings["static_cache"] = target.cache_length(1)
     if a.decode_path != "eager":
         print(prepared_message(target, positions, seconds, cal), flush=True)
     # Warm-up outside every timing (the first calls of a process are slower).

@@ -223,6 +223,8 @@ def decode(
                                      config_file=str(config) if config is not None else None,
                                      device=device, dtype=dtype, synthetic=syn,
                                      execution=getattr(tgt, "execution", None),
+                                     static_cache=(tgt.cache_length(1)
+                                                   if hasattr(tgt, "cache_length") else None),
                                      prompt_tokens=mean_prompt_tokens(tgt, probs)),
                 calibration=cal, include_baseline=baseline, resume=resume, progress=bar,
                 interleave=interleave,
@@ -610,6 +612,16 @@ def validate(
     for line in calibration_mismatches(record, cal):
         render.line(f"[yellow]note: {line}; the prediction uses the calibration's "
                     "figures.[/yellow]")
+    from profiler.engines.hf import cache_mismatch
+
+    priced_by = cal or record.calibration
+    timed = cache_mismatch(None if priced_by is None else priced_by.phase_settings(
+        "engine_costs"), record.settings.static_cache)
+    if timed is not None:
+        render.line(f"[yellow]note: engine costs: the calibration timed its calls {timed}, "
+                    f"the run's static caches had {record.settings.static_cache}; every "
+                    "forward attends over its whole cache, so the absolute times are priced "
+                    "for another length (profile engine-costs --cache-positions).[/yellow]")
 
 
 def _run_draws(record: Any) -> tuple[Any, bool]:

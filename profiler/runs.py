@@ -89,23 +89,15 @@ def prepared_message(target: Any, positions: int, seconds: float,
     ``calibration``'s engine costs were timed on another cache length (or path), that
     and how to time them on this one: on a static path every forward attends over its
     whole cache, so a longer cache costs more per token (docs/decoder.md)."""
-    from profiler.engines.hf import static_cache_length
+    from profiler.engines.hf import cache_mismatch
 
     length = target.cache_length(1)
     out = (f"{target.decode_path} decode path prepared for calls of up to {positions} "
            f"positions (static caches of {length}) in {seconds:.1f} s (not timed)")
-    phase = None if calibration is None else calibration.phase_settings("engine_costs")
-    if phase is None or length is None:
+    timed = cache_mismatch(
+        None if calibration is None else calibration.phase_settings("engine_costs"), length)
+    if timed is None:
         return out
-    if phase.decode_path == "eager":
-        timed = "on the eager path"
-    elif phase.cache_positions is not None:
-        timed = f"on static caches of {static_cache_length(phase.cache_positions)} positions"
-        if static_cache_length(phase.cache_positions) == length:
-            return out
-    else:
-        need = static_cache_length(max(phase.contexts) + max(phase.tokens))
-        timed = f"on static caches grown as each cell needed (up to {need} positions)"
     return (out + f"; note: the calibration's engine costs were timed {timed}, this run's "
             f"caches have {length} (profile engine-costs --decode-path "
             f"{target.decode_path} --cache-positions {positions} times them on these)")

@@ -45,7 +45,8 @@ from profiler.engines.base import (
 )
 from specmodel.config import DECODER_TOKEN_METHODS, TokenSpeculation
 
-__all__ = ["DECODE_PATHS", "HFEngine", "check_decode_path", "static_cache_length"]
+__all__ = ["DECODE_PATHS", "HFEngine", "cache_mismatch", "check_decode_path",
+           "static_cache_length"]
 
 DECODE_PATHS = ("eager", "static", "compiled")
 """How :class:`HFEngine` runs a call without token speculation (the module's docstring)."""
@@ -62,6 +63,23 @@ def static_cache_length(positions: int, max_context: int | None = None) -> int:
         raise ValueError(f"positions must be >= 1, got {positions}")
     length = max(_STATIC_MIN, 1 << (positions - 1).bit_length())
     return length if max_context is None else min(length, max_context)
+
+
+def cache_mismatch(phase: Any, length: int | None) -> str | None:
+    """Where an ``engine_costs`` phase's settings (``phase``, None: none) timed its
+    calls on other static caches than a run's of ``length`` positions (None: the run
+    had none), how: "on the eager path", "on static caches of N positions" or "on
+    static caches grown as each cell needed (up to N positions)"; None where they match
+    or nothing can be said."""
+    if phase is None or length is None:
+        return None
+    if phase.decode_path == "eager":
+        return "on the eager path"
+    if phase.cache_positions is not None:
+        timed = static_cache_length(phase.cache_positions)
+        return None if timed == length else f"on static caches of {timed} positions"
+    need = static_cache_length(max(phase.contexts) + max(phase.tokens))
+    return f"on static caches grown as each cell needed (up to {need} positions)"
 
 
 def _check_method(speculation: TokenSpeculation | None) -> None:

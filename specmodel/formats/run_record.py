@@ -236,6 +236,11 @@ class RunSettings(_Record):
     """How the target engine's forwards ran, in words (transformers' eager generate,
     vLLM's CUDA graphs, the synthetic engine's reference decoder as CUDA graphs): what
     produced every time in the record (None in records from before it was recorded)."""
+    static_cache: int | None = Field(None, ge=1)
+    """On the transformers engine's static or compiled path, the length (positions) of
+    the static caches its calls ran on, prepared for the run's longest call (every
+    forward attends over the whole cache, so it prices them); None on the eager path,
+    other engines, and records from before 2026-11-28 evening."""
     prompt_tokens: float | None = Field(None, gt=0)
     """Mean prompt length of the run's problems in the target's tokens (the first
     prefill and the starting context of every call; None in records from before it was

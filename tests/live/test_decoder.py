@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gc
 import json
+from pathlib import Path
 
 import pytest
 
@@ -176,6 +177,44 @@ def test_decode_and_validate_commands(smollm_path, qwen05_path, tmp_path, capsys
     before = out.read_text()
     assert main([*args[:-1], "--resume"]) == 0
     assert json.loads(out.read_text())["configs"] == json.loads(before)["configs"]
+
+
+def test_a_static_run_records_its_cache_and_validate_holds_it_against_the_costs(
+        smollm_path, tmp_path, capsys) -> None:
+    """``decode --decode-path static`` records the length of the static caches its calls
+    ran on (prepared for its longest call); ``validate`` notes a calibration whose engine
+    costs were timed on other caches (grown cell by cell, or another length) and says
+    nothing of one timed on the run's."""
+    from cli.main import main
+    from specmodel.formats.run_record import load_run_record
+
+    results = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
+    out = tmp_path / "static.json"
+    assert main(["decode", "--target", str(smollm_path), "--k1", "1", "--k2", "2",
+                 "--problems", "1", "--max-steps", "2", "--max-step-tokens", "8",
+                 "--delimiter", "\\n", "--decode-path", "static", "-o", str(out)]) == 0
+    prepared = " ".join(capsys.readouterr().err.split())
+    record = load_run_record(out)
+    assert record.settings.static_cache == 256  # a ~90-token prompt and 3 x 8 + 64 more
+    assert "(static caches of 256)" in prepared
+
+    def note(calibration: str) -> str:
+        assert main(["validate", str(out), "--calibration", str(results / calibration)]) == 0
+        said = " ".join(capsys.readouterr().out.split())
+        return said[said.find("note: engine costs: the calibration timed its calls"):]
+
+    assert note("heldout_05b_calibration_static.json").startswith(
+        "note: engine costs: the calibration timed its calls on static caches grown as "
+        "each cell needed (up to 512 positions), the run's static caches had 256")
+    assert note("heldout_05b_calibration_static1024.json").startswith(
+        "note: engine costs: the calibration timed its calls on static caches of 1024 "
+        "positions, the run's static caches had 256")
+    eager = tmp_path / "eager.json"
+    assert main(["decode", "--target", str(smollm_path), "--k1", "1", "--k2", "2",
+                 "--problems", "1", "--max-steps", "2", "--max-step-tokens", "8",
+                 "--delimiter", "\\n", "-o", str(eager)]) == 0
+    capsys.readouterr()
+    assert load_run_record(eager).settings.static_cache is None  # the eager path
 
 
 def test_a_model_that_will_not_load_is_one_line_and_exit_2(tmp_path, capsys) -> None:
