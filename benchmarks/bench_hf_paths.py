@@ -182,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="JSON to write (default results/hf_paths_<device>.json)")
     args = ap.parse_args(argv)
     from profiler.engines import HFEngine
-    from profiler.engines.hf import DECODE_PATHS
+    from profiler.engines.hf import DECODE_PATHS, static_cache_length
     from profiler.environment import package_versions
 
     paths = [p for p in args.paths.split(",") if p]
@@ -213,9 +213,9 @@ def main(argv: list[str] | None = None) -> int:
             source = args.model or "smollm2-135m"
             folder = resolve_model(source, option="--model")
         engine = HFEngine(folder, threads=args.threads, device=args.device, dtype=args.dtype,
-                          # twice each cache size: room for the engine's rounding up
+                          # room for each cache as the engine rounds it up
                           max_context=max(256, args.prompt_tokens + args.tokens + 64,
-                                          *(2 * n for n in cache)),
+                                          *(static_cache_length(n) for n in cache if n)),
                           tokenizer=tokenizer)
         built = time.perf_counter() - t0
         rows = measure(engine, paths=paths, batches=batches, tokens=args.tokens,
