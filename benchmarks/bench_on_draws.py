@@ -73,6 +73,7 @@ def on_draws(path: Path) -> dict[str, Any] | None:
         busy_over_price,
         decoder_prediction,
         decoder_time_split,
+        draws_predictions,
         reproduces_on_draws,
         split_of,
     )
@@ -99,13 +100,15 @@ def on_draws(path: Path) -> dict[str, Any] | None:
     if slowdown is not None:
         run["draws_in_run"] = {}
         pricings.append(("draws_in_run", with_draft_slowdown(rec, slowdown), sample))
+    drawn = draws_predictions(rec, sample)  # one branch per position, priced once
     for label in measured:
         for key, r, s in pricings:
             if key == "draws_in_run" and by_label[label].mode != "async":
                 run[key][label] = run["draws"][label]  # no draft beside the target
                 continue
-            got = decoder_prediction(r.calibration, by_label[label], record=r, sample=s,
-                                     draws=1)
+            got = (drawn[label] if key == "draws" and label in drawn else
+                   decoder_prediction(r.calibration, by_label[label], record=r, sample=s,
+                                      draws=1))
             run[key][label] = None if got is None else got.speedup
             if key == "draws" and got is not None:
                 busy[label] = busy_over_price(split_of(rounds[label].problems),
@@ -117,7 +120,7 @@ def on_draws(path: Path) -> dict[str, Any] | None:
         "machine": (summary.get("machine") or {}).get("cpu"),
         "problems": summary["problems"], "seed": rec.settings.synthetic.seed,
         "rounds": summary.get("rounds"), "measured": measured,
-        "reproduces": reproduces_on_draws(rec, sample),
+        "reproduces": reproduces_on_draws(rec, drawn),
         "run": {k: held_against(v, measured) for k, v in run.items()},
         "draft_slowdown": {"profiles": _draft_contention(rec), "in_run": slowdown},
         "busy_over_price": busy,

@@ -1269,7 +1269,7 @@ def registration_passes(reg_path: Path, run_path: Path) -> dict[str, Any]:
     decoder model on them decodes the run's first round as it recorded (the check that
     the engines drew as :func:`sweep_draws` draws now)."""
     from specmodel.formats.run_record import RunRecord
-    from specmodel.prediction import reproduces_on_draws
+    from specmodel.prediction import draws_predictions, reproduces_on_draws
 
     reg, run = held_registration(reg_path, run_path)
     first = Path(run["records"][0])
@@ -1283,7 +1283,8 @@ def registration_passes(reg_path: Path, run_path: Path) -> dict[str, Any]:
         return priced_by_profiles(rec, hardware, measured, sample)
 
     sample = recorded_draws(rec, run, prompt_words=reg.get("prompt_words", 0))
-    reproduces = None if sample is None else reproduces_on_draws(rec, sample)
+    reproduces = (None if sample is None else
+                  reproduces_on_draws(rec, draws_predictions(rec, sample)))
     if sample is None and reg.get("drawn"):
         raise ValueError(f"--passes-of {reg_path}: registered on the sweep's draws, but "
                          f"{run_path} did not draw by position")

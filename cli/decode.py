@@ -455,14 +455,9 @@ def validate(
                 "has no engine_costs section to rescale")
         cal, drift = calibration_at_run_time(cal or record.calibration,  # type: ignore[arg-type]
                                              record.cost_probes)
-    sample, reproduces = _run_draws(record) if on_draws else (None, None)
-    try:
-        rows = compare(record, cal, prompt_tokens=prompt_tokens,
-                       acceptance_as_run=acceptance_as_run, sample=sample)
-    except ValueError as e:
-        if sample is None:
-            raise
-        raise SpecmodelError(f"--on-draws: {e}") from e
+    drawn, reproduces = _run_draws(record) if on_draws else (None, None)
+    rows = compare(record, cal, prompt_tokens=prompt_tokens,
+                   acceptance_as_run=acceptance_as_run, on_draws=drawn)
     # Absolute times: a request's ms per generated token, measured (seconds / tokens of
     # each configuration's run) and predicted (the baseline's measured ms/token ÷ the
     # predicted speedup).
@@ -624,12 +619,13 @@ def validate(
                     "for another length (profile engine-costs --cache-positions).[/yellow]")
 
 
-def _run_draws(record: Any) -> tuple[Any, bool]:
-    """``validate --on-draws``: the run's own draws and whether they reproduce its
-    timing-free rows; one-line errors naming the option."""
+def _run_draws(record: Any) -> tuple[dict[str, Any], bool]:
+    """``validate --on-draws``: the decoder model on the run's own draws
+    (:func:`specmodel.prediction.draws_predictions`, each configuration priced once) and
+    whether they reproduce its timing-free rows; one-line errors naming the option."""
     from profiler.engines.synthetic import record_draws
     from specmodel.errors import SpecmodelError
-    from specmodel.prediction import reproduces_on_draws
+    from specmodel.prediction import draws_predictions, reproduces_on_draws
 
     try:
         sample = record_draws(record)
@@ -640,9 +636,10 @@ def _run_draws(record: Any) -> tuple[Any, bool]:
                              "(settings.synthetic.draws), so its draws depend on what it "
                              "decoded and cannot be rebuilt; runs drawn by position can")
     try:
-        return sample, reproduces_on_draws(record, sample)
+        drawn = draws_predictions(record, sample)
     except ValueError as e:
         raise SpecmodelError(f"--on-draws: {e}") from e
+    return drawn, reproduces_on_draws(record, drawn)
 
 
 def register(app: typer.Typer) -> None:

@@ -34,7 +34,8 @@ from specmodel.formats.run_record import CostProbe, RunRecord, SyntheticAcceptan
 
 __all__ = ["MODELS", "ConfigComparison", "CostDrift", "RoundsRow", "RoundsSummary",
            "ValidationRow", "at_run_acceptance", "baseline_speed", "calibration_at_run_time",
-           "calibration_mismatches", "cost_drift", "compare", "compare_rounds", "predict"]
+           "calibration_mismatches", "cost_drift", "compare", "compare_rounds",
+           "draws_predictions", "predict", "reproduces_on_draws"]
 
 MODELS = {
     "predicted_speedup": "papers' f(k1)·g(k2) (flat batch cost, free verifier, i.i.d.)",
@@ -208,7 +209,8 @@ def calibration_mismatches(record: RunRecord, calibration: Calibration | None = 
 def compare(record: RunRecord, calibration: Calibration | None = None, *,
             decoder: bool = True, seed: int = 0,
             prompt_tokens: float | None = None,
-            acceptance_as_run: bool = False, sample: Any = None) -> list[ValidationRow]:
+            acceptance_as_run: bool = False,
+            on_draws: Mapping[str, Any] | None = None) -> list[ValidationRow]:
     """Predicted against measured speedup for every configuration of ``record``.
 
     ``calibration`` replaces the record's own (to predict the same run from
@@ -216,10 +218,8 @@ def compare(record: RunRecord, calibration: Calibration | None = None, *,
     (:func:`decoder_prediction`), with the run's mean prompt length
     (``prompt_tokens``, else the record's ``settings.prompt_tokens``, else assumed);
     ``acceptance_as_run`` also the decoder model at each configuration's measured step
-    acceptance (:func:`at_run_acceptance`, a diagnosis); ``sample`` (the run's own draws,
-    :func:`profiler.engines.synthetic.record_draws`) also the decoder model on them
-    (``decoder_on_draws``; a ValueError where the calibration cannot price a synthetic
-    run's draws).
+    acceptance (:func:`at_run_acceptance`, a diagnosis); ``on_draws`` (the decoder model
+    on the run's own draws, :func:`draws_predictions`) fills ``decoder_on_draws``.
     """
     cal = calibration or record.calibration
     if cal is None:
@@ -249,8 +249,7 @@ def compare(record: RunRecord, calibration: Calibration | None = None, *,
                                      c.totals.drafted_steps, seed=seed, record=record,
                                      prompt_tokens=prompt_tokens)
                    if acceptance_as_run and dec is not None else None)
-        drawn = (None if sample is None or s.width > 1 else  # one branch per position
-                 decoder_prediction(cal, s, record=record, sample=sample, draws=1))
+        drawn = None if on_draws is None else on_draws.get(c.label)
         rows.append(
             ValidationRow(
                 config=c.label,
@@ -286,20 +285,31 @@ def compare(record: RunRecord, calibration: Calibration | None = None, *,
     return rows
 
 
-def reproduces_on_draws(record: RunRecord, sample: Any) -> bool:
-    """Whether the decoder model on a synthetic run's own draws ``sample``
-    (:class:`~specmodel.decodermodel.DrawnSample`) decodes every configuration of
-    ``record`` whose schedule does not depend on timing (the target alone, sync with one
-    branch: the sample holds one draft per position) exactly as the run did: its output
-    tokens, judged and accepted draft steps.  The check that the draws rebuilt after the
-    run are the ones its engines drew."""
+def draws_predictions(record: RunRecord, sample: Any) -> dict[str, Any]:
+    """The decoder model on a synthetic run's own draws ``sample``
+    (:class:`~specmodel.decodermodel.DrawnSample`,
+    :func:`profiler.engines.synthetic.record_draws`), priced with the record's
+    calibration: configuration label → its prediction, for every configuration with one
+    branch per position (the sample holds one draft per position).  Each is priced once,
+    for :func:`compare` (``on_draws``) and :func:`reproduces_on_draws` alike; a
+    ValueError where the calibration cannot price the draws."""
     if record.calibration is None:
         raise ValueError("the run record carries no calibration to decode its draws with")
+    return {x.label: decoder_prediction(record.calibration, x.config, record=record,
+                                        sample=sample, draws=1)
+            for x in record.configs if x.config.width == 1}
+
+
+def reproduces_on_draws(record: RunRecord, on_draws: Mapping[str, Any]) -> bool:
+    """Whether the decoder model on a synthetic run's own draws (``on_draws``, from
+    :func:`draws_predictions`) decodes every configuration of ``record`` whose schedule
+    does not depend on timing (the target alone, sync with one branch) exactly as the
+    run did: its output tokens, judged and accepted draft steps.  The check that the
+    draws rebuilt after the run are the ones its engines drew."""
     for x in record.configs:
         if (x.config.k1 > 1 and x.config.mode != "sync") or x.config.width > 1:
             continue
-        got = decoder_prediction(record.calibration, x.config, record=record,
-                                 sample=sample, draws=1)
+        got = on_draws.get(x.label)
         if got is None:
             return False
         n = len(x.problems)
