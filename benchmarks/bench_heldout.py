@@ -214,6 +214,7 @@ def decode_rounds(a: argparse.Namespace, cal: Any, configs: list[Any],
         mean_prompt_tokens,
         prepare_engines,
         prepared_message,
+        prompt_lengths,
         run_configurations,
     )
     from profiler.verifiers import make_verifier
@@ -224,14 +225,15 @@ def decode_rounds(a: argparse.Namespace, cal: Any, configs: list[Any],
                               decode_path=a.decode_path) for role in ("target", "draft"))
     verifier = make_verifier(configs[0].verifier, threads=a.threads)
     models = {"target": trio["target"], "draft": trio["draft"], "verifier": verifier.name}
-    tokens = mean_prompt_tokens(target, problems)  # validate reads it from the records
+    lengths = prompt_lengths(target, problems)
+    tokens = mean_prompt_tokens(lengths)  # validate reads it from the records
     settings = {"dataset": "gsm_symbolic", "problems": a.problems, "seed": a.seed,
                 "threads": a.threads, "engine": "transformers", "max_steps": a.max_steps,
                 "max_step_tokens": a.max_step_tokens, "delimiter": "\n",
                 "prompt_tokens": tokens, "execution": target.execution}
     base = baseline_like(configs[0])  # the sweep's step caps and delimiter
     everything = [base, *configs]
-    positions, seconds = prepare_engines(target, draft, everything, problems)
+    positions, seconds = prepare_engines(target, draft, everything, lengths)
     settings["static_cache"] = target.cache_length(1)
     if a.decode_path != "eager":
         print(prepared_message(target, positions, seconds, cal), flush=True)
@@ -320,12 +322,12 @@ def prompt_tokens(a: argparse.Namespace) -> float:
     from types import SimpleNamespace
 
     from profiler.problems import load_problems
-    from profiler.runs import mean_prompt_tokens
+    from profiler.runs import mean_prompt_tokens, prompt_lengths
 
     tok = target_tokenizer(a.trio)
     counter = SimpleNamespace(  # the tokenizer alone, counted as HFEngine.count_tokens does
         count_tokens=lambda text: len(tok(text, add_special_tokens=False).input_ids))
-    return mean_prompt_tokens(counter, load_problems(a.problems, a.seed))
+    return mean_prompt_tokens(prompt_lengths(counter, load_problems(a.problems, a.seed)))
 
 
 def registration_name(name: str, tag: str | None) -> str:

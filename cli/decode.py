@@ -103,7 +103,7 @@ def decode(
     from profiler.engines import make_engine
     from profiler.packs import resolve_model
     from profiler.problems import load_problems
-    from profiler.runs import mean_prompt_tokens, run_configurations
+    from profiler.runs import mean_prompt_tokens, prompt_lengths, run_configurations
     from profiler.verifiers import make_verifier
     from specmodel.config import SpecConfig
     from specmodel.formats.calibration import resolve_calibration
@@ -205,11 +205,12 @@ def decode(
                                         cost=verifier_cost or "auto")
             else:
                 ver = make_verifier(cfg.verifier, threads=threads)
+        lengths = prompt_lengths(tgt, probs)
         if decode_path in ("static", "compiled"):
-            _prepare_paths(tgt, drf, cfg, probs, cal)
+            _prepare_paths(tgt, drf, cfg, lengths, cal)
         syn = None
         if synthetic:
-            syn, cal = _prepare_synthetic(tgt, drf, ver, cfg, probs, acc_cal, cal,
+            syn, cal = _prepare_synthetic(tgt, drf, ver, cfg, lengths, acc_cal, cal,
                                           str(acceptance), seed, device, dtype)
         with _LazyBar() as bar:
             record = run_configurations(
@@ -225,7 +226,7 @@ def decode(
                                      execution=getattr(tgt, "execution", None),
                                      static_cache=(tgt.cache_length(1)
                                                    if hasattr(tgt, "cache_length") else None),
-                                     prompt_tokens=mean_prompt_tokens(tgt, probs)),
+                                     prompt_tokens=mean_prompt_tokens(lengths)),
                 calibration=cal, include_baseline=baseline, resume=resume, progress=bar,
                 interleave=interleave,
             )
@@ -253,13 +254,13 @@ def decode(
     con.print(f"wrote {output}")
 
 
-def _prepare_paths(tgt: Any, drf: Any, cfg: Any, probs: Any, cal: Any) -> None:
+def _prepare_paths(tgt: Any, drf: Any, cfg: Any, lengths: list[int], cal: Any) -> None:
     """``--decode-path static|compiled``: both engines prepared before anything is timed
     (:func:`profiler.runs.prepare_engines`), what was prepared printed
     (:func:`profiler.runs.prepared_message`)."""
     from profiler.runs import prepare_engines, prepared_message
 
-    positions, seconds = prepare_engines(tgt, drf, [cfg], probs)
+    positions, seconds = prepare_engines(tgt, drf, [cfg], lengths)
     console(stderr=True).print(prepared_message(tgt, positions, seconds, cal),
                                soft_wrap=True)
 
@@ -317,17 +318,17 @@ def _architecture(name: str, option: str) -> None:
         raise ValueError(f"{option}: {e}") from e
 
 
-def _prepare_synthetic(tgt: Any, drf: Any, ver: Any, cfg: Any, probs: Any, acc_cal: Any,
-                       cal: Any, acceptance: str, seed: int, device: str, dtype: str
-                       ) -> tuple[Any, Any]:
+def _prepare_synthetic(tgt: Any, drf: Any, ver: Any, cfg: Any, lengths: list[int],
+                       acc_cal: Any, cal: Any, acceptance: str, seed: int, device: str,
+                       dtype: str) -> tuple[Any, Any]:
     """Bind (capture) the forwards the run will use, time the engines, price the
     verifier; the run record's synthetic settings and its calibration (the one given,
-    else the acceptance calibration with the costs measured here)."""
+    else the acceptance calibration with the costs measured here).  ``lengths``: the
+    problems' prompt lengths (:func:`profiler.runs.prompt_lengths`)."""
     from profiler.engines.synthetic import architectures, prepare_run, profile_costs, with_costs
-    from profiler.problems import format_prompt
+    from profiler.runs import mean_prompt_tokens
     from specmodel.formats.run_record import SyntheticAcceptance
 
-    lengths = [tgt.count_tokens(format_prompt(p)) for p in probs]
     prompt = max(lengths)
     costs = prepare_run(tgt, drf, [cfg], prompt)
     step_seconds = tgt.lengths.mean * costs["T"][1]
@@ -345,7 +346,7 @@ def _prepare_synthetic(tgt: Any, drf: Any, ver: Any, cfg: Any, probs: Any, acc_c
         step_acceptance=ver.acceptance.source if ver is not None else "-",
         verifier_cost=ver.cost if ver is not None else "free",
         verifier_pair_seconds=ver.pair_seconds if ver is not None else 0.0,
-        seed=seed, prompt_tokens=round(sum(lengths) / len(lengths)),
+        seed=seed, prompt_tokens=round(mean_prompt_tokens(lengths)),
         architectures=architectures(tgt, drf if cfg.k1 > 1 else None, [cfg]),
         **{k: v for k, v in tgt.describe().items()})
     return syn, cal

@@ -40,8 +40,8 @@ from specmodel.formats.run_record import (
     load_run_record,
 )
 
-__all__ = ["BASELINE", "RESUME_SETTINGS", "check_resume", "prepare_engines",
-           "prepared_message", "run_configurations"]
+__all__ = ["BASELINE", "RESUME_SETTINGS", "check_resume", "mean_prompt_tokens",
+           "prepare_engines", "prepared_message", "prompt_lengths", "run_configurations"]
 
 RESUME_SETTINGS = ("dataset", "problems", "seed", "threads", "max_steps", "max_step_tokens",
                    "delimiter", "device", "dtype", "synthetic", "execution")
@@ -51,18 +51,27 @@ BASELINE = SpecConfig(k1=1, k2=1)
 """Target-only step-by-step greedy decoding: speedup 1 by definition."""
 
 
-def mean_prompt_tokens(engine: Any, problems: Sequence[Problem]) -> float:
-    """The mean prompt length of ``problems`` in ``engine``'s tokens (the run record's
-    ``settings.prompt_tokens``)."""
+def prompt_lengths(engine: Any, problems: Sequence[Problem]) -> list[int]:
+    """Each problem's prompt length in ``engine``'s tokens: what a run tokenizes once,
+    for its record's mean (:func:`mean_prompt_tokens`) and its prepared caches
+    (:func:`prepare_engines`)."""
     if not problems:
         raise ValueError("problems must not be empty")
-    return sum(engine.count_tokens(format_prompt(p)) for p in problems) / len(problems)
+    return [engine.count_tokens(format_prompt(p)) for p in problems]
+
+
+def mean_prompt_tokens(lengths: Sequence[int]) -> float:
+    """The mean of :func:`prompt_lengths` (the run record's ``settings.prompt_tokens``)."""
+    if not lengths:
+        raise ValueError("lengths must not be empty")
+    return sum(lengths) / len(lengths)
 
 
 def prepare_engines(target: Any, draft: Any | None, configs: Sequence[SpecConfig],
-                    problems: Sequence[Problem]) -> tuple[int, float]:
+                    lengths: Sequence[int]) -> tuple[int, float]:
     """Ready engines with a static or compiled decode path (``HFEngine.prepare``) for
-    every call that ``configs`` make on ``problems``, before any clock starts: their
+    every call that ``configs`` make on problems of prompt ``lengths``
+    (:func:`prompt_lengths`, the target's tokens), before any clock starts: their
     static caches as long as the longest call (the longest prompt, ``max_steps`` + 1
     steps of ``max_step_tokens``, and 64 positions for re-tokenizing) and, on the
     compiled path, each batch size compiled (the target's 1 … k1 × width, the draft's
@@ -70,10 +79,10 @@ def prepare_engines(target: Any, draft: Any | None, configs: Sequence[SpecConfig
     0 seconds for engines on the eager path or without a decode path (vLLM, synthetic)."""
     if not configs:
         raise ValueError("configs must not be empty")
-    if not problems:
-        raise ValueError("problems must not be empty")
-    prompt = max(target.count_tokens(format_prompt(p)) for p in problems)
-    positions = prompt + max((c.max_steps + 1) * c.max_step_tokens for c in configs) + 64
+    if not lengths:
+        raise ValueError("lengths must not be empty")
+    positions = (max(lengths) + max((c.max_steps + 1) * c.max_step_tokens for c in configs)
+                 + 64)
     seconds = 0.0
     for engine, widest in ((target, max(c.k1 * c.width for c in configs)),
                            (draft, max(c.width for c in configs))):

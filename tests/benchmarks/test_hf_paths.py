@@ -87,6 +87,7 @@ def test_decode_prepares_both_engines_for_the_run(tiny_engine, capsys) -> None:
     one prefix, both for the run's longest call, before anything is timed."""
     from cli.decode import _prepare_paths
     from profiler.problems import format_prompt, load_problems
+    from profiler.runs import prompt_lengths
     from specmodel.config import SpecConfig
 
     cfg = SpecConfig(k1=2, max_steps=3, max_step_tokens=8)
@@ -94,7 +95,7 @@ def test_decode_prepares_both_engines_for_the_run(tiny_engine, capsys) -> None:
     target = tiny_engine.with_decode_path("compiled")
     draft = tiny_engine.with_decode_path("static")
     target._static = {}  # copies share their caches; these are two engines' own
-    _prepare_paths(target, draft, cfg, probs, None)
+    _prepare_paths(target, draft, cfg, prompt_lengths(target, probs), None)
     longest = max(tiny_engine.count_tokens(format_prompt(p)) for p in probs) + 4 * 8 + 64
     assert sorted(target._static) == [1, 2] and sorted(draft._static) == [1]
     assert all(h.length >= longest for h in (*target._static.values(), draft._static[1]))
@@ -108,7 +109,7 @@ def test_a_sweep_is_prepared_for_its_widest_and_longest_configuration(tiny_engin
     the longest step caps; engines on the eager path are left alone; an empty sweep or
     problem list is refused."""
     from profiler.problems import format_prompt, load_problems
-    from profiler.runs import prepare_engines
+    from profiler.runs import prepare_engines, prompt_lengths
     from specmodel.config import SpecConfig
 
     sweep = [SpecConfig(k1=1, max_steps=2, max_step_tokens=8),
@@ -118,18 +119,22 @@ def test_a_sweep_is_prepared_for_its_widest_and_longest_configuration(tiny_engin
     target = tiny_engine.with_decode_path("static")
     draft = tiny_engine.with_decode_path("static")
     target._static, draft._static = {}, {}  # copies share their caches: their own here
-    positions, seconds = prepare_engines(target, draft, sweep, probs)
-    prompt = max(tiny_engine.count_tokens(format_prompt(p)) for p in probs)
+    lengths = prompt_lengths(target, probs)
+    assert lengths == [tiny_engine.count_tokens(format_prompt(p)) for p in probs]
+    positions, seconds = prepare_engines(target, draft, sweep, lengths)
+    prompt = max(lengths)
     assert positions == prompt + 3 * 16 + 64 and seconds >= 0
     assert sorted(target._static) == [1, 2, 3, 4] and sorted(draft._static) == [1, 2]
     assert all(h.length >= positions for e in (target, draft) for h in e._static.values())
     eager = tiny_engine.with_decode_path("eager")
-    assert prepare_engines(eager, None, sweep, probs)[1] == 0.0
+    assert prepare_engines(eager, None, sweep, lengths)[1] == 0.0
     assert not getattr(eager, "_static", None)
     with pytest.raises(ValueError, match="configs must not be empty"):
-        prepare_engines(target, draft, [], probs)
-    with pytest.raises(ValueError, match="problems must not be empty"):
+        prepare_engines(target, draft, [], lengths)
+    with pytest.raises(ValueError, match="lengths must not be empty"):
         prepare_engines(target, draft, sweep, [])
+    with pytest.raises(ValueError, match="problems must not be empty"):
+        prompt_lengths(target, [])
 
 
 def test_the_prepared_caches_are_held_against_the_engine_costs(tiny_engine) -> None:
