@@ -1284,7 +1284,8 @@ def registration_passes(reg_path: Path, run_path: Path) -> dict[str, Any]:
 
     sample = recorded_draws(rec, run, prompt_words=reg.get("prompt_words", 0))
     reproduces = (None if sample is None else
-                  reproduces_on_draws(rec, draws_predictions(rec, sample)))
+                  reproduces_on_draws(rec, draws_predictions(rec, sample,
+                                                             timing_free_only=True)))
     if sample is None and reg.get("drawn"):
         raise ValueError(f"--passes-of {reg_path}: registered on the sweep's draws, but "
                          f"{run_path} did not draw by position")

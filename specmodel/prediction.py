@@ -285,19 +285,28 @@ def compare(record: RunRecord, calibration: Calibration | None = None, *,
     return rows
 
 
-def draws_predictions(record: RunRecord, sample: Any) -> dict[str, Any]:
+def _timing_free(config: SpecConfig) -> bool:
+    """A schedule that does not depend on timing: the target alone, or sync with one
+    branch (what :func:`reproduces_on_draws` checks)."""
+    return (config.k1 == 1 or config.mode == "sync") and config.width == 1
+
+
+def draws_predictions(record: RunRecord, sample: Any, *,
+                      timing_free_only: bool = False) -> dict[str, Any]:
     """The decoder model on a synthetic run's own draws ``sample``
     (:class:`~specmodel.decodermodel.DrawnSample`,
     :func:`profiler.engines.synthetic.record_draws`), priced with the record's
     calibration: configuration label → its prediction, for every configuration with one
-    branch per position (the sample holds one draft per position).  Each is priced once,
-    for :func:`compare` (``on_draws``) and :func:`reproduces_on_draws` alike; a
+    branch per position (the sample holds one draft per position), or with
+    ``timing_free_only`` only those :func:`reproduces_on_draws` checks.  Each is priced
+    once, for :func:`compare` (``on_draws``) and :func:`reproduces_on_draws` alike; a
     ValueError where the calibration cannot price the draws."""
     if record.calibration is None:
         raise ValueError("the run record carries no calibration to decode its draws with")
     return {x.label: decoder_prediction(record.calibration, x.config, record=record,
                                         sample=sample, draws=1)
-            for x in record.configs if x.config.width == 1}
+            for x in record.configs
+            if x.config.width == 1 and (_timing_free(x.config) or not timing_free_only)}
 
 
 def reproduces_on_draws(record: RunRecord, on_draws: Mapping[str, Any]) -> bool:
@@ -307,7 +316,7 @@ def reproduces_on_draws(record: RunRecord, on_draws: Mapping[str, Any]) -> bool:
     run did: its output tokens, judged and accepted draft steps.  The check that the
     draws rebuilt after the run are the ones its engines drew."""
     for x in record.configs:
-        if (x.config.k1 > 1 and x.config.mode != "sync") or x.config.width > 1:
+        if not _timing_free(x.config):
             continue
         got = on_draws.get(x.label)
         if got is None:
