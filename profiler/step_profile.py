@@ -431,6 +431,9 @@ class StepSummary:
     length_verdicts: list[tuple[int, int, int, int]] | None = None
     """(target tokens, draft tokens, pairs, accepted) over the pairs (the verdicts by the
     two lengths)."""
+    length_answers: list[list[tuple[int, int]]] | None = None
+    """(target tokens, draft tokens) at each step index of each problem's answer, in
+    problem order (None: built by hand, or a problem's pairs skip an index)."""
     problem_verdicts: list[tuple[int, int]] | None = None
     """(accepted, judged) per problem, in problem order (None: built by hand)."""
     index_verdicts: list[tuple[int, int]] | None = None
@@ -476,6 +479,7 @@ class StepSummary:
             branch_temperature=self.branch_temperature,
             step_length_pairs=self.length_pairs,
             step_length_verdicts=self.length_verdicts,
+            step_length_answers=self.length_answers,
         )
 
 
@@ -600,7 +604,24 @@ def summarize(pairs: Sequence[StepPair], *, delimiter: str | None = None,
         length_pairs=[(t, d, k) for (t, d), k in sorted(
             Counter((p.target_tokens, p.draft_tokens) for p in pairs).items())],
         length_verdicts=length_verdicts(pairs),
+        length_answers=length_answers(pairs),
     )
+
+
+def length_answers(pairs: Sequence[StepPair]) -> list[list[tuple[int, int]]] | None:
+    """(target tokens, draft tokens) at each step index of each problem's answer, in
+    problem order (None when a problem's pairs do not run 0, 1, … without a gap: they
+    are not consecutive steps of one answer).  A pair recorded twice for one (problem,
+    step) counts once (the last), as :func:`verdict_correlation` counts it."""
+    by_problem: dict[int, dict[int, tuple[int, int]]] = {}
+    for p in pairs:
+        by_problem.setdefault(p.problem, {})[p.step] = (p.target_tokens, p.draft_tokens)
+    out = []
+    for _, steps in sorted(by_problem.items()):
+        if sorted(steps) != list(range(len(steps))):
+            return None
+        out.append([steps[i] for i in range(len(steps))])
+    return out or None
 
 
 def length_verdicts(pairs: Sequence[StepPair]) -> list[tuple[int, int, int, int]]:

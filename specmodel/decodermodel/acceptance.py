@@ -303,6 +303,15 @@ class AcceptanceModel:
     """How a draft step's acceptance goes with its length and the target's from the same
     prefix (:func:`fit_length_effect`; applied to positions drafted with one branch;
     None: the verdict independent of the lengths)."""
+    step_length_answers: tuple[tuple[tuple[int, int], ...], ...] | None = None
+    """(target tokens, draft tokens) at each step index of each calibration problem's
+    answer, in the order of :attr:`problem_spread` when that is measured: a simulated
+    problem takes its lengths by step index from the answer of the problem whose
+    acceptance offset it drew (drawn by the answers' lengths when no spread is
+    measured), so consecutive steps keep their measured pattern; past the answer's last
+    step, and for a further call of a role from one prefix, a pair is drawn from
+    :attr:`step_length_pairs`, which it needs (None: every step's pair drawn
+    independently)."""
     index_shift: tuple[tuple[float, float], ...] = ()
     """Per step index 0, 1, … of the answer: (logit offset of step acceptance from the
     pooled rate, its posterior standard deviation) (:func:`index_profile`); the step at
@@ -337,6 +346,20 @@ class AcceptanceModel:
             if not (math.isfinite(shift) and math.isfinite(weight) and weight > 0):
                 raise ValueError(f"token_problem_spread[{i}] must be a finite shift and a "
                                  f"weight > 0, got ({shift}, {weight})")
+        answers = self.step_length_answers
+        if answers is not None:
+            if not self.step_length_pairs:
+                raise ValueError("step_length_answers needs step_length_pairs (the pairs "
+                                 "drawn past an answer's end)")
+            if not answers or any(not a for a in answers):
+                raise ValueError("step_length_answers must hold at least one answer of at "
+                                 "least one step")
+            if any(t < 0 or d < 0 for a in answers for t, d in a):
+                raise ValueError("step_length_answers needs lengths >= 0")
+            if self.problem_spread and len(self.problem_spread) != len(answers):
+                raise ValueError(f"step_length_answers must hold one answer per problem of "
+                                 f"problem_spread ({len(self.problem_spread)}), got "
+                                 f"{len(answers)}")
         for i, (shift, sd) in enumerate(self.index_shift):
             if not (math.isfinite(shift) and math.isfinite(sd) and sd >= 0):
                 raise ValueError(f"index_shift[{i}] must be a finite shift and a standard "
@@ -417,6 +440,10 @@ class AcceptanceModel:
                            "independent (the interval may be too narrow)")
         else:
             rho = None  # the problems' spread is what the lag-1 correlation measured
+        answers = getattr(step, "step_length_answers", None) if joint else None
+        if joint and not answers:
+            missing.append("lengths of an answer's consecutive steps: not recorded; each "
+                           "step's pair of lengths drawn independently")
         cells = getattr(step, "step_length_verdicts", None)
         length_effect = (fit_length_effect(cells, step.alpha1) if cells else None)
         if length_effect is None:
@@ -451,6 +478,8 @@ class AcceptanceModel:
             duplicate_branch_rate=float(dup or 0.0),
             step_length_pairs=(tuple((int(t), int(d), float(n)) for t, d, n in joint)
                                if joint else None),
+            step_length_answers=(tuple(tuple((int(t), int(d)) for t, d in a)
+                                       for a in answers) if answers else None),
             missing=tuple(missing),
         )
 
@@ -608,6 +637,8 @@ class AcceptanceModel:
                 "step_samples": self.step_samples, "token_samples": self.token_samples,
                 "token_draft_rate": self.token_draft_rate, "token_passes": self.token_passes,
                 "index_shift": [list(x) for x in self.index_shift],
+                "step_length_answers": (None if self.step_length_answers is None
+                                        else len(self.step_length_answers)),
                 "token_problem_spread": [list(x) for x in self.token_problem_spread],
                 "length_effect": (None if self.length_effect is None else
                                   {"coef": list(self.length_effect.coef),

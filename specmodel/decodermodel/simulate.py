@@ -70,7 +70,11 @@ without it); easy and hard problems, and easy and hard stretches of an answer (e
 judged step's rate moved by its problem's and its step index's logit offsets, where
 measured), and a verdict that goes with the two steps' lengths (where measured, a
 draft step far longer or shorter than the target's is rejected more often, so an
-accepted one commits about the target's length).
+accepted one commits about the target's length); and the pattern of an answer's
+consecutive step lengths (where recorded, a simulated problem takes its pairs of
+lengths by step index from the measured answer of the problem whose acceptance offset
+it drew: answers that alternate long lines with short ones batch and overlap
+differently from steps drawn one by one).
 
 **A sweep's own draws** (:attr:`Workload.sample`, :mod:`specmodel.decodermodel.draws`):
 instead of drawing from the laws, every step length, token-speculation pass list and
@@ -180,7 +184,9 @@ class _PairedLengths:
     """Target and draft step lengths drawn together per prefix, from the measured joint
     distribution: the first target call and the first draft call on one prefix get the
     two lengths of one measured pair (a long target step goes with a long draft step);
-    any further call of a role on that prefix (a sampled sibling) draws a fresh pair's."""
+    any further call of a role on that prefix (a sampled sibling) draws a fresh pair's.
+    With the problem's measured ``answer`` (:attr:`AcceptanceModel.step_length_answers`)
+    the pair of a prefix at step index i is the answer's i-th, while it has one."""
 
     def __init__(self, pairs: Sequence[tuple[int, int, float]], rng: np.random.Generator,
                  cap: int) -> None:
@@ -191,6 +197,9 @@ class _PairedLengths:
         self.rng = rng
         self.memo: dict[tuple[int, ...], list[int | None]] = {}
         self._idx: list[int] = []
+        self.cap = cap
+        self.answer: tuple[tuple[int, int], ...] | None = None
+        """The problem's measured answer, by step index (None: every pair drawn)."""
 
     def _draw(self) -> int:
         if not self._idx:
@@ -201,8 +210,13 @@ class _PairedLengths:
         """The step length of ``role`` (0: target, 1: draft) from ``prefix``."""
         slot = self.memo.get(prefix)
         if slot is None:
-            i = self._draw()
-            slot = self.memo[prefix] = [int(self.t[i]), int(self.d[i])]
+            pos = len(prefix) - 1
+            if self.answer is not None and pos < len(self.answer):
+                slot = [min(max(n, 1), self.cap) for n in self.answer[pos]]
+            else:
+                i = self._draw()
+                slot = [int(self.t[i]), int(self.d[i])]
+            self.memo[prefix] = slot
         n = slot[role]
         if n is None:
             i = self._draw()
@@ -791,9 +805,14 @@ class _Run:
         self.draft.known.clear()
         self.last_verdict = None  # verdicts are correlated within a problem only
         spread = self.acc.problem_spread
+        answers = self.acc.step_length_answers if self.paired is not None else None
+        which = None  # the calibration problem this one is drawn as
         if spread:  # one draw per problem, only when the spread is measured
             cum = np.cumsum([w for _, w in spread])
-            self.shift = spread[int(draw_indices(self.rng, cum, 1)[0])][0]
+            which = int(draw_indices(self.rng, cum, 1)[0])
+            self.shift = spread[which][0]
+        elif answers:
+            which = int(draw_indices(self.rng, np.cumsum([len(a) for a in answers]), 1)[0])
         tspread = self.acc.token_problem_spread
         if tspread:  # this problem's token acceptance: its own profile, fresh draws
             cum = np.cumsum([w for _, w in tspread])
@@ -803,6 +822,7 @@ class _Run:
                 eng._emitted.clear()
         if self.paired is not None:
             self.paired.memo.clear()
+            self.paired.answer = None if answers is None or which is None else answers[which]
         if self.cfg.k1 == 1:
             return self.plain()
         if self.cfg.mode == "sync":

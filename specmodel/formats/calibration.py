@@ -198,6 +198,14 @@ class StepLevel(_Strict):
     longer than the target's is seldom judged equivalent; short steps are accepted more
     often), which decides how many tokens an accepted draft step commits (None: not
     measured; the verdict is independent of the lengths)."""
+    step_length_answers: list[list[tuple[int, int]]] | None = None
+    """(target tokens, draft tokens) at each step index 0, 1, … of each problem's
+    answer, in problem order (the order of ``problem_verdicts``): the lengths of an
+    answer's consecutive steps, which the pooled pairs lose (answers that alternate
+    long lines with short ones, or write lines of one length).  The decoder model draws
+    each simulated problem's lengths by step index from one of these answers, the one
+    whose acceptance offset it drew (None: not recorded, or the pairs skip an index;
+    each step's pair drawn independently)."""
 
     _rates = field_validator("acceptance_by_position")(_open_unit_interval)
 
@@ -212,6 +220,27 @@ class StepLevel(_Strict):
                 raise ValueError(f"step_length_pairs needs lengths >= 0 and counts >= 1, "
                                  f"got ({t}, {d}, {n})")
         return v
+
+    @field_validator("step_length_answers")
+    @classmethod
+    def _length_answers(cls, v: list[list[tuple[int, int]]] | None
+                        ) -> list[list[tuple[int, int]]] | None:
+        for i, answer in enumerate(v or ()):
+            if not answer:
+                raise ValueError(f"step_length_answers[{i}] must hold at least one step")
+            for t, d in answer:
+                if t < 0 or d < 0:
+                    raise ValueError(f"step_length_answers[{i}] needs lengths >= 0, "
+                                     f"got ({t}, {d})")
+        return v
+
+    @model_validator(mode="after")
+    def _answers_match_problems(self) -> StepLevel:
+        answers, verdicts = self.step_length_answers, self.problem_verdicts
+        if answers is not None and verdicts is not None and len(answers) != len(verdicts):
+            raise ValueError(f"step_length_answers must hold one answer per problem of "
+                             f"problem_verdicts ({len(verdicts)}), got {len(answers)}")
+        return self
 
     @field_validator("step_length_verdicts")
     @classmethod

@@ -279,3 +279,26 @@ def test_branch_settings_are_validated_and_keyed_only_when_used() -> None:
                        ({"branches": 2, "branch_temperature": 0.0}, "branch_temperature")):
         with pytest.raises(ValueError, match=named):
             profile_steps(_Target(), _Branching(), None, [], "unused.jsonl", **bad)
+
+
+def test_answers_are_each_problems_lengths_by_step_index() -> None:
+    """The summary keeps each problem's (target, draft) lengths in step order, in
+    problem order, whatever order the pairs came in; a problem whose pairs skip a step
+    gives no answers; the step section validates them against the problems."""
+    from profiler.step_profile import length_answers
+
+    pairs = [_pair(p, s, s % 2 == 0, target_tokens=10 * p + s, draft_tokens=s + 1)
+             for p in (1, 0) for s in (2, 0, 1)]
+    s = summarize(pairs)
+    assert s.length_answers == [[(0, 1), (1, 2), (2, 3)], [(10, 1), (11, 2), (12, 3)]]
+    sec = s.step_section("exact")
+    assert sec.step_length_answers == s.length_answers
+    assert length_answers([_pair(0, 0, True), _pair(0, 2, False)]) is None
+    assert length_answers([]) is None
+    with pytest.raises(ValidationError, match="one answer per problem"):
+        StepLevel.model_validate({**sec.model_dump(), "step_length_answers": [[(1, 1)]]})
+    with pytest.raises(ValidationError, match="at least one step"):
+        StepLevel.model_validate({**sec.model_dump(), "step_length_answers": [[], [(1, 1)]]})
+    with pytest.raises(ValidationError, match="lengths >= 0"):
+        StepLevel.model_validate({**sec.model_dump(),
+                                  "step_length_answers": [[(-1, 1)], [(1, 1)]]})

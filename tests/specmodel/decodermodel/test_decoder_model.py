@@ -685,3 +685,79 @@ def test_token_acceptance_spread_between_problems() -> None:
     assert acc.token_samples is not None and acc.token_samples < 400
     with pytest.raises(ValueError, match="token_problem_spread"):
         dataclasses.replace(base, token_problem_spread=((0.0, 0.0),))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 60), min_size=1, max_size=10), min_size=1,
+                max_size=4),
+       st.integers(4, 48), st.integers(1, 10))
+def test_an_answers_lengths_are_taken_by_step_index(answers: list[list[int]], cap: int,
+                                                    steps: int) -> None:
+    """With recorded answers, a simulated problem takes its target steps' lengths by
+    step index from one answer (capped to [1, cap]): the target alone writes exactly that
+    answer's first ``steps`` lengths, and past the answer's end draws the pairs; every
+    simulated problem is one of the answers, never a mix."""
+    from specmodel.decodermodel.simulate import simulate
+
+    pairs = ((7, 7, 1.0),)  # past an answer's end: always 7
+    lengths = StepLengths.constant(7)
+    acc = AcceptanceModel(0.3, 0.5, target_steps=lengths, draft_steps=lengths,
+                          step_length_pairs=pairs,
+                          step_length_answers=tuple(tuple((t, t) for t in a)
+                                                    for a in answers))
+    plain = SpecConfig(max_steps=steps, max_step_tokens=cap)
+    work = Workload(steps, cap)
+
+    def total(a: list[int]) -> int:
+        return (sum(min(max(t, 1), cap) for t in a[:steps])
+                + min(7, cap) * max(0, steps - len(a)))
+
+    totals = [total(a) for a in answers]
+    possible = [(x + y) / 2 for x in totals for y in totals]  # two problems' mean
+    for seed in range(3):
+        got = simulate(plain, acc, CostModel.flat(0.5), work, problems=2, seed=seed)
+        assert min(abs(got.counters["output_tokens"] - v) for v in possible) < 1e-9
+
+
+def test_answers_keep_each_problem_with_its_acceptance_and_its_pattern() -> None:
+    """Seeded: a problem is drawn as one measured problem, its acceptance offset and its
+    answer together; answers that alternate a long step with a one-token step leave an
+    async k1 = 3 target fewer chances to batch a drafted step than the same pairs drawn
+    one by one (the step after an accepted short one is long, so its draft is not ready),
+    and the target alone writes as many tokens either way."""
+    from specmodel.decodermodel.simulate import simulate
+
+    alternating = tuple((40, 40) if i % 2 == 0 else (1, 1) for i in range(12))
+    pairs = ((40, 40, 6.0), (1, 1, 6.0))
+    lengths = StepLengths.histogram({40: 1, 1: 1})
+    base = AcceptanceModel(0.5, 0.5, target_steps=lengths, draft_steps=lengths,
+                           step_length_pairs=pairs)
+    answered = dataclasses.replace(base, step_length_answers=(alternating, alternating))
+    cm = CostModel.flat(0.3).replace(engine=EngineBehaviour())
+    cfg = SpecConfig(mode="async", k1=3, max_steps=12, max_step_tokens=48)
+    work = Workload(12, 48)
+    per_call = {}
+    for name, acc in (("drawn", base), ("answers", answered)):
+        c = simulate(cfg, acc, cm, work, problems=400, seed=3).counters
+        per_call[name] = c["target_steps"] / c["target_batches"]
+    assert per_call["answers"] < per_call["drawn"] - 0.02
+    plain = SpecConfig(max_steps=12, max_step_tokens=48)
+    tokens = {name: simulate(plain, acc, cm, work, problems=1000, seed=5).counters[
+        "output_tokens"] for name, acc in (("drawn", base), ("answers", answered))}
+    assert tokens["answers"] == pytest.approx(6 * 41)  # the answer itself, every problem
+    assert tokens["drawn"] == pytest.approx(6 * 41, rel=0.05)
+    with pytest.raises(ValueError, match="needs step_length_pairs"):
+        dataclasses.replace(base, step_length_pairs=None, step_length_answers=(alternating,))
+    with pytest.raises(ValueError, match="one answer per problem of problem_spread"):
+        dataclasses.replace(answered, problem_spread=((0.0, 1.0), (0.5, 1.0), (1.0, 1.0)))
+    # tied: a problem drawn as the easy one (logit +3) writes the easy one's answer, so
+    # when that answer's steps are the long ones speculation saves far more time
+    short, long_ = tuple((2, 2) for _ in range(12)), tuple((30, 30) for _ in range(12))
+    sync = SpecConfig(mode="sync", k1=2, max_steps=12, max_step_tokens=48)
+    rate = {}
+    for name, order in (("easy short", (short, long_)), ("easy long", (long_, short))):
+        acc = dataclasses.replace(base, step_length_pairs=((2, 2, 1.0), (30, 30, 1.0)),
+                                  problem_spread=((3.0, 12.0), (-3.0, 12.0)),
+                                  step_length_answers=order)
+        rate[name] = simulate(sync, acc, cm, work, problems=400, seed=7).rate().mean
+    assert rate["easy long"] > 1.2 * rate["easy short"]
