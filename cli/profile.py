@@ -312,19 +312,27 @@ def token_spread(
              "holds the target's whole answers).")],
     output: Output,
     record: PairsRecord = None,
+    rates_from_answers: Annotated[bool, typer.Option(
+        "--rates-from-answers",
+        help="Also take the acceptance by position, α2 and the draft rate from that "
+             "replay (the decoder's whole answers, step by step) instead of the tokens "
+             "phase's first tokens of fewer answers; c2 is kept.")] = False,
 ) -> None:
     """Add how token acceptance spreads between problems, into a copy.
 
     Replays prompt lookup on the target's whole answers of the steps phase's pairs
-    record, problem by problem; the pooled rates stay the tokens phase's."""
+    record, problem by problem; the pooled rates stay the tokens phase's unless
+    --rates-from-answers."""
     from profiler.calibrate import token_spread as spread
     from specmodel.formats.calibration import load_calibration
 
     cal = load_calibration(calibration_file)
     if record is not None and not record.is_file():
         raise ValueError(f"--record: {record} is not a file")
-    _write_rederived(output, cal, spread(cal, record), "the token section",
-                     "token spread between problems added")
+    _write_rederived(output, cal, spread(cal, record, rates_from_answers=rates_from_answers),
+                     "the token section",
+                     "token rates and spread from the whole answers" if rates_from_answers
+                     else "token spread between problems added")
 
 
 @profile_app.command("contention")

@@ -482,20 +482,27 @@ def rederive_tokens(cal: Calibration, source: Calibration | None = None) -> Phas
     return got
 
 
-def token_spread(cal: Calibration, record: str | Path | None = None) -> PhaseResult:
+def token_spread(cal: Calibration, record: str | Path | None = None, *,
+                 rates_from_answers: bool = False) -> PhaseResult:
     """The ``tokens`` phase of ``cal`` with the spread of token acceptance between
     problems added: prompt lookup replayed, at the token section's γ and longest n-gram,
     on each problem's whole greedy answer by the target — the target's steps of the
-    steps phase's pairs record (``record``, else the path its phase settings name) —
-    into ``token.problem_counters`` (accepted, drafted tokens per problem).  Every
-    other number of the section is kept (the pooled rate stays the tokens phase's);
-    the phase's description says what was added.  Needs the target's tokenizer, no
-    decoding."""
-    from profiler.ngram_replay import replay_steps
+    steps phase's pairs record (``record``, else the path its phase settings name),
+    each step against the prefix before it, as the decoder's step calls see it — into
+    ``token.problem_counters`` (accepted, drafted tokens per problem).  Every other
+    number of the section is kept (the pooled rate stays the tokens phase's), unless
+    ``rates_from_answers``: then the acceptance by position, α2, the draft rate and
+    their sample sizes are the replay's, summed over the answers (the decoder's whole
+    answers, step by step, where the tokens phase measured the first tokens of fewer
+    answers in one call), and c2 stays the tokens phase's.  The phase's description
+    says what was added.  Needs the target's tokenizer, no decoding."""
+    from profiler.ngram_replay import add_counters, replay_steps
     from profiler.packs import resolve_model
     from profiler.problems import format_prompt, load_problems
     from profiler.step_profile import read_record
+    from profiler.token_profile import token_section
     from specmodel import __version__
+    from specmodel.stats import summarize_counters
 
     phase, steps_phase = cal.phase_settings("tokens"), cal.phase_settings("steps")
     if phase is None:
@@ -524,9 +531,11 @@ def token_spread(cal: Calibration, record: str | Path | None = None) -> PhaseRes
     for p in got.pairs:
         answers.setdefault(p.problem, {})[p.step] = p.target_text
     counters = []
+    pooled: dict[str, Any] = {}
     for i, steps in sorted(answers.items()):
         c = replay_steps(tok, format_prompt(problems[i]),
                          [(steps[k], True) for k in sorted(steps)], gamma, lookup)
+        pooled = add_counters(pooled, c)
         if c["num_draft_tokens"]:
             counters.append((int(c["num_accepted_tokens"]), int(c["num_draft_tokens"])))
     if len(counters) < 2:
@@ -537,12 +546,25 @@ def token_spread(cal: Calibration, record: str | Path | None = None) -> PhaseRes
             f"{lookup}, on the target's whole answers to {len(counters)} problems of the "
             f"record {path}; per-problem acceptance {min(rates):.3f}-{max(rates):.3f}.)")
     section = cal.token.model_copy(update={"problem_counters": counters})
+    kept = f"α2 {cal.token.alpha2:.3f} kept"
+    if rates_from_answers:
+        summary = summarize_counters(pooled, gamma)
+        rated = token_section(summary, cal.token.prompt_lookup_min or 1, lookup)
+        section = rated.model_copy(update={"c2": cal.token.c2, "problem_counters": counters})
+        note += (f" (Rates from that replay, replacing the tokens phase's: "
+                 f"{summary.accepted_tokens}/{summary.draft_tokens} draft tokens accepted in "
+                 f"{summary.drafts} drafts, {summary.drafts} of {summary.target_passes} "
+                 f"passes drafted ({summary.draft_rate:.3f}); alpha2 = {summary.alpha2:.4f}, "
+                 f"per position {[round(r, 3) for r in summary.conditional_acceptance]}; "
+                 f"c2 = {cal.token.c2:.4f} kept from the tokens phase.)")
+        kept = (f"α2 {summary.alpha2:.3f} and draft rate {summary.draft_rate:.3f} from the "
+                f"answers (tokens phase: {cal.token.alpha2:.3f}, {cal.token.draft_rate})")
     return PhaseResult(
         "tokens", type(cal.token).model_validate(section.model_dump()),
         phase.model_copy(update={"description": phase.description + note}),
         {"token_target": phase.model},
         f"{len(counters)} problems, token acceptance {min(rates):.3f}-{max(rates):.3f} "
-        f"per problem (α2 {cal.token.alpha2:.3f} kept)")
+        f"per problem ({kept})")
 
 
 def engine_costs_phase(

@@ -78,3 +78,34 @@ def test_token_spread_replays_the_calibrations_whole_answers(tmp_path) -> None:
     assert not any("token acceptance by problem" in m for m in acc.missing)
     assert main(["profile", "token-spread", str(src), "-o", str(tmp_path / "x.json"),
                  "--record", str(results / "heldout_15b_calibration.pairs.jsonl")]) == 2
+
+
+def test_token_rates_from_the_whole_answers(tmp_path) -> None:
+    """`profile token-spread --rates-from-answers`: the token section's rates become the
+    replay's summed over the 10 whole answers (the same problem counters as without the
+    option, which add up to its drafted tokens), c2 and the rest of the calibration kept;
+    the decoder model then writes the replay's tokens per pass."""
+    from pathlib import Path
+
+    from cli.main import main
+    from specmodel.decodermodel import AcceptanceModel
+    from specmodel.formats.calibration import load_calibration
+
+    results = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
+    src = results / "heldout_05b_calibration_spread.json"
+    out = tmp_path / "rates.json"
+    assert main(["profile", "token-spread", str(src), "-o", str(out), "--record",
+                 str(results / "heldout_05b_calibration_whole.pairs.jsonl"),
+                 "--rates-from-answers"]) == 0
+    old, new = load_calibration(src), load_calibration(out)
+    t = new.token
+    assert t.problem_counters == old.token.problem_counters
+    assert t.samples == sum(n for _, n in t.problem_counters)
+    assert t.c2 == old.token.c2 and t.num_speculative_tokens == old.token.num_speculative_tokens
+    assert t.draft_rate is not None and t.target_passes is not None
+    assert t.target_passes > old.token.target_passes  # whole answers, not 96 tokens
+    assert t.alpha2 != old.token.alpha2
+    assert new.step == old.step and new.engine_costs == old.engine_costs
+    assert "Rates from that replay" in new.provenance.settings.phases.tokens.description
+    per_pass = AcceptanceModel.from_calibration(new).tokens_per_pass(3)
+    assert per_pass > AcceptanceModel.from_calibration(old).tokens_per_pass(3)
