@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 
 import pytest
 
@@ -346,7 +347,8 @@ def test_rederive_steps_adds_todays_estimators_and_keeps_every_measured_number(
         tmp_path, capsys) -> None:
     """`profile rederive-steps` on a committed calibration: the step section derived
     again from its pairs record equals the measured one but for the verdict counts per
-    problem, per step index and per pair of lengths it gains; the phase keeps its date;
+    problem, per step index and per pair of lengths and the answers' lengths in step
+    order (the same pairs, one answer per problem) it gains; the phase keeps its date;
     a record of other pairs is refused."""
     from pathlib import Path
 
@@ -361,7 +363,12 @@ def test_rederive_steps_adds_todays_estimators_and_keeps_every_measured_number(
     old, new = load_calibration(src), load_calibration(out)
     before, after = old.step.model_dump(), new.step.model_dump()
     assert [k for k in before if before[k] != after[k]] == [
-        "problem_verdicts", "index_verdicts", "step_length_verdicts"]
+        "problem_verdicts", "index_verdicts", "step_length_verdicts", "step_length_answers"]
+    answers = new.step.step_length_answers
+    assert answers is not None and [len(a) for a in answers] == [
+        n for _, n in new.step.problem_verdicts or ()]
+    assert Counter(tuple(p) for a in answers for p in a) == Counter(
+        {(t, d): n for t, d, n in new.step.step_length_pairs or ()})
     cells = new.step.step_length_verdicts
     assert cells is not None and sum(n for _, _, n, _ in cells) == 96
     assert [(t, d, n) for t, d, n, _ in cells] == [tuple(c) for c in new.step.step_length_pairs]
