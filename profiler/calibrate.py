@@ -557,8 +557,10 @@ def token_spread(cal: Calibration, record: str | Path | None = None, *,
                  f"passes drafted ({summary.draft_rate:.3f}); alpha2 = {summary.alpha2:.4f}, "
                  f"per position {[round(r, 3) for r in summary.conditional_acceptance]}; "
                  f"c2 = {cal.token.c2:.4f} kept from the tokens phase.)")
+        before = ("unmeasured" if cal.token.draft_rate is None
+                  else f"{cal.token.draft_rate:.3f}")
         kept = (f"α2 {summary.alpha2:.3f} and draft rate {summary.draft_rate:.3f} from the "
-                f"answers (tokens phase: {cal.token.alpha2:.3f}, {cal.token.draft_rate})")
+                f"answers (tokens phase: {cal.token.alpha2:.3f}, {before})")
     return PhaseResult(
         "tokens", type(cal.token).model_validate(section.model_dump()),
         phase.model_copy(update={"description": phase.description + note}),
