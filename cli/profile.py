@@ -316,7 +316,8 @@ def token_spread(
         "--rates-from-answers",
         help="Also take the acceptance by position, α2 and the draft rate from that "
              "replay (the decoder's whole answers, step by step) instead of the tokens "
-             "phase's first tokens of fewer answers; c2 is kept.")] = False,
+             "phase's first tokens of fewer answers, and replay again at every shorter "
+             "draft for the rates of each k2 itself; c2 is kept.")] = False,
 ) -> None:
     """Add how token acceptance spreads between problems, into a copy.
 

@@ -55,6 +55,7 @@ from specmodel.formats.calibration import (
     StepLevel,
     StepsSettings,
     TokenLevel,
+    TokenPassRates,
     TokensSettings,
     load_calibration,
     save_calibration,
@@ -494,7 +495,9 @@ def token_spread(cal: Calibration, record: str | Path | None = None, *,
     ``rates_from_answers``: then the acceptance by position, α2, the draft rate and
     their sample sizes are the replay's, summed over the answers (the decoder's whole
     answers, step by step, where the tokens phase measured the first tokens of fewer
-    answers in one call), and c2 stays the tokens phase's.  The phase's description
+    answers in one call), and c2 stays the tokens phase's; the answers are replayed
+    again at every shorter draft (k2 = 2 … γ + 1) into ``token.rates_by_k2``, since
+    where a pass starts depends on how far the last one went.  The phase's description
     says what was added.  Needs the target's tokenizer, no decoding."""
     from profiler.ngram_replay import add_counters, replay_steps
     from profiler.packs import resolve_model
@@ -530,14 +533,21 @@ def token_spread(cal: Calibration, record: str | Path | None = None, *,
     answers: dict[int, dict[int, str]] = {}
     for p in got.pairs:
         answers.setdefault(p.problem, {})[p.step] = p.target_text
-    counters = []
-    pooled: dict[str, Any] = {}
-    for i, steps in sorted(answers.items()):
-        c = replay_steps(tok, format_prompt(problems[i]),
-                         [(steps[k], True) for k in sorted(steps)], gamma, lookup)
-        pooled = add_counters(pooled, c)
-        if c["num_draft_tokens"]:
-            counters.append((int(c["num_accepted_tokens"]), int(c["num_draft_tokens"])))
+
+    def replay(g: int) -> tuple[dict[str, Any], list[tuple[int, int]]]:
+        """Every answer replayed at g draft tokens: the pooled counters, and (accepted,
+        drafted) of each answer that drafted anything."""
+        pooled: dict[str, Any] = {}
+        each = []
+        for i, steps in sorted(answers.items()):
+            c = replay_steps(tok, format_prompt(problems[i]),
+                             [(steps[k], True) for k in sorted(steps)], g, lookup)
+            pooled = add_counters(pooled, c)
+            if c["num_draft_tokens"]:
+                each.append((int(c["num_accepted_tokens"]), int(c["num_draft_tokens"])))
+        return pooled, each
+
+    pooled, counters = replay(gamma)
     if len(counters) < 2:
         raise ValueError(f"record {path}: fewer than two answers drafted anything; no spread")
     rates = [k / n for k, n in counters]
@@ -550,13 +560,25 @@ def token_spread(cal: Calibration, record: str | Path | None = None, *,
     if rates_from_answers:
         summary = summarize_counters(pooled, gamma)
         rated = token_section(summary, cal.token.prompt_lookup_min or 1, lookup)
-        section = rated.model_copy(update={"c2": cal.token.c2, "problem_counters": counters})
+        by_k2 = {gamma + 1: summary}
+        for g in range(1, gamma):
+            by_k2[g + 1] = summarize_counters(replay(g)[0], g)
+        section = rated.model_copy(update={
+            "c2": cal.token.c2, "problem_counters": counters,
+            "rates_by_k2": {k2: TokenPassRates(
+                acceptance_by_position=token_section(s, 1, lookup).acceptance_by_position,
+                draft_rate=s.draft_rate, target_passes=s.target_passes,
+                samples=s.draft_tokens) for k2, s in sorted(by_k2.items())}})
         note += (f" (Rates from that replay, replacing the tokens phase's: "
                  f"{summary.accepted_tokens}/{summary.draft_tokens} draft tokens accepted in "
                  f"{summary.drafts} drafts, {summary.drafts} of {summary.target_passes} "
                  f"passes drafted ({summary.draft_rate:.3f}); alpha2 = {summary.alpha2:.4f}, "
                  f"per position {[round(r, 3) for r in summary.conditional_acceptance]}; "
-                 f"c2 = {cal.token.c2:.4f} kept from the tokens phase.)")
+                 f"c2 = {cal.token.c2:.4f} kept from the tokens phase; replayed again at "
+                 f"every shorter draft, rates_by_k2: " + "; ".join(
+                     f"k2 = {k2}: draft rate {s.draft_rate:.3f}, per position "
+                     f"{[round(r, 3) for r in s.conditional_acceptance]}"
+                     for k2, s in sorted(by_k2.items())) + ".)")
         before = ("unmeasured" if cal.token.draft_rate is None
                   else f"{cal.token.draft_rate:.3f}")
         kept = (f"α2 {summary.alpha2:.3f} and draft rate {summary.draft_rate:.3f} from the "

@@ -267,6 +267,12 @@ class AcceptanceModel:
     token_passes: int | None = None
     """Passes behind ``token_draft_rate`` (None: unknown, kept as it is by
     :meth:`resampled`)."""
+    token_by_k2: Mapping[int, tuple[tuple[float, ...], float]] = field(default_factory=dict)
+    """k2 → (acceptance by draft position 0 … k2 − 2, the fraction of passes that draft)
+    measured at that k2 itself (the token section's ``rates_by_k2``): a configuration
+    with that k2 draws its passes from these, any other k2 from
+    :attr:`token_by_position` and :attr:`token_draft_rate` (empty: every k2 from
+    those)."""
     missing: tuple[str, ...] = ()
     """The parts that were not measured and what is used instead."""
     verdict_correlation: float = 0.0
@@ -334,6 +340,14 @@ class AcceptanceModel:
             check_probability(name, getattr(self, name), closed=True)
         if not check_probability("token_draft_rate", self.token_draft_rate, closed=True) > 0:
             raise ValueError(f"token_draft_rate must lie in (0, 1], got {self.token_draft_rate}")
+        for k2, (prof, rate) in self.token_by_k2.items():
+            if not (isinstance(k2, int) and k2 >= 2 and len(prof) == k2 - 1):
+                raise ValueError(f"token_by_k2 needs keys k2 >= 2, each with k2 - 1 rates, "
+                                 f"got k2 = {k2!r} with {len(prof)}")
+            for i, a in enumerate(prof):
+                check_probability(f"token_by_k2[{k2}][{i}]", a, closed=True)
+            if not check_probability(f"token_by_k2[{k2}] draft rate", rate, closed=True) > 0:
+                raise ValueError(f"token_by_k2[{k2}] draft rate must lie in (0, 1], got {rate}")
         rho = self.verdict_correlation
         if not (isinstance(rho, (int, float)) and not isinstance(rho, bool)
                 and -1.0 <= rho <= 1.0):
@@ -466,6 +480,8 @@ class AcceptanceModel:
             token_problem_spread=token_spread,
             token_draft_rate=float(draft_rate) if draft_rate is not None else 1.0,
             token_passes=getattr(tok, "target_passes", None),
+            token_by_k2={int(k2): (tuple(r.acceptance_by_position), float(r.draft_rate))
+                         for k2, r in (getattr(tok, "rates_by_k2", None) or {}).items()},
             problem_spread=spread,
             index_shift=by_index,
             length_effect=length_effect,
@@ -491,7 +507,7 @@ class AcceptanceModel:
         step verdicts, distinct branches, no step that ends the answer and a draft in
         every token-speculation pass."""
         return (self.step_by_depth is None and self.token_by_position is None
-                and self.token_draft_rate == 1
+                and self.token_draft_rate == 1 and not self.token_by_k2
                 and not self.branch_by_width and self.verdict_correlation == 0
                 and not self.problem_spread and not any(m for m, _ in self.index_shift)
                 and self.length_effect is None and not self.token_problem_spread
@@ -537,18 +553,26 @@ class AcceptanceModel:
         p = rate + rho * (1.0 - rate) if previous else rate * (1.0 - rho)
         return min(1.0, max(0.0, p))
 
-    def token_profile(self, shift: float = 0.0) -> np.ndarray:
-        """Per-position token acceptance of a token-speculation pass (one entry when
-        i.i.d.): per draft, each rate moved by ``shift`` on the logit scale (a problem's
-        offset, :attr:`token_problem_spread`), with position 0 scaled by
-        :attr:`token_draft_rate` where some passes carry none (such a pass writes one
-        token, as one whose first draft token is rejected)."""
-        prof = self.token_by_position
-        rates = list(prof if prof is not None else (self.alpha2,))
+    def token_profile(self, shift: float = 0.0, k2: int | None = None) -> np.ndarray:
+        """Per-position token acceptance of a token-speculation pass of ``k2`` − 1 draft
+        tokens (one entry when i.i.d.; its last rate repeats past its end): per draft,
+        each rate moved by ``shift`` on the logit scale (a problem's offset,
+        :attr:`token_problem_spread`), with position 0 scaled by the fraction of passes
+        that draft where some carry none (such a pass writes one token, as one whose
+        first draft token is rejected).  The rates measured at ``k2`` itself
+        (:attr:`token_by_k2`) where there are any, else :attr:`token_by_position` and
+        :attr:`token_draft_rate` (``k2`` None: those)."""
+        own = self.token_by_k2.get(k2) if k2 is not None else None
+        if own is not None:
+            rates, draft_rate = list(own[0]), own[1]
+        else:
+            prof = self.token_by_position
+            rates = list(prof if prof is not None else (self.alpha2,))
+            draft_rate = self.token_draft_rate
         if shift:
             rates = [logit_shifted(r, shift) for r in rates]
-        if self.token_draft_rate < 1:
-            rates = [rates[0] * self.token_draft_rate, *(rates[1:] or rates)]
+        if draft_rate < 1:
+            rates = [rates[0] * draft_rate, *(rates[1:] or rates)]
         return np.asarray(rates, dtype=np.float64)
 
     def tokens_per_pass(self, k2: int) -> float:
@@ -560,7 +584,7 @@ class AcceptanceModel:
         gamma = check_positive_int("k2", k2) - 1
         if gamma == 0:
             return 1.0
-        prof = self.token_profile()
+        prof = self.token_profile(k2=k2)
         return expected_tokens_horizontal(prof[np.minimum(np.arange(gamma), prof.size - 1)])
 
     def step_shifted(self, offset: float) -> AcceptanceModel:
@@ -605,10 +629,15 @@ class AcceptanceModel:
             ratio = a2 / self.alpha2
             prof = (None if self.token_by_position is None else
                     tuple(min(1 - 1e-9, p * ratio) for p in self.token_by_position))
-            out = replace(out, alpha2=a2, token_by_position=prof)
+            by_k2 = {k2: (tuple(min(1 - 1e-9, p * ratio) for p in rates), rate)
+                     for k2, (rates, rate) in self.token_by_k2.items()}
+            out = replace(out, alpha2=a2, token_by_position=prof, token_by_k2=by_k2)
         if self.token_passes and self.token_draft_rate < 1:
-            out = replace(out, token_draft_rate=max(1e-9, _beta(
-                rng, self.token_draft_rate, self.token_passes)))
+            drawn = max(1e-9, _beta(rng, self.token_draft_rate, self.token_passes))
+            moved = drawn / self.token_draft_rate  # every k2's rate moves with it
+            out = replace(out, token_draft_rate=drawn, token_by_k2={
+                k2: (rates, min(1.0, rate * moved))
+                for k2, (rates, rate) in out.token_by_k2.items()})
         if self.verdict_samples is not None and self.verdict_samples > 3:
             out = replace(out, verdict_correlation=_fisher(
                 rng, self.verdict_correlation, self.verdict_samples))
@@ -636,6 +665,8 @@ class AcceptanceModel:
                 "duplicate_branch_rate": self.duplicate_branch_rate,
                 "step_samples": self.step_samples, "token_samples": self.token_samples,
                 "token_draft_rate": self.token_draft_rate, "token_passes": self.token_passes,
+                "token_by_k2": {k2: {"by_position": list(rates), "draft_rate": rate}
+                                for k2, (rates, rate) in self.token_by_k2.items()},
                 "index_shift": [list(x) for x in self.index_shift],
                 "step_length_answers": (None if self.step_length_answers is None
                                         else len(self.step_length_answers)),

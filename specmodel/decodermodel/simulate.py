@@ -247,7 +247,7 @@ class _Engine:
         self.costs = costs
         self.lengths = lengths
         self.k2 = k2
-        self.profile = acc.token_profile()
+        self.profile = acc.token_profile(k2=k2)
         self.segs = segs
         self.cap = cap
         self.rng = rng
@@ -816,9 +816,9 @@ class _Run:
         tspread = self.acc.token_problem_spread
         if tspread:  # this problem's token acceptance: its own profile, fresh draws
             cum = np.cumsum([w for _, w in tspread])
-            prof = self.acc.token_profile(tspread[int(draw_indices(self.rng, cum, 1)[0])][0])
+            shift = tspread[int(draw_indices(self.rng, cum, 1)[0])][0]
             for eng in (self.target, self.draft):
-                eng.profile = prof
+                eng.profile = self.acc.token_profile(shift, k2=eng.k2)
                 eng._emitted.clear()
         if self.paired is not None:
             self.paired.memo.clear()

@@ -43,6 +43,7 @@ __all__ = [
     "Measurement",
     "StepLevel",
     "TokenLevel",
+    "TokenPassRates",
     "BatchCostPoint",
     "BatchCost",
     "BaseCalibrationRef",
@@ -262,6 +263,25 @@ class StepLevel(_Strict):
         return v
 
 
+class TokenPassRates(_Strict):
+    """Token acceptance of prompt lookup measured at one k2 itself (k2 − 1 draft tokens
+    per pass), not read off a longer draft's profile: where passes start depends on
+    how far the previous one went, so a shorter draft starts more of its passes inside
+    text that repeats — on the 0.5B trio's answers a draft rate of 0.742 and position 0
+    at 0.452 at k2 = 3, against 0.721 and 0.415 at k2 = 5."""
+
+    acceptance_by_position: list[float] = Field(min_length=1)
+    """Conditional acceptance at draft position 0 … k2 − 2 (per draft)."""
+    draft_rate: float = Field(gt=0, le=1)
+    """The fraction of passes that carried a draft."""
+    target_passes: int = Field(ge=1)
+    """The passes replayed."""
+    samples: int = Field(ge=1)
+    """Draft tokens replayed."""
+
+    _rates = field_validator("acceptance_by_position")(_open_unit_interval)
+
+
 class TokenLevel(_Strict):
     """Token-level speculation numbers."""
 
@@ -302,8 +322,25 @@ class TokenLevel(_Strict):
     uncertainty counts problems as clusters (None: not measured; one rate for every
     problem)."""
 
+    rates_by_k2: dict[int, TokenPassRates] | None = None
+    """k2 → the rates replayed at that k2 itself (:class:`TokenPassRates`; written by
+    ``specmodel profile token-spread --rates-from-answers``); the decoder model takes a
+    configuration's k2 from here and reads any other k2 off ``acceptance_by_position``
+    and ``draft_rate`` (None: every k2 read off them)."""
+
     _counts = field_validator("problem_counters")(_accepted_of)
     _rates = field_validator("acceptance_by_position")(_open_unit_interval)
+
+    @field_validator("rates_by_k2")
+    @classmethod
+    def _k2_profiles(cls, v: dict[int, TokenPassRates] | None
+                     ) -> dict[int, TokenPassRates] | None:
+        for k2, r in (v or {}).items():
+            if k2 < 2 or len(r.acceptance_by_position) != k2 - 1:
+                raise ValueError(f"rates_by_k2 needs keys k2 >= 2, each with k2 - 1 rates by "
+                                 f"position, got k2 = {k2} with "
+                                 f"{len(r.acceptance_by_position)}")
+        return v
 
     @model_validator(mode="after")
     def _passes_with_rate(self) -> TokenLevel:

@@ -109,3 +109,17 @@ def test_token_rates_from_the_whole_answers(tmp_path) -> None:
     assert "Rates from that replay" in new.provenance.settings.phases.tokens.description
     per_pass = AcceptanceModel.from_calibration(new).tokens_per_pass(3)
     assert per_pass > AcceptanceModel.from_calibration(old).tokens_per_pass(3)
+    # every shorter draft replayed again: its own rates, the longest the pooled ones
+    by_k2 = t.rates_by_k2
+    assert by_k2 is not None and sorted(by_k2) == [2, 3, 4, 5]
+    assert by_k2[5].acceptance_by_position == t.acceptance_by_position
+    assert by_k2[5].draft_rate == t.draft_rate and by_k2[5].samples == t.samples
+    assert all(len(r.acceptance_by_position) == k2 - 1 for k2, r in by_k2.items())
+    assert [by_k2[k].target_passes for k in (2, 3, 4, 5)] == sorted(
+        (by_k2[k].target_passes for k in (2, 3, 4, 5)), reverse=True)
+    # each k2's rates account for the same answers: tokens per pass × passes is the
+    # answers' token count at every k2 (within the product form's small bias)
+    acc = AcceptanceModel.from_calibration(new)
+    written = [acc.tokens_per_pass(k) * by_k2[k].target_passes for k in (2, 3, 4, 5)]
+    assert max(written) / min(written) < 1.03
+    assert "rates_by_k2: k2 = 2" in new.provenance.settings.phases.tokens.description

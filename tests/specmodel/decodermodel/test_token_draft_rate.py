@@ -92,3 +92,65 @@ def test_passes_without_a_draft_slow_token_speculation_down() -> None:
     some = predict(cfg, dataclasses.replace(acc, token_draft_rate=0.6), cm, work,
                    problems=60, draws=0).speedup
     assert some < every
+
+
+# -- rates measured at each k2 itself (token.rates_by_k2) ----------------------------
+
+
+@settings(max_examples=60, deadline=None)
+@given(base=st.lists(st.floats(0.01, 0.99), min_size=1, max_size=4),
+       own=st.lists(st.floats(0.01, 0.99), min_size=1, max_size=5),
+       rate=st.floats(0.05, 1.0), own_rate=st.floats(0.05, 1.0),
+       shift=st.floats(-2, 2))
+def test_a_k2_measured_itself_draws_its_own_rates(base: list[float], own: list[float],
+                                                  rate: float, own_rate: float,
+                                                  shift: float) -> None:
+    """A configuration whose k2 has its own rates takes them (and their draft rate);
+    every other k2 reads the γ profile as before, and a problem's shift moves both."""
+    k2 = len(own) + 1
+    plain = AcceptanceModel(0.5, base[0], token_by_position=tuple(base), token_draft_rate=rate)
+    acc = dataclasses.replace(plain, token_by_k2={k2: (tuple(own), own_rate)})
+    assert not acc.is_iid
+    assert acc.tokens_per_pass(k2) == pytest.approx(
+        own_rate * _tokens_per_pass(own, k2 - 1) + (1 - own_rate), rel=1e-12)
+    for other in (1, k2 + 1, k2 + 3):
+        assert acc.tokens_per_pass(other) == pytest.approx(plain.tokens_per_pass(other))
+    assert acc.token_profile(shift).tolist() == plain.token_profile(shift).tolist()
+    moved = AcceptanceModel(0.5, own[0], token_by_position=tuple(own),
+                            token_draft_rate=own_rate).token_profile(shift)
+    assert acc.token_profile(shift, k2=k2) == pytest.approx(moved, rel=1e-12)
+
+
+def test_rates_by_k2_are_validated_and_resampled_with_the_pooled_rates() -> None:
+    acc = AcceptanceModel(0.5, 0.4, token_by_position=(0.4, 0.6, 0.6, 0.6),
+                          token_draft_rate=0.7, token_samples=500, token_passes=400,
+                          token_by_k2={3: ((0.45, 0.62), 0.75), 2: ((0.5,), 0.8)})
+    draw = acc.resampled(np.random.default_rng(5))
+    ratio = draw.alpha2 / acc.alpha2
+    moved = draw.token_draft_rate / acc.token_draft_rate
+    assert draw.token_by_k2[3][0] == pytest.approx((0.45 * ratio, 0.62 * ratio))
+    assert draw.token_by_k2[3][1] == pytest.approx(min(1.0, 0.75 * moved))
+    assert draw.token_by_k2[2][1] == pytest.approx(min(1.0, 0.8 * moved))
+    for bad, match in (({1: ((), 0.5)}, "token_by_k2"), ({3: ((0.5,), 0.5)}, "token_by_k2"),
+                       ({3: ((0.5, 1.5), 0.5)}, r"token_by_k2\[3\]\[1\]"),
+                       ({2: ((0.5,), 0.0)}, "draft rate")):
+        with pytest.raises(ValueError, match=match):
+            dataclasses.replace(acc, token_by_k2=bad)
+
+
+def test_the_calibrations_rates_by_k2_reach_the_model() -> None:
+    from specmodel.formats.calibration import TokenPassRates
+
+    cal = load_preset(MEASURED)
+    rates = TokenPassRates(acceptance_by_position=[0.52, 0.66], draft_rate=0.75,
+                           target_passes=300, samples=420)
+    with_k2 = cal.model_copy(update={"token": type(cal.token).model_validate(
+        {**cal.token.model_dump(), "rates_by_k2": {3: rates.model_dump()}})})
+    acc = AcceptanceModel.from_calibration(with_k2)
+    assert acc.token_by_k2 == {3: ((0.52, 0.66), 0.75)}
+    assert acc.tokens_per_pass(3) == pytest.approx(0.75 * (1 + 0.52 + 0.52 * 0.66) + 0.25)
+    assert acc.to_dict()["token_by_k2"] == {3: {"by_position": [0.52, 0.66],
+                                                "draft_rate": 0.75}}
+    with pytest.raises(ValueError, match="rates_by_k2 needs keys k2 >= 2"):
+        type(cal.token).model_validate({**cal.token.model_dump(),
+                                        "rates_by_k2": {4: rates.model_dump()}})
