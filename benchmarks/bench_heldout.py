@@ -147,6 +147,10 @@ def main(argv: list[str] | None = None) -> int:
                          "the records' cost probes (specmodel.prediction."
                          "calibration_at_run_time), a separate prediction from the "
                          "calibration's own")
+    ap.add_argument("--drift-by-batch", action="store_true",
+                    help="with --costs-at-run-time: rescale each batch size's cells by the "
+                         "probes' ratio at that size (beyond the largest probed, that "
+                         "size's) instead of one ratio per model")
     ap.add_argument("--register", action="store_true",
                     help="before any decoding: the decoder model's prediction of every "
                          "configuration for these problems (their prompt length from the "
@@ -167,6 +171,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="another name for the summary only (e.g. a report of the same "
                          "rounds with another calibration)")
     a = ap.parse_args(argv)
+    if a.drift_by_batch and not a.costs_at_run_time:
+        print("error: --drift-by-batch goes with --costs-at-run-time", file=sys.stderr)
+        return 2
     name = a.out or f"heldout_{a.trio.replace('.', '')}"
     records = [RESULTS / f"{name}_round{r + 1}.run.json" for r in range(a.rounds)]
     if a.report_round is not None:
@@ -500,11 +507,12 @@ def report(a: argparse.Namespace, cal: Any, name: str, records: list[Path]
         print(drift.summary())
     if a.costs_at_run_time:
         try:
-            cal, drift = calibration_at_run_time(cal, probes)
+            cal, drift = calibration_at_run_time(cal, probes, by_batch=a.drift_by_batch)
         except ValueError as e:
             raise SystemExit(f"--costs-at-run-time: {e}") from e
         print("--costs-at-run-time: the decoder model prices with the engine costs "
-              "rescaled by those ratios")
+              "rescaled by those ratios" + (", each batch size by its own"
+                                            if a.drift_by_batch else ""))
     registration = load_registration(a, name)
     reg = since = times = None
     if registration is not None:  # the configurations every round has run so far

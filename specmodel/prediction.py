@@ -26,7 +26,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from specmodel.config import SpecConfig
 from specmodel.formats.calibration import Calibration
@@ -712,6 +712,12 @@ class CostDrift(BaseModel):
     """Probes it rests on."""
     cells: int
     """Target cells it rests on (probes × cells per probe)."""
+    target_by_batch: dict[int, float] = Field(default_factory=dict)
+    """The target's ratio at each batch size the probes timed (geometric mean over
+    their cells of that size): where it moves with the size, a batch got cheaper or
+    dearer against one sequence between the calibration and the run."""
+    draft_by_batch: dict[int, float] = Field(default_factory=dict)
+    """The same for the step draft (empty without its ratios)."""
 
     def summary(self) -> str:
         """One sentence: each model's cost at run time over the calibration's, with the
@@ -719,17 +725,29 @@ class CostDrift(BaseModel):
         draft = ("" if self.draft is None or self.draft_range is None else
                  f", the draft's x{self.draft:.2f} (cells {self.draft_range[0]:.2f}-"
                  f"{self.draft_range[1]:.2f})")
+        sizes = ("" if len(self.target_by_batch) < 2 else " (by batch size: " + ", ".join(
+            f"b = {b} x{r:.2f}" for b, r in sorted(self.target_by_batch.items())) + ")")
         return (f"cost probes ({self.probes}, timed beside the run): the target's time per "
                 f"token x{self.target:.2f} the calibration's (cells {self.target_range[0]:.2f}-"
-                f"{self.target_range[1]:.2f}){draft}")
+                f"{self.target_range[1]:.2f}){sizes}{draft}")
 
 
-def _ratios(calibrated: Any, probed: list[Any]) -> list[float]:
-    """Each probe cell's time per token over the calibration's surface at its (b, L)."""
+def _ratios(calibrated: Any, probed: list[Any]) -> list[tuple[int, float]]:
+    """(batch size, time per token over the calibration's surface at its (b, L)) of
+    each probe cell."""
     from specmodel.decodermodel.costs import Surface
 
     surface = Surface.from_points(calibrated.decode_points())
-    return [p.per_token / surface.time(p.batch, p.context) for m in probed for p in m.points]
+    return [(p.batch, p.per_token / surface.time(p.batch, p.context))
+            for m in probed for p in m.points]
+
+
+def _by_batch(cells: list[tuple[int, float]]) -> dict[int, float]:
+    """Batch size → geometric mean of its cells' ratios."""
+    sizes: dict[int, list[float]] = {}
+    for b, r in cells:
+        sizes.setdefault(b, []).append(r)
+    return {b: _geomean(rs) for b, rs in sorted(sizes.items())}
 
 
 def _geomean(values: list[float]) -> float:
@@ -749,27 +767,37 @@ def cost_drift(calibration: Calibration, probes: Sequence[CostProbe]) -> CostDri
         if probe.costs.target.model != ec.target.model:
             raise ValueError(f"probes: probe {i} timed target {probe.costs.target.model!r}, "
                              f"the calibration's engine costs are of {ec.target.model!r}")
-    target = _ratios(ec.target, [p.costs.target for p in probes])
+    cells = _ratios(ec.target, [p.costs.target for p in probes])
     drafts = [p.costs.draft for p in probes if p.costs.draft is not None]
-    draft = _ratios(ec.draft, drafts) if ec.draft is not None and drafts else []
+    draft_cells = _ratios(ec.draft, drafts) if ec.draft is not None and drafts else []
+    target, draft = [r for _, r in cells], [r for _, r in draft_cells]
     return CostDrift(
         target=_geomean(target), target_range=(min(target), max(target)),
         draft=_geomean(draft) if draft else None,
         draft_range=(min(draft), max(draft)) if draft else None,
-        probes=len(probes), cells=len(target))
+        probes=len(probes), cells=len(target), target_by_batch=_by_batch(cells),
+        draft_by_batch=_by_batch(draft_cells))
 
 
-def calibration_at_run_time(calibration: Calibration,
-                            probes: Sequence[CostProbe]) -> tuple[Calibration, CostDrift]:
+def calibration_at_run_time(calibration: Calibration, probes: Sequence[CostProbe], *,
+                            by_batch: bool = False) -> tuple[Calibration, CostDrift]:
     """``calibration`` with its engine costs rescaled to what the run's cost probes
     measured (each model's times × its :func:`cost_drift`; ratios such as slowdowns and
-    pass costs unchanged), and the drift applied.  The probes time synthetic prompts
-    beside the run, never its problems, so a prediction from this calibration still
-    uses nothing the run decoded.  Raises ValueError without probes or engine costs."""
+    pass costs unchanged), and the drift applied.  ``by_batch``: each cell of the
+    decode surface by the probes' ratio at its batch size (beyond the largest size
+    probed, that size's: :meth:`~specmodel.formats.calibration.ModelEngineCosts.scaled`),
+    the call overhead and prefill by the model's ratio — for a machine whose batches
+    moved against one sequence, which one ratio per model cannot follow.  The probes
+    time synthetic prompts beside the run, never its problems, so a prediction from
+    this calibration still uses nothing the run decoded.  Raises ValueError without
+    probes or engine costs."""
     drift = cost_drift(calibration, probes)
     if drift is None:
         raise ValueError("probes: the run record has no cost probes, or the calibration "
                          "has no engine_costs section to rescale")
     assert calibration.engine_costs is not None
-    costs = calibration.engine_costs.scaled(drift.target, drift.draft)
+    costs = calibration.engine_costs.scaled(
+        drift.target, drift.draft,
+        target_by_batch=drift.target_by_batch if by_batch else None,
+        draft_by_batch=drift.draft_by_batch if by_batch else None)
     return calibration.model_copy(update={"engine_costs": costs}), drift

@@ -36,7 +36,8 @@ STEPS: tuple[tuple[str, str], ...] = (
                      "per prefix, where measured)"),
     ("acceptance", "+ position-dependent acceptance (by depth, by token position and "
                    "the passes that draft nothing, verdict correlation, the problems' spread "
-                   "of step and token acceptance, measured best-of-W and repeated "
+                   "of step and token acceptance, token rates measured at each k2, "
+                   "measured best-of-W and repeated "
                    "branches, draft and target steps that end the answer)"),
     ("length verdicts", "+ the verdict's dependence on the two steps' lengths from one "
                         "prefix (an accepted draft step is about as long as the target's)"),
@@ -73,6 +74,7 @@ def variants(cal: Any) -> list[Variant]:
                       target_end_rate=0.0, duplicate_branch_rate=0.0,
                       step_length_pairs=None, problem_spread=(), token_draft_rate=1.0,
                       length_effect=None, index_shift=(), token_problem_spread=(),
+                      token_by_k2={}, step_length_answers=None,
                       target_steps=StepLengths.constant(full_a.target_steps.mean),
                       draft_steps=StepLengths.constant(full_a.draft_steps.mean))
     steps: dict[str, dict[str, Any]] = {
@@ -95,7 +97,8 @@ def variants(cal: Any) -> list[Variant]:
     acc_steps: dict[str, dict[str, Any]] = {
         "step lengths": {"target_steps": full_a.target_steps,
                          "draft_steps": full_a.draft_steps,
-                         "step_length_pairs": full_a.step_length_pairs},
+                         "step_length_pairs": full_a.step_length_pairs,
+                         "step_length_answers": full_a.step_length_answers},
         "acceptance": {"step_by_depth": full_a.step_by_depth,
                        "token_by_position": full_a.token_by_position,
                        "branch_by_width": full_a.branch_by_width,
@@ -105,7 +108,8 @@ def variants(cal: Any) -> list[Variant]:
                        "duplicate_branch_rate": full_a.duplicate_branch_rate,
                        "problem_spread": full_a.problem_spread,
                        "token_problem_spread": full_a.token_problem_spread,
-                       "token_draft_rate": full_a.token_draft_rate},
+                       "token_draft_rate": full_a.token_draft_rate,
+                       "token_by_k2": full_a.token_by_k2},
         "length verdicts": {"length_effect": full_a.length_effect},
         "answer position": {"index_shift": full_a.index_shift},
     }

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+from collections.abc import Mapping
 from datetime import datetime
 from importlib import resources
 from pathlib import Path
@@ -656,13 +657,28 @@ class ModelEngineCosts(_Strict):
         interpolates)."""
         return {(p.batch, p.context): p.per_token for p in self.points}
 
-    def scaled(self, factor: float) -> ModelEngineCosts:
+    def scaled(self, factor: float,
+               by_batch: Mapping[int, float] | None = None) -> ModelEngineCosts:
         """A copy whose times (every cell's slope and intercept, the call overhead and
         the prefill per token) are ``factor`` times these: the same engine on a machine
-        ``factor`` times as slow.  Ratios (slowdowns, pass costs in decode forwards)
-        stay as they are."""
+        ``factor`` times as slow.  ``by_batch`` (batch size → factor) scales each cell
+        by the factor of its own batch size instead, or of the largest size below it
+        given (the smallest given for a cell below them all): a machine whose batches
+        got cheaper or dearer relative to one sequence.  Ratios (slowdowns, pass costs
+        in decode forwards) stay as they are."""
         if not (factor > 0 and math.isfinite(factor)):
             raise ValueError(f"factor must be a finite number > 0, got {factor}")
+        for b, f in (by_batch or {}).items():
+            if b < 1 or not (f > 0 and math.isfinite(f)):
+                raise ValueError(f"by_batch needs batch sizes >= 1 and finite factors > 0, "
+                                 f"got {b}: {f}")
+        sizes = sorted(by_batch or ())
+
+        def cell(batch: int) -> float:
+            if not sizes:
+                return factor
+            below = [b for b in sizes if b <= batch]
+            return by_batch[below[-1] if below else sizes[0]]  # type: ignore[index]
 
         def times(m: Measurement) -> Measurement:
             return m.model_copy(update={
@@ -671,8 +687,8 @@ class ModelEngineCosts(_Strict):
                 "ci95": None if m.ci95 is None else (m.ci95[0] * factor, m.ci95[1] * factor)})
 
         return self.model_copy(update={
-            "points": [p.model_copy(update={"per_token": p.per_token * factor,
-                                            "intercept": p.intercept * factor})
+            "points": [p.model_copy(update={"per_token": p.per_token * cell(p.batch),
+                                            "intercept": p.intercept * cell(p.batch)})
                        for p in self.points],
             "call_overhead": times(self.call_overhead),
             "prefill_per_token": times(self.prefill_per_token)})
@@ -716,14 +732,16 @@ class EngineCosts(_Strict):
             raise ValueError(f"tokens must be two lengths 1 <= short < long, got {list(v)}")
         return v
 
-    def scaled(self, target: float, draft: float | None = None) -> EngineCosts:
+    def scaled(self, target: float, draft: float | None = None, *,
+               target_by_batch: Mapping[int, float] | None = None,
+               draft_by_batch: Mapping[int, float] | None = None) -> EngineCosts:
         """A copy with the target's times ``target`` times these and the draft's
-        ``draft`` times (None: the draft's as they are); see
-        :meth:`ModelEngineCosts.scaled`."""
+        ``draft`` times (None: the draft's as they are), each model's cells by its
+        ``…_by_batch`` factors where given; see :meth:`ModelEngineCosts.scaled`."""
         return self.model_copy(update={
-            "target": self.target.scaled(target),
+            "target": self.target.scaled(target, target_by_batch),
             "draft": (self.draft if self.draft is None or draft is None
-                      else self.draft.scaled(draft))})
+                      else self.draft.scaled(draft, draft_by_batch))})
 
 
 class EngineCostsSettings(_Strict):

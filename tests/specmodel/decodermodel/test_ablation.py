@@ -93,3 +93,23 @@ def test_async_token_speculation_takes_the_contention_measured_on_such_calls() -
             for cfg in (hybrid, steps_only) for c in (base, spec)}
     assert pred[(3, True)] < pred[(3, False)]  # the hybrid's target calls are slowed more
     assert pred[(1, True)] == pytest.approx(pred[(1, False)], rel=1e-12)  # k2 = 1: unchanged
+
+
+def test_the_answers_and_the_rates_of_each_k2_enter_with_their_steps() -> None:
+    """A calibration with the answers' step lengths and token rates measured at each k2
+    (the Xeon's 0.5B calibration with both): the idealisation has neither, the step
+    lengths step adds the answers, the acceptance step the rates by k2, and the last
+    variant is the full model."""
+    from pathlib import Path
+
+    from specmodel.formats.calibration import load_calibration
+
+    cal = load_calibration(Path(__file__).resolve().parents[3] / "benchmarks" / "results"
+                           / "heldout_05b_calibration_xeon_s7_costs_token_k2.json")
+    vs = {name: acc for name, _, acc in variants(cal)}
+    assert vs["papers"].is_iid and vs["papers"].step_length_answers is None
+    assert not vs["papers"].token_by_k2
+    assert vs["step lengths"].step_length_answers is not None
+    assert not vs["step lengths"].token_by_k2 and sorted(vs["acceptance"].token_by_k2) == [
+        2, 3, 4, 5]
+    assert vs[STEPS[-1][0]] == AcceptanceModel.from_calibration(cal)

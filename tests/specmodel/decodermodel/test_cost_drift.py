@@ -154,3 +154,97 @@ def test_validate_prints_the_drift_and_prices_with_it_when_asked(cal: Calibratio
                  str(CAL), "--costs-at-run-time"]) == 2
     assert "--costs-at-run-time: the run record has no cost probes" in " ".join(
         capsys.readouterr().err.split())
+
+
+# -- each batch size by its own ratio (--drift-by-batch) -----------------------------
+
+
+def _probe_by_batch(cal: Calibration, one: float, two: float, context: int = 88
+                    ) -> CostProbe:
+    """A probe whose b = 1 cells run ``one`` and b = 2 cells ``two`` times the
+    calibration's surface (a machine whose batch of two got cheaper or dearer)."""
+    ec = cal.engine_costs
+    assert ec is not None
+
+    def cells(m: ModelEngineCosts) -> ModelEngineCosts:
+        surface = Surface.from_points(m.decode_points())
+        return m.model_copy(update={"points": [
+            EngineCallPoint(batch=b, context=context, per_token=f * surface.time(b, context),
+                            intercept=0.1, n=2) for b, f in ((1, one), (2, two))]})
+
+    return CostProbe(date="2026-11-24T05:00:00+00:00", before="target", costs=ec.model_copy(
+        update={"target": cells(ec.target),
+                "draft": None if ec.draft is None else cells(ec.draft)}))
+
+
+@settings(max_examples=30, deadline=None)
+@given(one=st.floats(0.3, 3.0), two=st.floats(0.3, 3.0))
+def test_the_drift_by_batch_size_is_each_sizes_own_ratio(one: float, two: float) -> None:
+    c = load_calibration(CAL)
+    d = cost_drift(c, [_probe_by_batch(c, one, two), _probe_by_batch(c, one, two, 64)])
+    assert d is not None
+    assert d.target_by_batch == pytest.approx({1: one, 2: two}, rel=1e-9)
+    assert d.draft_by_batch == pytest.approx({1: one, 2: two}, rel=1e-9)
+    assert d.target == pytest.approx((one * two) ** 0.5, rel=1e-9)
+    assert ("b = 1 x" in d.summary()) and ("b = 2 x" in d.summary())
+
+
+@settings(max_examples=30, deadline=None)
+@given(one=st.floats(0.3, 3.0), ratio=st.floats(0.9, 1.1))
+def test_by_batch_each_cell_moves_by_its_sizes_ratio_or_the_nearest_below(
+        one: float, ratio: float) -> None:
+    """(b = 2 within 10 % of b = 1's ratio: the surface stays monotone in b, so the
+    probes read it back exactly; a larger move would be smoothed by its monotone fit.)"""
+    two = one * ratio
+    c = load_calibration(CAL)
+    rescaled, d = calibration_at_run_time(c, [_probe_by_batch(c, one, two)], by_batch=True)
+    old, new = c.engine_costs, rescaled.engine_costs
+    assert old is not None and new is not None
+    for p, q in zip(old.target.points, new.target.points, strict=True):
+        want = one if p.batch == 1 else two  # b = 3, 4, …: b = 2's ratio
+        assert q.per_token == pytest.approx(want * p.per_token, rel=1e-9)
+        assert q.intercept == pytest.approx(want * p.intercept, rel=1e-9)
+    # the call overhead and prefill by the model's one ratio; the ratios as they were
+    assert new.target.call_overhead.value == pytest.approx(
+        d.target * old.target.call_overhead.value)
+    assert new.target.concurrent_slowdown == old.target.concurrent_slowdown
+    # and the probes see the rescaled calibration as the machine they timed
+    again = cost_drift(rescaled, [_probe_by_batch(c, one, two)])
+    assert again is not None
+    assert again.target_by_batch == pytest.approx({1: 1.0, 2: 1.0}, rel=1e-9)
+    uniform, _ = calibration_at_run_time(c, [_probe_by_batch(c, one, two)])
+    assert uniform.engine_costs == old.scaled(d.target, d.draft)
+
+
+def test_by_batch_factors_are_validated_and_below_the_smallest_take_it(
+        cal: Calibration) -> None:
+    ec = cal.engine_costs
+    assert ec is not None
+    s = ec.target.scaled(1.0, {2: 0.5, 4: 2.0})
+    for p, q in zip(ec.target.points, s.points, strict=True):
+        want = 0.5 if p.batch < 4 else 2.0
+        assert q.per_token == pytest.approx(want * p.per_token)
+    for bad in ({0: 1.0}, {1: 0.0}, {1: float("nan")}):
+        with pytest.raises(ValueError, match="by_batch needs batch sizes"):
+            ec.target.scaled(1.0, bad)
+
+
+def test_validate_drift_by_batch_prices_each_size_and_needs_costs_at_run_time(
+        cal: Calibration, tmp_path: Path, capsys) -> None:
+    from cli.main import main
+
+    record = load_run_record(RESULTS / "heldout_05b_round1.run.json")
+    path = tmp_path / "probed.run.json"
+    path.write_text(record.model_copy(update={"cost_probes": [_probe_by_batch(cal, 1.0, 0.8)]})
+                    .model_dump_json())
+    args = ["validate", str(path), "--calibration", str(CAL), "--json", "--costs-at-run-time"]
+    assert main(args) == 0
+    uniform = {r["config"]: r["predicted_decoder"] for r in json.loads(capsys.readouterr().out)}
+    assert main([*args, "--drift-by-batch"]) == 0
+    sized = {r["config"]: r["predicted_decoder"] for r in json.loads(capsys.readouterr().out)}
+    # batches got cheaper against one sequence: a sync configuration (the target batches
+    # its k1 steps) gains on the uniform rescale, which slowed the target alone too
+    sync = next(k for k in sized if k.startswith("sync"))
+    assert sized[sync] > uniform[sync]
+    assert main(["validate", str(path), "--calibration", str(CAL), "--drift-by-batch"]) == 2
+    assert "--drift-by-batch goes with --costs-at-run-time" in capsys.readouterr().err
