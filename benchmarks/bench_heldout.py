@@ -147,10 +147,10 @@ def main(argv: list[str] | None = None) -> int:
                          "the records' cost probes (specmodel.prediction."
                          "calibration_at_run_time), a separate prediction from the "
                          "calibration's own")
-    ap.add_argument("--drift-by-batch", action="store_true",
-                    help="with --costs-at-run-time: rescale each batch size's cells by the "
-                         "probes' ratio at that size (beyond the largest probed, that "
-                         "size's) instead of one ratio per model")
+    ap.add_argument("--drift-uniform", action="store_true",
+                    help="with --costs-at-run-time: rescale every cost of a model by one "
+                         "ratio instead of each batch size's cells by the probes' ratio at "
+                         "that size (beyond the largest probed, that size's)")
     ap.add_argument("--register", action="store_true",
                     help="before any decoding: the decoder model's prediction of every "
                          "configuration for these problems (their prompt length from the "
@@ -171,8 +171,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="another name for the summary only (e.g. a report of the same "
                          "rounds with another calibration)")
     a = ap.parse_args(argv)
-    if a.drift_by_batch and not a.costs_at_run_time:
-        print("error: --drift-by-batch goes with --costs-at-run-time", file=sys.stderr)
+    if a.drift_uniform and not a.costs_at_run_time:
+        print("error: --drift-uniform goes with --costs-at-run-time", file=sys.stderr)
         return 2
     name = a.out or f"heldout_{a.trio.replace('.', '')}"
     records = [RESULTS / f"{name}_round{r + 1}.run.json" for r in range(a.rounds)]
@@ -507,12 +507,12 @@ def report(a: argparse.Namespace, cal: Any, name: str, records: list[Path]
         print(drift.summary())
     if a.costs_at_run_time:
         try:
-            cal, drift = calibration_at_run_time(cal, probes, by_batch=a.drift_by_batch)
+            cal, drift = calibration_at_run_time(cal, probes, by_batch=not a.drift_uniform)
         except ValueError as e:
             raise SystemExit(f"--costs-at-run-time: {e}") from e
         print("--costs-at-run-time: the decoder model prices with the engine costs "
-              "rescaled by those ratios" + (", each batch size by its own"
-                                            if a.drift_by_batch else ""))
+              "rescaled by those ratios" + (", one per model" if a.drift_uniform
+                                            else ", each batch size by its own"))
     registration = load_registration(a, name)
     reg = since = times = None
     if registration is not None:  # the configurations every round has run so far

@@ -398,11 +398,11 @@ def validate(
         "--costs-at-run-time",
         help="Price the decoder model with the calibration's engine costs rescaled to the "
              "record's cost probes (timed beside the run, not on its problems).")] = False,
-    drift_by_batch: Annotated[bool, typer.Option(
-        "--drift-by-batch",
-        help="With --costs-at-run-time: rescale each batch size's cells by the probes' "
-             "ratio at that size (beyond the largest probed, that size's) instead of one "
-             "ratio per model.")] = False,
+    drift_uniform: Annotated[bool, typer.Option(
+        "--drift-uniform",
+        help="With --costs-at-run-time: rescale every cost of a model by one ratio (the "
+             "geometric mean of its probe cells) instead of each batch size's cells by the "
+             "probes' ratio at that size.")] = False,
     prompt_tokens: Annotated[float | None, typer.Option(
         "--prompt-tokens",
         help="The run's mean prompt length in the target's tokens, for a record that does "
@@ -453,8 +453,8 @@ def validate(
         raise SpecmodelError(
             "the run record carries no calibration: pass --calibration or --preset"
         )
-    if drift_by_batch and not costs_at_run_time:
-        raise SpecmodelError("--drift-by-batch goes with --costs-at-run-time")
+    if drift_uniform and not costs_at_run_time:
+        raise SpecmodelError("--drift-uniform goes with --costs-at-run-time")
     drift = cost_drift(cal or record.calibration, record.cost_probes)  # type: ignore[arg-type]
     if costs_at_run_time:
         if drift is None:
@@ -462,7 +462,7 @@ def validate(
                 "--costs-at-run-time: the run record has no cost probes, or the calibration "
                 "has no engine_costs section to rescale")
         cal, drift = calibration_at_run_time(cal or record.calibration,  # type: ignore[arg-type]
-                                             record.cost_probes, by_batch=drift_by_batch)
+                                             record.cost_probes, by_batch=not drift_uniform)
     drawn, reproduces = _run_draws(record) if on_draws else (None, None)
     rows = compare(record, cal, prompt_tokens=prompt_tokens,
                    acceptance_as_run=acceptance_as_run, on_draws=drawn)

@@ -780,14 +780,15 @@ def cost_drift(calibration: Calibration, probes: Sequence[CostProbe]) -> CostDri
 
 
 def calibration_at_run_time(calibration: Calibration, probes: Sequence[CostProbe], *,
-                            by_batch: bool = False) -> tuple[Calibration, CostDrift]:
+                            by_batch: bool = True) -> tuple[Calibration, CostDrift]:
     """``calibration`` with its engine costs rescaled to what the run's cost probes
-    measured (each model's times × its :func:`cost_drift`; ratios such as slowdowns and
-    pass costs unchanged), and the drift applied.  ``by_batch``: each cell of the
-    decode surface by the probes' ratio at its batch size (beyond the largest size
-    probed, that size's: :meth:`~specmodel.formats.calibration.ModelEngineCosts.scaled`),
-    the call overhead and prefill by the model's ratio — for a machine whose batches
-    moved against one sequence, which one ratio per model cannot follow.  The probes
+    measured, and the drift applied: each cell of each model's decode surface by the
+    probes' ratio at its batch size (beyond the largest size probed, that size's:
+    :meth:`~specmodel.formats.calibration.ModelEngineCosts.scaled`), the call overhead
+    and prefill by the model's one ratio (:func:`cost_drift`), ratios such as slowdowns
+    and pass costs unchanged — a machine whose batches moved against one sequence, as
+    this VM's do within hours, is followed where one ratio per model is not.  Not
+    ``by_batch``: every time by the model's one ratio.  The probes
     time synthetic prompts beside the run, never its problems, so a prediction from
     this calibration still uses nothing the run decoded.  Raises ValueError without
     probes or engine costs."""

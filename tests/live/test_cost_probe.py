@@ -36,7 +36,8 @@ def test_a_probe_on_a_real_model_times_its_cells_and_reads_back_as_no_drift(
     assert drift is not None and drift.draft is None
     if points[0].per_token <= points[1].per_token:
         assert drift.target == pytest.approx(1.0, rel=1e-12)
-    rescaled, _ = calibration_at_run_time(cal, [probe])
+        assert drift.target_by_batch == pytest.approx({1: 1.0, 2: 1.0}, rel=1e-12)
+    rescaled, _ = calibration_at_run_time(cal, [probe], by_batch=False)
     assert rescaled.engine_costs == probe.costs.scaled(drift.target)
     assert cost_drift(rescaled, [probe]).target == pytest.approx(1.0, rel=1e-12)
     # the decoder's run writer stores it in the record, and a resumed run keeps it

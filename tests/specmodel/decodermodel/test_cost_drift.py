@@ -156,7 +156,7 @@ def test_validate_prints_the_drift_and_prices_with_it_when_asked(cal: Calibratio
         capsys.readouterr().err.split())
 
 
-# -- each batch size by its own ratio (--drift-by-batch) -----------------------------
+# -- each batch size by its own ratio (the default; --drift-uniform: one per model) ---
 
 
 def _probe_by_batch(cal: Calibration, one: float, two: float, context: int = 88
@@ -197,7 +197,7 @@ def test_by_batch_each_cell_moves_by_its_sizes_ratio_or_the_nearest_below(
     probes read it back exactly; a larger move would be smoothed by its monotone fit.)"""
     two = one * ratio
     c = load_calibration(CAL)
-    rescaled, d = calibration_at_run_time(c, [_probe_by_batch(c, one, two)], by_batch=True)
+    rescaled, d = calibration_at_run_time(c, [_probe_by_batch(c, one, two)])
     old, new = c.engine_costs, rescaled.engine_costs
     assert old is not None and new is not None
     for p, q in zip(old.target.points, new.target.points, strict=True):
@@ -212,7 +212,7 @@ def test_by_batch_each_cell_moves_by_its_sizes_ratio_or_the_nearest_below(
     again = cost_drift(rescaled, [_probe_by_batch(c, one, two)])
     assert again is not None
     assert again.target_by_batch == pytest.approx({1: 1.0, 2: 1.0}, rel=1e-9)
-    uniform, _ = calibration_at_run_time(c, [_probe_by_batch(c, one, two)])
+    uniform, _ = calibration_at_run_time(c, [_probe_by_batch(c, one, two)], by_batch=False)
     assert uniform.engine_costs == old.scaled(d.target, d.draft)
 
 
@@ -229,7 +229,7 @@ def test_by_batch_factors_are_validated_and_below_the_smallest_take_it(
             ec.target.scaled(1.0, bad)
 
 
-def test_validate_drift_by_batch_prices_each_size_and_needs_costs_at_run_time(
+def test_validate_prices_each_batch_size_unless_drift_uniform(
         cal: Calibration, tmp_path: Path, capsys) -> None:
     from cli.main import main
 
@@ -239,12 +239,12 @@ def test_validate_drift_by_batch_prices_each_size_and_needs_costs_at_run_time(
                     .model_dump_json())
     args = ["validate", str(path), "--calibration", str(CAL), "--json", "--costs-at-run-time"]
     assert main(args) == 0
-    uniform = {r["config"]: r["predicted_decoder"] for r in json.loads(capsys.readouterr().out)}
-    assert main([*args, "--drift-by-batch"]) == 0
     sized = {r["config"]: r["predicted_decoder"] for r in json.loads(capsys.readouterr().out)}
+    assert main([*args, "--drift-uniform"]) == 0
+    uniform = {r["config"]: r["predicted_decoder"] for r in json.loads(capsys.readouterr().out)}
     # batches got cheaper against one sequence: a sync configuration (the target batches
     # its k1 steps) gains on the uniform rescale, which slowed the target alone too
     sync = next(k for k in sized if k.startswith("sync"))
     assert sized[sync] > uniform[sync]
-    assert main(["validate", str(path), "--calibration", str(CAL), "--drift-by-batch"]) == 2
-    assert "--drift-by-batch goes with --costs-at-run-time" in capsys.readouterr().err
+    assert main(["validate", str(path), "--calibration", str(CAL), "--drift-uniform"]) == 2
+    assert "--drift-uniform goes with --costs-at-run-time" in capsys.readouterr().err
