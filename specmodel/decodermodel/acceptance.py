@@ -621,15 +621,15 @@ class AcceptanceModel:
             a1 = _beta(rng, self.alpha1, self.step_samples)
             ratio = a1 / self.alpha1
             prof = (None if self.step_by_depth is None else
-                    tuple(min(1 - 1e-9, p * ratio) for p in self.step_by_depth))
+                    _times(self.step_by_depth, ratio))
             br = {w: min(1 - 1e-9, a * ratio) for w, a in self.branch_by_width.items()}
             out = replace(out, alpha1=a1, step_by_depth=prof, branch_by_width=br)
         if self.token_samples:
             a2 = _beta(rng, self.alpha2, self.token_samples)
             ratio = a2 / self.alpha2
             prof = (None if self.token_by_position is None else
-                    tuple(min(1 - 1e-9, p * ratio) for p in self.token_by_position))
-            by_k2 = {k2: (tuple(min(1 - 1e-9, p * ratio) for p in rates), rate)
+                    _times(self.token_by_position, ratio))
+            by_k2 = {k2: (_times(rates, ratio), rate)
                      for k2, (rates, rate) in self.token_by_k2.items()}
             out = replace(out, alpha2=a2, token_by_position=prof, token_by_k2=by_k2)
         if self.token_passes and self.token_draft_rate < 1:
@@ -736,6 +736,12 @@ def _fisher(rng: np.random.Generator, rho: float, n: int) -> float:
     """A correlation drawn around ``rho`` with Fisher's z standard error 1/sqrt(n − 3)."""
     z = math.atanh(min(max(rho, -1 + 1e-9), 1 - 1e-9))
     return float(math.tanh(z + float(rng.normal()) / math.sqrt(n - 3)))
+
+
+def _times(rates: Sequence[float], ratio: float) -> tuple[float, ...]:
+    """A profile of rates scaled by ``ratio``, each kept below 1 (a resampled
+    profile: :meth:`AcceptanceModel.resampled`)."""
+    return tuple(min(1 - 1e-9, p * ratio) for p in rates)
 
 
 def _beta(rng: np.random.Generator, rate: float, n: int) -> float:
