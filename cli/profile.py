@@ -476,6 +476,15 @@ def run(
     token_problems: Annotated[int, typer.Option(help="Token phase: prompts.")] = 6,
     max_tokens: MaxTokens = 96, num_speculative_tokens: Gamma = 4,
     prompt_lookup_min: LookupMin = 1, prompt_lookup_max: LookupMax = 3,
+    token_rates: Annotated[str | None, typer.Option(
+        help="Where the token section's rates come from once the steps and tokens phases "
+             "are measured: 'answers' (the default on transformers) replays prompt lookup "
+             "on the steps phase's whole target answers, step by step as the decoder's "
+             "calls see them, at every k2 from 2 to --num-speculative-tokens + 1; "
+             "'prompts' (the default with --token-engine vllm, whose proposer the replay "
+             "does not model) keeps the tokens phase's first --max-tokens tokens of "
+             "--token-problems prompts. Either way the spread between problems is added "
+             "from the same replay and c2 stays the tokens phase's.")] = None,
     measure_engine_costs: Annotated[bool, typer.Option(
         "--engine-costs/--no-engine-costs",
         help="Run the engine-costs phase (what the decoder model prices calls by).")] = True,
@@ -504,6 +513,7 @@ def run(
     # Everything that can be checked without measuring is checked before the first phase.
     check_settings(verifier=verifier, token_engine=token_engine if measure_tokens else None,
                    threads=threads)
+    rates = _token_rates_option(token_rates, token_engine)
     check_distinct_models(target, draft)
     ws = _widths(widths)
     grid = _engine_cost_options(contexts, cost_widths, cost_tokens, speculation_k2,
@@ -561,6 +571,8 @@ def run(
                             num_speculative_tokens=num_speculative_tokens,
                             prompt_lookup_min=prompt_lookup_min,
                             prompt_lookup_max=prompt_lookup_max, threads=threads)
+        if measure_tokens:
+            _rates_from_replay(rec, pairs, rates, remeasured=not {"steps", "tokens"} <= done)
         if measure_engine_costs and "engine_costs" not in done:
             _measure(rec, engine_costs_phase, "engine costs", target=target, draft=draft,
                      repeats=cost_repeats, threads=threads, seed=seed,
@@ -568,6 +580,51 @@ def run(
                      delimiter=unescape(delimiter), max_step_tokens=max_step_tokens, **grid)
         cal = rec.calibration
     con.print(f"calibration {cal.name} ({cal.provenance.source}) in {output}", soft_wrap=True)
+
+
+TOKEN_RATES = ("answers", "prompts")
+"""``profile run --token-rates``: from the whole answers' replay or the tokens phase."""
+
+
+def _token_rates_option(token_rates: str | None, token_engine: str) -> str:
+    """``--token-rates`` checked against ``--token-engine`` (None: its default)."""
+    if token_rates is None:
+        return "prompts" if token_engine == "vllm" else "answers"
+    if token_rates not in TOKEN_RATES:
+        raise ValueError(f"--token-rates must be one of {', '.join(TOKEN_RATES)}, "
+                         f"got {token_rates!r}")
+    if token_rates == "answers" and token_engine == "vllm":
+        raise ValueError("--token-rates answers replays transformers' prompt lookup, not "
+                         "vLLM's n-gram proposer: use --token-rates prompts with "
+                         "--token-engine vllm")
+    return token_rates
+
+
+def _rates_from_replay(rec: Recorder, pairs: Path, rates: str, *, remeasured: bool) -> None:
+    """``profile run``'s derivation after its steps and tokens phases: the spread between
+    problems, and with ``rates`` 'answers' the rates, from prompt lookup replayed on the
+    steps phase's whole answers (:func:`profiler.calibrate.token_spread`).  Skipped on a
+    resume that measured neither phase again and whose token section already holds what
+    ``rates`` asks; a section derived before is first restored from the tokens phase's
+    counters, so that nothing of the earlier derivation stays."""
+    from profiler.calibrate import rederive_tokens, token_spread
+
+    cal = rec.calibration
+    derived = cal.token.problem_counters is not None
+    if derived and not remeasured and (cal.token.rates_by_k2 is not None) == (
+            rates == "answers"):
+        return
+    if derived:  # the tokens phase's own section again, then derived afresh
+        rec.add(rederive_tokens(cal))
+    try:
+        got = token_spread(rec.calibration, pairs, rates_from_answers=rates == "answers")
+    except ValueError as e:  # too few answers that draft: the phases' own numbers stand
+        console().print(f"token rates: the tokens phase's kept, no spread ({e})",
+                        soft_wrap=True)
+        return
+    rec.add(got)
+    console().print(f"token rates ({rates}): {got.summary}; wrote {rec.output}",
+                    soft_wrap=True)
 
 
 def _run_saved(rec: Recorder, output: Path, pairs: Path) -> str:

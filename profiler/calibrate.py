@@ -499,7 +499,7 @@ def token_spread(cal: Calibration, record: str | Path | None = None, *,
     again at every shorter draft (k2 = 2 … γ + 1) into ``token.rates_by_k2``, since
     where a pass starts depends on how far the last one went.  The phase's description
     says what was added.  Needs the target's tokenizer, no decoding."""
-    from profiler.ngram_replay import add_counters, replay_steps
+    from profiler.ngram_replay import add_counters, count_steps, encode_steps
     from profiler.packs import resolve_model
     from profiler.problems import format_prompt, load_problems
     from profiler.step_profile import read_record
@@ -533,15 +533,17 @@ def token_spread(cal: Calibration, record: str | Path | None = None, *,
     answers: dict[int, dict[int, str]] = {}
     for p in got.pairs:
         answers.setdefault(p.problem, {})[p.step] = p.target_text
+    encoded = [encode_steps(tok, format_prompt(problems[i]),
+                            [(steps[k], True) for k in sorted(steps)])
+               for i, steps in sorted(answers.items())]  # once; replayed at each γ
 
     def replay(g: int) -> tuple[dict[str, Any], list[tuple[int, int]]]:
         """Every answer replayed at g draft tokens: the pooled counters, and (accepted,
         drafted) of each answer that drafted anything."""
         pooled: dict[str, Any] = {}
         each = []
-        for i, steps in sorted(answers.items()):
-            c = replay_steps(tok, format_prompt(problems[i]),
-                             [(steps[k], True) for k in sorted(steps)], g, lookup)
+        for steps in encoded:
+            c = count_steps(steps, g, lookup)
             pooled = add_counters(pooled, c)
             if c["num_draft_tokens"]:
                 each.append((int(c["num_accepted_tokens"]), int(c["num_draft_tokens"])))

@@ -28,8 +28,8 @@ from specmodel.stats import TokenSummary, summarize_counters
 if TYPE_CHECKING:
     from specmodel.formats.calibration import TokenMeasurement
 
-__all__ = ["add_counters", "measure_hf_token_speculation", "prompt_lookup_proposal",
-           "replay_counters", "replay_steps"]
+__all__ = ["add_counters", "count_steps", "encode_steps", "measure_hf_token_speculation",
+           "prompt_lookup_proposal", "replay_counters", "replay_steps"]
 
 
 def prompt_lookup_proposal(context: Sequence[int], gamma: int, max_ngram: int) -> list[int]:
@@ -95,17 +95,15 @@ def add_counters(totals: dict[str, Any], more: dict[str, Any]) -> dict[str, Any]
     return out
 
 
-def replay_steps(tokenizer: Any, prompt: str, steps: Sequence[tuple[str, bool]], gamma: int,
-                 max_ngram: int) -> dict[str, Any]:
-    """Prompt lookup's counters (:func:`replay_counters`) over one decoded answer: every
-    step written with token speculation (``(text, True)``) replayed against the prefix
-    before it — the prompt and the earlier steps, as the decoder's step call saw it —
-    summed.  A step's tokens are those the prefix and step encode to beyond the prefix
-    (the step's own encoding where the boundary merges tokens)."""
-    totals: dict[str, Any] = {"num_drafts": 0, "num_draft_tokens": 0,
-                              "num_accepted_tokens": 0,
-                              "num_accepted_tokens_per_pos": [0] * gamma,
-                              "num_target_passes": 0, "output_tokens": 0}
+def encode_steps(tokenizer: Any, prompt: str, steps: Sequence[tuple[str, bool]]
+                 ) -> list[tuple[list[int], list[int]]]:
+    """(context ids, step ids) of every step of one decoded answer written with token
+    speculation (``(text, True)``) and not empty, in order: the context is the prefix
+    before the step — the prompt and the earlier steps, as the decoder's step call saw
+    it — and the step's tokens are those the prefix and step encode to beyond the
+    prefix (the step's own encoding where the boundary merges tokens).  Encoded once,
+    replayed at any γ by :func:`count_steps`."""
+    encoded = []
     prefix = prompt
     for text, speculated in steps:
         if speculated:
@@ -114,10 +112,32 @@ def replay_steps(tokenizer: Any, prompt: str, steps: Sequence[tuple[str, bool]],
             ids = (full[len(ctx):] if full[:len(ctx)] == ctx
                    else tokenizer(text, add_special_tokens=False).input_ids)
             if ids:
-                totals = add_counters(totals, {**replay_counters(ctx, ids, gamma, max_ngram),
-                                               "output_tokens": len(ids)})
+                encoded.append((list(ctx), list(ids)))
         prefix += text
+    return encoded
+
+
+def count_steps(encoded: Sequence[tuple[Sequence[int], Sequence[int]]], gamma: int,
+                max_ngram: int) -> dict[str, Any]:
+    """Prompt lookup's counters (:func:`replay_counters`) over the steps of
+    :func:`encode_steps`, each replayed against its own context, summed, with the
+    steps' tokens as ``output_tokens``."""
+    totals: dict[str, Any] = {"num_drafts": 0, "num_draft_tokens": 0,
+                              "num_accepted_tokens": 0,
+                              "num_accepted_tokens_per_pos": [0] * gamma,
+                              "num_target_passes": 0, "output_tokens": 0}
+    for ctx, ids in encoded:
+        totals = add_counters(totals, {**replay_counters(ctx, ids, gamma, max_ngram),
+                                       "output_tokens": len(ids)})
     return totals
+
+
+def replay_steps(tokenizer: Any, prompt: str, steps: Sequence[tuple[str, bool]], gamma: int,
+                 max_ngram: int) -> dict[str, Any]:
+    """Prompt lookup's counters over one decoded answer (:func:`encode_steps`, then
+    :func:`count_steps`): every step written with token speculation replayed against
+    the prefix before it, summed."""
+    return count_steps(encode_steps(tokenizer, prompt, steps), gamma, max_ngram)
 
 
 def measure_hf_token_speculation(

@@ -123,3 +123,45 @@ def test_token_rates_from_the_whole_answers(tmp_path) -> None:
     written = [acc.tokens_per_pass(k) * by_k2[k].target_passes for k in (2, 3, 4, 5)]
     assert max(written) / min(written) < 1.03
     assert "rates_by_k2: k2 = 2" in new.provenance.settings.phases.tokens.description
+
+
+def test_profile_run_derives_token_rates_from_the_answers_once(tmp_path) -> None:
+    """`profile run`'s step after its steps and tokens phases, on the committed 0.5B
+    calibration (tokens phase of 6 prompts, no spread) and its pairs record: 'answers'
+    takes the rates and each k2's from the whole answers; a resume that measured nothing
+    again leaves them; 'prompts' restores the tokens phase's rates with the spread kept,
+    nothing of the earlier derivation left; a phase measured again derives afresh."""
+    from pathlib import Path
+
+    from cli.profile import _rates_from_replay
+    from profiler.calibrate import Recorder, rederive_tokens
+    from specmodel.formats.calibration import load_calibration
+
+    results = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
+    src = load_calibration(results / "heldout_05b_calibration_verdicts.json")
+    pairs = results / "heldout_05b_calibration_whole.pairs.jsonl"
+    assert src.token.problem_counters is None and src.token.rates_by_k2 is None
+    with Recorder(tmp_path / "run.json", src) as rec:
+        _rates_from_replay(rec, pairs, "answers", remeasured=False)
+        answers = rec.calibration.token
+        assert answers.rates_by_k2 is not None and sorted(answers.rates_by_k2) == [2, 3, 4, 5]
+        assert answers.problem_counters is not None and len(answers.problem_counters) == 10
+        assert answers.c2 == src.token.c2 and answers.alpha2 != src.token.alpha2
+        once = rec.calibration
+        _rates_from_replay(rec, pairs, "answers", remeasured=False)
+        assert rec.calibration is once  # a resume: already derived so
+        _rates_from_replay(rec, pairs, "prompts", remeasured=False)
+        prompts = rec.calibration.token
+        assert prompts.rates_by_k2 is None
+        assert prompts.problem_counters == answers.problem_counters
+        measured = rederive_tokens(src).section
+        assert prompts.alpha2 == measured.alpha2
+        assert prompts.acceptance_by_position == measured.acceptance_by_position
+        desc = rec.calibration.provenance.settings.phases.tokens.description
+        assert "Rates from that replay" not in desc
+        assert desc.count("Spread between problems added") == 1
+        _rates_from_replay(rec, pairs, "answers", remeasured=True)
+        assert rec.calibration.token == answers
+        assert rec.calibration.step == src.step
+        assert rec.calibration.engine_costs == src.engine_costs
+    assert load_calibration(tmp_path / "run.json").token == answers

@@ -30,6 +30,9 @@ def test_profile_run_measures_everything_and_resumes(
     assert main(args) == 0
     captured = capsys.readouterr()
     assert "step pairs" in captured.err and "4/4" in captured.err  # the progress bars
+    # the token rates from the steps phase's whole answers (or, where fewer than two of
+    # them draft, the tokens phase's kept and said so)
+    assert "token rates (answers): " in captured.out or "tokens phase's kept" in captured.out
     cal = load_calibration(out)
     assert 0 < cal.step.alpha1 < 1 and 0 < cal.step.c1 < 1
     assert 0 < cal.token.alpha2 < 1 and cal.token.c2 >= 0
@@ -53,6 +56,7 @@ def test_profile_run_measures_everything_and_resumes(
     assert "c1 = " in prov.description and "Wilson 95% CI" in prov.description
     assert prov.models["target"] == str(qwen05_path) and prov.models["draft"] == str(smollm_path)
     assert phases.steps.delimiter == "\n"
+    assert (cal.token.rates_by_k2 is None) == (cal.token.problem_counters is None)
     assert cal.name == f"measured-{qwen05_path.name}-{smollm_path.name}"
     # --resume: every phase is in the file, nothing is measured again.
     before = out.read_text()
