@@ -41,7 +41,13 @@ from typing import Any, Literal
 
 import numpy as np
 
-__all__ = ["CostModel", "EngineBehaviour", "Forwards", "Surface"]
+__all__ = ["PASS_FLOOR", "CostModel", "EngineBehaviour", "Forwards", "Surface"]
+
+PASS_FLOOR = 0.5
+"""The least a token-speculation pass is priced at, in decode forwards T(1, L): a pass
+reads every weight once, as a forward does, and a measured or drawn multiplier below
+half of one is taken for noise (the lowest measured: 0.85, on the Intel Xeon's static
+path)."""
 
 
 @dataclass(frozen=True)
@@ -399,15 +405,19 @@ class CostModel:
     def pass_multiplier(self, k2: int) -> float | None:
         """m(k2) from :attr:`pass_multipliers`: linear in k2 between measured values and
         from m(1) = 1 below the first, extended with the last two's slope above the last
-        (never below 1); None when not measured or k2 = 1."""
+        (at least :data:`PASS_FLOOR`); None when not measured or k2 = 1.  Below 1 is
+        kept: a pass can cost less than the decode forward it is counted in, where the
+        two run on different paths (assisted generation crops its cache, so its passes
+        run on the dynamic cache while a static-path decode forward attends over the
+        whole static cache: 0.85 at k2 = 2 and 3 on the Intel Xeon)."""
         if self.pass_multipliers is None or k2 <= 1:
             return None
         pts = [(1, 1.0), *sorted(self.pass_multipliers)]
         for (k0, m0), (k1, m1) in itertools.pairwise(pts):
             if k2 <= k1:
-                return max(1.0, m0 + (m1 - m0) * (k2 - k0) / (k1 - k0))
+                return max(PASS_FLOOR, m0 + (m1 - m0) * (k2 - k0) / (k1 - k0))
         (k0, m0), (k1, m1) = pts[-2], pts[-1]
-        return max(1.0, m1 + (m1 - m0) / (k1 - k0) * (k2 - k1))
+        return max(PASS_FLOOR, m1 + (m1 - m0) / (k1 - k0) * (k2 - k1))
 
     # -- construction ----------------------------------------------------------------
 
@@ -575,7 +585,7 @@ class CostModel:
     def resampled(self, rng: np.random.Generator) -> CostModel:
         """The measured scalar costs drawn from normal distributions with their
         :attr:`stderrs` (the calibration's uncertainty; times clamped at 0, a pass at
-        least one forward, a slowdown at 1), each from its own stream under one draw of
+        :data:`PASS_FLOOR` forwards, a slowdown at 1), each from its own stream under one draw of
         ``rng``, so that a seed gives one draw and a cost's draw does not depend on which
         others have standard errors; costs without a standard error, and the decode
         surfaces, are kept."""
@@ -592,7 +602,7 @@ class CostModel:
             if key.startswith("pass_multipliers:"):
                 k2 = int(key.split(":", 1)[1])
                 if k2 in passes:
-                    passes[k2] = max(1.0, passes[k2] + z * se)
+                    passes[k2] = max(PASS_FLOOR, passes[k2] + z * se)
             elif getattr(self, key, None) is not None:
                 floor = 1.0 if key.endswith("contention") else 0.0
                 changes[key] = max(floor, float(getattr(self, key)) + z * se)

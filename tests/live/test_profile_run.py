@@ -133,9 +133,11 @@ def test_profile_engine_costs_prices_the_engine_and_feeds_the_decoder_model(
     assert costs.unit == "s" and costs.sources["target_decode"].startswith(
         "measured: engine_costs of")
     assert costs.sources["draft_decode"].startswith("measured: c1")  # no draft measured
-    # the measured multiplier, never below 1 (one timed pass on a shared machine can
-    # come out below one decode forward)
-    assert costs.pass_multiplier(3) == pytest.approx(max(1.0, spec[3].value))
+    # the measured multiplier, kept below 1 (a pass on the dynamic cache can cost less
+    # than a static-path forward), at least PASS_FLOOR
+    from specmodel.decodermodel.costs import PASS_FLOOR
+
+    assert costs.pass_multiplier(3) == pytest.approx(max(PASS_FLOOR, spec[3].value))
     pred = predict_calibrated(cal, SpecConfig(k1=2, max_steps=4, max_step_tokens=16),
                               problems=20, draws=2)
     assert pred.speedup > 0 and pred.tokens_per_second is not None

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from specmodel.config import SpecConfig
 from specmodel.decodermodel import AcceptanceModel, Workload, predict
 from specmodel.decodermodel.ablation import STEPS, variants
-from specmodel.decodermodel.costs import CostModel
+from specmodel.decodermodel.costs import PASS_FLOOR, CostModel
 
 from .test_search import _calibration
 
@@ -50,14 +50,17 @@ def test_each_step_changes_only_what_it_adds() -> None:
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.dictionaries(st.integers(2, 9), st.floats(1.0, 5.0), min_size=1, max_size=4),
+@given(st.dictionaries(st.integers(2, 9), st.floats(PASS_FLOOR, 5.0), min_size=1,
+                       max_size=4),
        st.integers(2, 16))
 def test_pass_multipliers_interpolate_through_the_measured_values(measured, k2) -> None:
+    """Through every measured value, below one forward too (a pass on another path than
+    the forward it is counted in), never below PASS_FLOOR however far it extrapolates."""
     costs = CostModel.flat(0.3).replace(pass_multipliers=tuple(sorted(measured.items())))
     for k, m in measured.items():
         assert costs.pass_multiplier(k) == pytest.approx(m)
     assert costs.pass_multiplier(1) is None
-    assert costs.pass_multiplier(k2) >= 1.0
+    assert costs.pass_multiplier(k2) >= PASS_FLOOR
     ks = sorted(measured)
     if ks[0] <= k2 <= ks[-1]:  # between measured points: between their values
         lo = max(k for k in [1, *ks] if k <= k2)
@@ -77,6 +80,10 @@ def test_a_costlier_measured_pass_makes_token_speculation_slower() -> None:
          for c in (base, cheap, dear)]
     assert s[0] == pytest.approx(s[1], rel=1e-9)  # m = 1 + c2·(k2 − 1): the c2 price
     assert s[2] < s[1]
+    # a pass measured below one forward (0.85 on the Xeon's static path) is priced so
+    below = predict(cfg, acc, base.replace(pass_multipliers=((3, 0.85),)), work,
+                    problems=200, draws=0, seed=1).speedup
+    assert below > s[1]
 
 
 def test_async_token_speculation_takes_the_contention_measured_on_such_calls() -> None:

@@ -25,6 +25,7 @@ from specmodel.decodermodel import (
     simulate,
 )
 from specmodel.decodermodel.acceptance import fit_length_effect, index_profile, logit_shifted
+from specmodel.decodermodel.costs import PASS_FLOOR
 from specmodel.formats.calibration import load_preset
 
 MEASURED = "measured-qwen2.5-coder-0.5b-smollm2-135m"
@@ -405,7 +406,7 @@ def test_cost_uncertainty_widens_the_interval() -> None:
     assert span(wide) > 1.5 * span(sure)
     rng = np.random.default_rng(0)
     drawn = unsure.resampled(rng)
-    assert drawn.pass_multipliers[0][1] >= 1.0 and drawn.prefill_per_token >= 0
+    assert drawn.pass_multipliers[0][1] >= PASS_FLOOR and drawn.prefill_per_token >= 0
     assert drawn.pass_multipliers != unsure.pass_multipliers
     assert cm.resampled(rng) is cm
     assert "prefill_per_token" not in unsure.replace(prefill_per_token=0.02).stderrs
