@@ -46,8 +46,8 @@ __all__ = ["PASS_FLOOR", "CostModel", "EngineBehaviour", "Forwards", "Surface"]
 PASS_FLOOR = 0.5
 """The least a token-speculation pass is priced at, in decode forwards T(1, L): a pass
 reads every weight once, as a forward does, and a measured or drawn multiplier below
-half of one is taken for noise (the lowest measured: 0.85, on the Intel Xeon's static
-path)."""
+half of one is taken for noise (the lowest measured: 0.83, at k2 = 2 on the Intel
+Xeon's static path)."""
 
 
 @dataclass(frozen=True)
@@ -409,7 +409,7 @@ class CostModel:
         kept: a pass can cost less than the decode forward it is counted in, where the
         two run on different paths (assisted generation crops its cache, so its passes
         run on the dynamic cache while a static-path decode forward attends over the
-        whole static cache: 0.85 at k2 = 2 and 3 on the Intel Xeon)."""
+        whole static cache: 0.83–0.94 at k2 = 2 and 3 on the Intel Xeon)."""
         if self.pass_multipliers is None or k2 <= 1:
             return None
         pts = [(1, 1.0), *sorted(self.pass_multipliers)]
