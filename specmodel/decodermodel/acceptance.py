@@ -622,7 +622,7 @@ class AcceptanceModel:
             ratio = a1 / self.alpha1
             prof = (None if self.step_by_depth is None else
                     _times(self.step_by_depth, ratio))
-            br = {w: min(1 - 1e-9, a * ratio) for w, a in self.branch_by_width.items()}
+            br = {w: _capped(a, ratio) for w, a in self.branch_by_width.items()}
             out = replace(out, alpha1=a1, step_by_depth=prof, branch_by_width=br)
         if self.token_samples:
             a2 = _beta(rng, self.alpha2, self.token_samples)
@@ -738,10 +738,15 @@ def _fisher(rng: np.random.Generator, rho: float, n: int) -> float:
     return float(math.tanh(z + float(rng.normal()) / math.sqrt(n - 3)))
 
 
+def _capped(rate: float, ratio: float) -> float:
+    """One rate scaled by ``ratio`` and kept below 1 (a resampled rate:
+    :meth:`AcceptanceModel.resampled`)."""
+    return min(1 - 1e-9, rate * ratio)
+
+
 def _times(rates: Sequence[float], ratio: float) -> tuple[float, ...]:
-    """A profile of rates scaled by ``ratio``, each kept below 1 (a resampled
-    profile: :meth:`AcceptanceModel.resampled`)."""
-    return tuple(min(1 - 1e-9, p * ratio) for p in rates)
+    """A profile of rates, each scaled by :func:`_capped`."""
+    return tuple(_capped(p, ratio) for p in rates)
 
 
 def _beta(rng: np.random.Generator, rate: float, n: int) -> float:
