@@ -7,7 +7,9 @@ steps of a steps-phase pairs record (the calibration's problems) and the target-
 answers of held-out run records, each as if every step had been written with
 ``--k2`` − 1 draft tokens per pass; it prints each problem's tokens per pass and, per
 source, the pooled rate with its standard error counting each problem as one cluster
-(:func:`specmodel.montecarlo.estimate.ratio_estimate` over the problems).
+(:func:`specmodel.montecarlo.estimate.ratio_estimate` over the problems); with more
+than one run record, a last row pools the runs' problems (give one record per problem
+set: two rounds of one seed replay the same answers).
 
 Usage::
 
@@ -101,6 +103,15 @@ def main(argv: list[str] | None = None) -> int:
         out.append({"source": name, "target": model, "problems": per,
                     "tokens_per_pass": pooled.mean, "clustered_stderr": pooled.stderr,
                     "draft_rate": drafted})
+    held = [r for r in out if r["source"] in {str(p) for p in a.runs}]
+    if len(held) > 1:  # every held-out problem one cluster: the population's rate
+        per = [p for r in held for p in r["problems"]]
+        pooled = ratio_estimate([p["tokens"] for p in per], [p["passes"] for p in per])
+        out.append({"source": f"{len(held)} run records pooled", "target": held[0]["target"],
+                    "problems": per, "tokens_per_pass": pooled.mean,
+                    "clustered_stderr": pooled.stderr,
+                    "draft_rate": sum(p["drafts"] for p in per)
+                    / sum(p["passes"] for p in per)})
     print_table(f"prompt lookup replayed on whole answers (k2 = {a.k2}, n-grams up to "
                 f"{a.lookup})",
                 ["source", "target", "problems", "drafted", "tokens per pass (± se)",
