@@ -21,7 +21,6 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -41,34 +40,6 @@ def _tokenizer(model: str) -> Any:
     return AutoTokenizer.from_pretrained(str(resolve_model(model)))
 
 
-def pairs_answers(path: Path) -> tuple[str, list[tuple[int, str, list[str]]]]:
-    """(target model, [(problem, prompt, the target's steps in order)]) of a steps-phase
-    pairs record."""
-    from profiler.problems import format_prompt, load_problems
-
-    lines = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
-    key = lines[0]["key"]
-    steps: dict[int, dict[int, str]] = {}
-    for row in lines[1:]:
-        steps.setdefault(row["problem"], {})[row["step"]] = row["target_text"]
-    problems = load_problems(key["problems"], key["seed"])
-    return key["target"], [(i, format_prompt(problems[i]), [s[k] for k in sorted(s)])
-                           for i, s in sorted(steps.items())]
-
-
-def run_answers(path: Path) -> tuple[str, list[tuple[int, str, list[str]]]]:
-    """(target model, [(problem, prompt, the target-alone answer's steps)]) of a run
-    record."""
-    from profiler.problems import format_prompt, load_problems
-    from specmodel.formats.run_record import load_run_record
-
-    rec = load_run_record(path)
-    problems = load_problems(rec.settings.problems, rec.settings.seed)
-    base = next(c for c in rec.configs if c.config.k1 == 1 and c.config.k2 == 1)
-    return rec.models["target"], [(p.problem, format_prompt(problems[p.problem]),
-                                   [s.text for s in p.steps]) for p in base.problems]
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--pairs", type=Path, action="append", default=[],
@@ -84,6 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     if a.k2 < 2 or a.lookup < 1:
         ap.error("--k2 must be >= 2 and --lookup >= 1")
 
+    from profiler.answers import pairs_answers, run_answers
     from profiler.ngram_replay import replay_steps
     from specmodel.montecarlo.estimate import ratio_estimate
 
@@ -91,12 +63,15 @@ def main(argv: list[str] | None = None) -> int:
     sources += [(str(p), *run_answers(p)) for p in a.runs]
     tokenizers: dict[str, Any] = {}
     out = []
-    for name, model, answers in sources:
+    for name, cut, answers in sources:
+        model = cut.target
         tok = tokenizers.setdefault(model, _tokenizer(model))
         per = []
-        for problem, prompt, steps in answers:
-            c = replay_steps(tok, prompt, [(s, True) for s in steps], a.k2 - 1, a.lookup)
-            per.append({"problem": problem, "tokens": c["output_tokens"],
+        for ans in answers:
+            c = replay_steps(tok, ans.prompt, [(s, True) for s in ans.steps], a.k2 - 1,
+                             a.lookup)
+            per.append({"problem": ans.problem, "seed": ans.seed,
+                        "tokens": c["output_tokens"],
                         "passes": c["num_target_passes"], "drafts": c["num_drafts"]})
         pooled = ratio_estimate([p["tokens"] for p in per], [p["passes"] for p in per])
         drafted = sum(p["drafts"] for p in per) / sum(p["passes"] for p in per)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -251,6 +251,20 @@ PairsRecord = Annotated[Path | None, typer.Option(
     "--record", help="The steps phase's pairs record (default: the path the calibration's "
                      "steps phase names).")]
 """``--record`` of the commands that read a steps phase's pairs record again."""
+AnswersOpt = Annotated[list[Path] | None, typer.Option(
+    "--answers", help="A run record whose target-alone answers (`specmodel decode --k1 1 "
+                      "--k2 1 --no-baseline` on more problems) join the steps phase's in "
+                      "the token replay, each problem once; cut as the steps phase's "
+                      "(delimiter, --max-step-tokens, steps per problem). Repeatable.")]
+"""``--answers`` of the commands that replay prompt lookup on the target's answers."""
+
+
+def _answer_records(answers: list[Path] | None) -> list[Path]:
+    """``--answers`` checked: every path a file."""
+    for a in answers or []:
+        if not a.is_file():
+            raise ValueError(f"--answers: {a} is not a file")
+    return list(answers or [])
 
 
 @profile_app.command("rederive-steps")
@@ -312,6 +326,7 @@ def token_spread(
              "holds the target's whole answers).")],
     output: Output,
     record: PairsRecord = None,
+    answers: AnswersOpt = None,
     rates_from_answers: Annotated[bool, typer.Option(
         "--rates-from-answers",
         help="Also take the acceptance by position, α2 and the draft rate from that "
@@ -322,15 +337,17 @@ def token_spread(
     """Add how token acceptance spreads between problems, into a copy.
 
     Replays prompt lookup on the target's whole answers of the steps phase's pairs
-    record, problem by problem; the pooled rates stay the tokens phase's unless
-    --rates-from-answers."""
+    record (and of --answers' run records), problem by problem; the pooled rates stay
+    the tokens phase's unless --rates-from-answers."""
     from profiler.calibrate import token_spread as spread
     from specmodel.formats.calibration import load_calibration
 
     cal = load_calibration(calibration_file)
     if record is not None and not record.is_file():
         raise ValueError(f"--record: {record} is not a file")
-    _write_rederived(output, cal, spread(cal, record, rates_from_answers=rates_from_answers),
+    extra = _answer_records(answers)
+    _write_rederived(output, cal, spread(cal, record, rates_from_answers=rates_from_answers,
+                                         answers=extra),
                      "the token section",
                      "token rates and spread from the whole answers" if rates_from_answers
                      else "token spread between problems added")
@@ -485,6 +502,7 @@ def run(
              "does not model) keeps the tokens phase's first --max-tokens tokens of "
              "--token-problems prompts. Either way the spread between problems is added "
              "from the same replay and c2 stays the tokens phase's.")] = None,
+    answers: AnswersOpt = None,
     measure_engine_costs: Annotated[bool, typer.Option(
         "--engine-costs/--no-engine-costs",
         help="Run the engine-costs phase (what the decoder model prices calls by).")] = True,
@@ -514,6 +532,9 @@ def run(
     check_settings(verifier=verifier, token_engine=token_engine if measure_tokens else None,
                    threads=threads)
     rates = _token_rates_option(token_rates, token_engine)
+    if answers and not measure_tokens:
+        raise ValueError("--answers joins the token replay, which --no-tokens skips")
+    extra = _answer_records(answers)
     check_distinct_models(target, draft)
     ws = _widths(widths)
     grid = _engine_cost_options(contexts, cost_widths, cost_tokens, speculation_k2,
@@ -572,7 +593,8 @@ def run(
                             prompt_lookup_min=prompt_lookup_min,
                             prompt_lookup_max=prompt_lookup_max, threads=threads)
         if measure_tokens:
-            _rates_from_replay(rec, pairs, rates, remeasured=not {"steps", "tokens"} <= done)
+            _rates_from_replay(rec, pairs, rates, extra,
+                               remeasured=not {"steps", "tokens"} <= done)
         if measure_engine_costs and "engine_costs" not in done:
             _measure(rec, engine_costs_phase, "engine costs", target=target, draft=draft,
                      repeats=cost_repeats, threads=threads, seed=seed,
@@ -600,24 +622,30 @@ def _token_rates_option(token_rates: str | None, token_engine: str) -> str:
     return token_rates
 
 
-def _rates_from_replay(rec: Recorder, pairs: Path, rates: str, *, remeasured: bool) -> None:
+def _rates_from_replay(rec: Recorder, pairs: Path, rates: str,
+                       answers: Sequence[Path] = (), *, remeasured: bool) -> None:
     """``profile run``'s derivation after its steps and tokens phases: the spread between
     problems, and with ``rates`` 'answers' the rates, from prompt lookup replayed on the
-    steps phase's whole answers (:func:`profiler.calibrate.token_spread`).  Skipped on a
-    resume that measured neither phase again and whose token section already holds what
-    ``rates`` asks; a section derived before is first restored from the tokens phase's
-    counters, so that nothing of the earlier derivation stays."""
-    from profiler.calibrate import rederive_tokens, token_spread
+    steps phase's whole answers and those of the ``answers`` run records
+    (:func:`profiler.calibrate.token_spread`).  Skipped on a resume that measured neither
+    phase again, adds no run records, and whose token section already holds what
+    ``rates`` asks from the steps phase's answers alone; a section derived before is
+    first restored from the tokens phase's counters, so that nothing of the earlier
+    derivation stays."""
+    from profiler.calibrate import RUN_RECORD_ANSWERS, rederive_tokens, token_spread
 
     cal = rec.calibration
     derived = cal.token.problem_counters is not None
-    if derived and not remeasured and (cal.token.rates_by_k2 is not None) == (
-            rates == "answers"):
+    phase = cal.phase_settings("tokens")
+    with_records = phase is not None and RUN_RECORD_ANSWERS in phase.description
+    if derived and not remeasured and not answers and not with_records and (
+            cal.token.rates_by_k2 is not None) == (rates == "answers"):
         return
     if derived:  # the tokens phase's own section again, then derived afresh
         rec.add(rederive_tokens(cal))
     try:
-        got = token_spread(rec.calibration, pairs, rates_from_answers=rates == "answers")
+        got = token_spread(rec.calibration, pairs, rates_from_answers=rates == "answers",
+                           answers=answers)
     except ValueError as e:  # too few answers that draft: the phases' own numbers stand
         console().print(f"token rates: the tokens phase's kept, no spread ({e})",
                         soft_wrap=True)

@@ -483,8 +483,14 @@ def rederive_tokens(cal: Calibration, source: Calibration | None = None) -> Phas
     return got
 
 
+RUN_RECORD_ANSWERS = "answers of run record"
+"""Names, in the tokens phase's description, the run records whose answers joined the
+token replay (:func:`token_spread`)."""
+
+
 def token_spread(cal: Calibration, record: str | Path | None = None, *,
-                 rates_from_answers: bool = False) -> PhaseResult:
+                 rates_from_answers: bool = False,
+                 answers: Sequence[str | Path] = ()) -> PhaseResult:
     """The ``tokens`` phase of ``cal`` with the spread of token acceptance between
     problems added: prompt lookup replayed, at the token section's γ and longest n-gram,
     on each problem's whole greedy answer by the target — the target's steps of the
@@ -497,12 +503,16 @@ def token_spread(cal: Calibration, record: str | Path | None = None, *,
     answers, step by step, where the tokens phase measured the first tokens of fewer
     answers in one call), and c2 stays the tokens phase's; the answers are replayed
     again at every shorter draft (k2 = 2 … γ + 1) into ``token.rates_by_k2``, since
-    where a pass starts depends on how far the last one went.  The phase's description
-    says what was added.  Needs the target's tokenizer, no decoding."""
+    where a pass starts depends on how far the last one went.  ``answers``: run records
+    whose target-alone answers (:func:`profiler.answers.run_answers`, e.g. ``specmodel
+    decode --k1 1 --k2 1`` on more problems) join the pairs record's, each problem once
+    (the first record that holds it counts), cut the same way (delimiter, token cap and
+    steps per problem as the steps phase's, else a ValueError naming the record).  The
+    phase's description says what was added.  Needs the target's tokenizer, no
+    decoding."""
+    from profiler.answers import pairs_answers, run_answers
     from profiler.ngram_replay import add_counters, count_steps, encode_steps
     from profiler.packs import resolve_model
-    from profiler.problems import format_prompt, load_problems
-    from profiler.step_profile import read_record
     from profiler.token_profile import token_section
     from specmodel import __version__
     from specmodel.stats import summarize_counters
@@ -514,13 +524,27 @@ def token_spread(cal: Calibration, record: str | Path | None = None, *,
         raise ValueError(f"calibration {cal.name!r} has no steps phase naming a pairs record; "
                          "give the record")
     path = Path(record if record is not None else steps_phase.record)  # type: ignore[union-attr]
-    got = read_record(path)
-    if not got.pairs or got.key is None:
-        raise ValueError(f"record {path}: no step pairs with their settings (missing, or "
-                         "not a pairs record)")
-    if got.key.get("target") != phase.model:
-        raise ValueError(f"record {path} holds answers of {got.key.get('target')!r}, the "
+    cut, whole = pairs_answers(path)
+    if cut.target != phase.model:
+        raise ValueError(f"record {path} holds answers of {cut.target!r}, the "
                          f"tokens phase measured {phase.model!r}")
+    seen = {(a.seed, a.problem) for a in whole}
+    own = len(whole)
+    added: list[str] = []
+    for extra in answers:
+        got_cut, got = run_answers(extra)
+        if got_cut.target != phase.model:
+            raise ValueError(f"run record {extra} holds answers of {got_cut.target!r}, the "
+                             f"tokens phase measured {phase.model!r}")
+        for name in ("delimiter", "max_step_tokens", "max_steps"):
+            if getattr(got_cut, name) != getattr(cut, name):
+                raise ValueError(f"run record {extra}: its answers were cut with {name} "
+                                 f"{getattr(got_cut, name)!r}, the steps phase's with "
+                                 f"{getattr(cut, name)!r}")
+        new = [a for a in got if (a.seed, a.problem) not in seen]
+        seen |= {(a.seed, a.problem) for a in new}
+        whole += new
+        added.append(f"{len(new)} {RUN_RECORD_ANSWERS} {extra} (seed {got_cut.seed})")
     gamma = cal.token.num_speculative_tokens or phase.num_speculative_tokens
     lookup = cal.token.prompt_lookup_max or phase.prompt_lookup_max or 3
     if gamma is None:
@@ -529,13 +553,8 @@ def token_spread(cal: Calibration, record: str | Path | None = None, *,
     from transformers import AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(str(resolve_model(phase.model)))
-    problems = load_problems(int(got.key["problems"]), int(got.key["seed"]))
-    answers: dict[int, dict[int, str]] = {}
-    for p in got.pairs:
-        answers.setdefault(p.problem, {})[p.step] = p.target_text
-    encoded = [encode_steps(tok, format_prompt(problems[i]),
-                            [(steps[k], True) for k in sorted(steps)])
-               for i, steps in sorted(answers.items())]  # once; replayed at each γ
+    encoded = [encode_steps(tok, a.prompt, [(s, True) for s in a.steps])
+               for a in whole]  # once; replayed at each γ
 
     def replay(g: int) -> tuple[dict[str, Any], list[tuple[int, int]]]:
         """Every answer replayed at g draft tokens: the pooled counters, and (accepted,
@@ -555,8 +574,11 @@ def token_spread(cal: Calibration, record: str | Path | None = None, *,
     rates = [k / n for k, n in counters]
     note = (f" (Spread between problems added on {timestamp()} with specmodel "
             f"{__version__}: prompt lookup replayed at gamma = {gamma}, n-grams up to "
-            f"{lookup}, on the target's whole answers to {len(counters)} problems of the "
-            f"record {path}; per-problem acceptance {min(rates):.3f}-{max(rates):.3f}.)")
+            f"{lookup}, on the target's whole answers to {len(whole)} problems: "
+            f"{own} of the record {path}"
+            + "".join(f", {x}" for x in added)
+            + f"; {len(counters)} drafted, per-problem acceptance "
+            f"{min(rates):.3f}-{max(rates):.3f}.)")
     section = cal.token.model_copy(update={"problem_counters": counters})
     kept = f"α2 {cal.token.alpha2:.3f} kept"
     if rates_from_answers:

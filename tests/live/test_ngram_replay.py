@@ -165,3 +165,66 @@ def test_profile_run_derives_token_rates_from_the_answers_once(tmp_path) -> None
         assert rec.calibration.step == src.step
         assert rec.calibration.engine_costs == src.engine_costs
     assert load_calibration(tmp_path / "run.json").token == answers
+
+
+def test_token_spread_adds_the_target_alone_answers_of_run_records(tmp_path) -> None:
+    """`profile token-spread --answers`: a run record's target-alone answers (3 problems
+    of seed 2) join the steps phase's 10 in the replay, each problem once however often
+    it is given, and the description names the record; answers of another target, or
+    cut with another token cap, are refused naming the option's record (exit 2); and
+    `profile run`'s derivation with them is not skipped on a resume, nor kept by a
+    resume without them."""
+    import json
+    from pathlib import Path
+
+    from cli.main import main
+    from cli.profile import _rates_from_replay
+    from profiler.answers import run_answers
+    from profiler.calibrate import RUN_RECORD_ANSWERS, Recorder
+    from specmodel.formats.calibration import load_calibration
+
+    results = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
+    src = results / "heldout_05b_calibration_spread.json"
+    pairs = results / "heldout_05b_calibration_whole.pairs.jsonl"
+    run = results / "heldout_05b_round1.run.json"
+    cut, answers = run_answers(run)
+    assert (cut.seed, cut.max_step_tokens, cut.max_steps, cut.delimiter) == (2, 48, 12, "\n")
+    assert [a.problem for a in answers] == [0, 1, 2] and all(a.steps for a in answers)
+    alone = tmp_path / "alone.json"
+    assert main(["profile", "token-spread", str(src), "-o", str(alone), "--record",
+                 str(pairs), "--rates-from-answers"]) == 0
+    both = tmp_path / "both.json"
+    assert main(["profile", "token-spread", str(src), "-o", str(both), "--record",
+                 str(pairs), "--rates-from-answers", "--answers", str(run),
+                 "--answers", str(results / "heldout_05b_round2.run.json")]) == 0
+    a, b = load_calibration(alone).token, load_calibration(both).token
+    assert a.problem_counters is not None and b.problem_counters is not None
+    assert len(a.problem_counters) == 10 and len(b.problem_counters) == 13
+    assert b.problem_counters[:10] == a.problem_counters
+    assert b.samples == sum(n for _, n in b.problem_counters) > a.samples
+    desc = load_calibration(both).provenance.settings.phases.tokens.description
+    assert f"3 {RUN_RECORD_ANSWERS} {run}" in desc and f"0 {RUN_RECORD_ANSWERS}" in desc
+    assert main(["profile", "token-spread", str(src), "-o", str(tmp_path / "x.json"),
+                 "--record", str(pairs), "--answers",
+                 str(results / "heldout_15b_round1.run.json")]) == 2
+    recut = json.loads(run.read_text())
+    for c in recut["configs"]:
+        c["config"]["max_step_tokens"] = 40
+    other = tmp_path / "cap40.run.json"
+    other.write_text(json.dumps(recut))
+    assert main(["profile", "token-spread", str(src), "-o", str(tmp_path / "x.json"),
+                 "--record", str(pairs), "--answers", str(other)]) == 2
+    assert main(["profile", "token-spread", str(src), "-o", str(tmp_path / "x.json"),
+                 "--record", str(pairs), "--answers", str(tmp_path / "none.json")]) == 2
+    assert not (tmp_path / "x.json").exists()
+    with Recorder(tmp_path / "run.json", load_calibration(src)) as rec:
+        _rates_from_replay(rec, pairs, "answers", [run], remeasured=False)
+        first = rec.calibration
+        assert len(first.token.problem_counters or []) == 13
+        _rates_from_replay(rec, pairs, "answers", [run], remeasured=False)
+        assert rec.calibration is not first  # derived again: the records may have grown
+        assert rec.calibration.token == first.token
+        _rates_from_replay(rec, pairs, "answers", remeasured=False)
+        assert rec.calibration.token == a  # the steps phase's answers alone again
+        assert RUN_RECORD_ANSWERS not in (
+            rec.calibration.provenance.settings.phases.tokens.description)
