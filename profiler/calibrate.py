@@ -950,8 +950,8 @@ class Recorder:
         setting that differs, instead of mixing the two.  When ``expected`` holds
         ``versions`` and the phase recorded none (a file from before the resume key),
         it is refused too: nothing says what it was measured with.  A steps phase that
-        ``expected`` only asks for more steps per problem of is not finished: it goes on
-        from its pairs record (:func:`profiler.step_profile.extends`).
+        ``expected`` only asks for more problems or more steps per problem of is not
+        finished: it goes on from its pairs record (:func:`profiler.step_profile.extends`).
         """
         if phase not in PHASES:
             raise ValueError(f"phase must be one of {', '.join(PHASES)}, got {phase!r}")
@@ -971,7 +971,7 @@ class Recorder:
             from profiler.step_profile import extends
 
             if extends(recorded.model_dump(), expected):
-                return False  # more steps per problem: measured on from the pairs record
+                return False  # more problems or steps: measured on from the pairs record
         problem = resume_mismatch(f"{self.output} ({phase} phase)",
                                   recorded.model_dump(), expected)
         if problem is not None:

@@ -172,24 +172,32 @@ def read_pairs(path: str | Path) -> list[StepPair]:
     return read_record(path).pairs
 
 
+GROWS = ("problems", "steps_per_problem")
+"""The steps settings a record may be extended in (:func:`extends`)."""
+
+
 def extends(recorded: dict[str, Any], key: dict[str, Any]) -> bool:
-    """Whether settings ``key`` only take more steps per problem than a record measured
-    with ``recorded``: greedy decoding makes its pairs the first ones ``key`` measures, so
-    ``--resume`` keeps them and goes on to the later steps of each problem."""
-    if not isinstance(recorded.get("steps_per_problem"), int):
+    """Whether settings ``key`` only take more problems or more steps per problem than a
+    record measured with ``recorded`` (neither fewer, one more): greedy decoding makes
+    its pairs the first ones ``key`` measures (the first problems of a seed are the same
+    however many are drawn, and each sampled branch's seed depends on its problem and
+    step only), so ``--resume`` keeps them and goes on to the later steps of each
+    problem and the problems after them."""
+    if not all(isinstance(recorded.get(k), int) for k in GROWS):
         return False
-    if recorded["steps_per_problem"] >= key.get("steps_per_problem", 0):
+    if any(recorded[k] > key.get(k, 0) for k in GROWS) or all(
+            recorded[k] == key.get(k) for k in GROWS):
         return False
-    same = {k: v for k, v in recorded.items() if k != "steps_per_problem"}
-    wanted = {k: v for k, v in key.items() if k != "steps_per_problem"}
+    same = {k: v for k, v in recorded.items() if k not in GROWS}
+    wanted = {k: v for k, v in key.items() if k not in GROWS}
     return resume_mismatch("", same, wanted) is None
 
 
 def check_record(path: str | Path, key: dict[str, Any]) -> PairsRecord:
     """The record at ``path`` if ``--resume`` may continue it with settings ``key`` (the
-    same settings, or only more steps per problem: :func:`extends`); a one-line ValueError
-    naming every setting that differs, or saying that the record predates the resume key,
-    otherwise."""
+    same settings, or only more problems or steps per problem: :func:`extends`); a
+    one-line ValueError naming every setting that differs, or saying that the record
+    predates the resume key, otherwise."""
     rec = read_record(path)
     if rec.key is not None and extends(rec.key, key):
         return rec
@@ -278,9 +286,9 @@ def _start_record(path: Path, key: dict[str, Any], resume: bool,
         if rec.key is not None and extends(rec.key, key):
             _write_header(path, key, path.read_bytes().partition(b"\n")[2])
             if note is not None:
-                note(f"{path}: extended from {rec.key['steps_per_problem']} to "
-                     f"{key['steps_per_problem']} steps per problem (its {len(rec.pairs)} "
-                     "pairs kept)")
+                note(f"{path}: extended from {rec.key['problems']} problems x "
+                     f"{rec.key['steps_per_problem']} steps to {key['problems']} x "
+                     f"{key['steps_per_problem']} (its {len(rec.pairs)} pairs kept)")
         if rec.key is not None:
             return rec.pairs
     _write_header(path, key)

@@ -201,7 +201,7 @@ STEPS = dict(target="tgt", draft="drf", verifier="embedding", threshold=0.9,
     ("seed", 1, "seed = 0, not 1"),
     ("max_step_tokens", 12, "max_step_tokens = 48, not 12"),
     ("steps_per_problem", 2, "steps_per_problem = 3, not 2"),
-    ("problems", 3, "problems = 2, not 3"),
+    ("problems", 1, "problems = 2, not 1"),
     ("verifier", "exact", "verifier_kind = 'embedding', not 'exact'"),
     ("threshold", 0.8, "threshold = 0.9, not 0.8"),
     ("target", "other", "target = 'tgt', not 'other'"),
@@ -239,13 +239,38 @@ def test_a_pairs_record_extends_to_more_steps_per_problem(tmp_path) -> None:
     pairs, calls = _run(record, resume=True, key=calibrate.steps_key(**STEPS), notes=notes)
     assert _untimed(sorted(pairs, key=lambda p: (p.problem, p.step))) == _untimed(full)
     assert calls == full_calls - 2  # the 2 recorded steps were not decoded again
-    assert notes == [f"{record}: extended from 1 to 3 steps per problem (its 2 pairs kept)"]
+    assert notes == [f"{record}: extended from 2 problems x 1 steps to 2 x 3 (its 2 pairs "
+                     "kept)"]
     rec = read_record(record)
     assert rec.key["steps_per_problem"] == 3 and len(rec.pairs) == len(full)
     check_record(record, calibrate.steps_key(**STEPS))  # resumes as a 3-step record now
     with pytest.raises(ValueError, match="seed = 0, not 1"):  # nothing else may differ
         check_record(record, calibrate.steps_key(**{**STEPS, "steps_per_problem": 4,
                                                     "seed": 1}))
+
+
+def test_a_pairs_record_extends_to_more_problems(tmp_path) -> None:
+    """The first problems of a seed are the same however many are drawn: --resume with
+    more problems keeps the recorded ones, measures only the new problems and rewrites
+    the header; more problems and fewer steps is refused."""
+    full, full_calls = _run(tmp_path / "full.jsonl", key=calibrate.steps_key(**STEPS))
+    record = tmp_path / "r.jsonl"
+    one = calibrate.steps_key(**{**STEPS, "problems": 1})
+    target = ScriptedEngine(["a <s>", "b <s>", "#### 1 <s>"], 1.0)
+    draft = ScriptedEngine(["a <s>", "x <s>", "#### 1 <s>"], 0.25)
+    first = profile_steps(target, draft, ExactMatch(), _problems(1), record,
+                          steps_per_problem=3, key=one)
+    assert {p.problem for p in first} == {0}
+    notes: list[str] = []
+    pairs, calls = _run(record, resume=True, key=calibrate.steps_key(**STEPS), notes=notes)
+    assert _untimed(sorted(pairs, key=lambda p: (p.problem, p.step))) == _untimed(full)
+    assert calls == full_calls - len(first)  # problem 0 was not decoded again
+    assert notes == [f"{record}: extended from 1 problems x 3 steps to 2 x 3 (its "
+                     f"{len(first)} pairs kept)"]
+    assert read_record(record).key["problems"] == 2
+    with pytest.raises(ValueError, match="steps_per_problem = 3, not 2"):
+        check_record(record, calibrate.steps_key(**{**STEPS, "problems": 3,
+                                                    "steps_per_problem": 2}))
 
 
 def test_profile_run_resume_with_more_steps_per_problem_measures_the_steps_on(
