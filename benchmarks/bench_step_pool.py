@@ -75,19 +75,13 @@ def pool(runs: list[tuple[Path, Path | None]]) -> list[dict[str, Any]]:
 def steps_phase(path: Path) -> dict[str, Any]:
     """The steps phase's acceptance on its own problems (every target step judged), with
     problems as clusters."""
-    from profiler.step_profile import read_record
+    from profiler.step_profile import read_record, summarize
     from specmodel.montecarlo.estimate import ratio_estimate
 
-    got = read_record(path)
-    per: dict[int, list[int]] = {}
-    for p in got.pairs:
-        c = per.setdefault(p.problem, [0, 0])
-        c[0] += bool(p.accepted)
-        c[1] += 1
-    est = ratio_estimate([a for a, _ in per.values()], [n for _, n in per.values()])
+    per = summarize(read_record(path).pairs).problem_verdicts or []
+    est = ratio_estimate([a for a, _ in per], [n for _, n in per])
     return {"source": str(path), "problems": len(per),
-            "accepted": sum(a for a, _ in per.values()),
-            "judged": sum(n for _, n in per.values()),
+            "accepted": sum(a for a, _ in per), "judged": sum(n for _, n in per),
             "rate": est.mean, "clustered_stderr": est.stderr}
 
 

@@ -144,11 +144,12 @@ def test_a_second_steps_run_never_deletes_the_pairs_being_written(holder) -> Non
 # --- torn records -----------------------------------------------------------------------
 
 
-def _run(record: Path, *, resume: bool = False, key: dict | None = None, notes=None):
+def _run(record: Path, *, resume: bool = False, key: dict | None = None, notes=None,
+         problems: int = 2, steps: int = 3):
     target = ScriptedEngine(["a <s>", "b <s>", "#### 1 <s>"], 1.0)
     draft = ScriptedEngine(["a <s>", "x <s>", "#### 1 <s>"], 0.25)
-    pairs = profile_steps(target, draft, ExactMatch(), _problems(2), record,
-                          steps_per_problem=3, resume=resume, key=key,
+    pairs = profile_steps(target, draft, ExactMatch(), _problems(problems), record,
+                          steps_per_problem=steps, resume=resume, key=key,
                           note=None if notes is None else notes.append)
     return pairs, target.calls
 
@@ -228,10 +229,7 @@ def test_a_pairs_record_extends_to_more_steps_per_problem(tmp_path) -> None:
                             key=calibrate.steps_key(**STEPS))  # 3 steps per problem
     record = tmp_path / "r.jsonl"
     short = calibrate.steps_key(**{**STEPS, "steps_per_problem": 1})
-    target = ScriptedEngine(["a <s>", "b <s>", "#### 1 <s>"], 1.0)
-    draft = ScriptedEngine(["a <s>", "x <s>", "#### 1 <s>"], 0.25)
-    first = profile_steps(target, draft, ExactMatch(), _problems(2), record,
-                          steps_per_problem=1, key=short)
+    first, _ = _run(record, key=short, steps=1)
     assert len(first) == 2 and read_record(record).key["steps_per_problem"] == 1
     with pytest.raises(ValueError, match="steps_per_problem = 3, not 1"):
         check_record(tmp_path / "full.jsonl", short)  # never fewer
@@ -256,10 +254,7 @@ def test_a_pairs_record_extends_to_more_problems(tmp_path) -> None:
     full, full_calls = _run(tmp_path / "full.jsonl", key=calibrate.steps_key(**STEPS))
     record = tmp_path / "r.jsonl"
     one = calibrate.steps_key(**{**STEPS, "problems": 1})
-    target = ScriptedEngine(["a <s>", "b <s>", "#### 1 <s>"], 1.0)
-    draft = ScriptedEngine(["a <s>", "x <s>", "#### 1 <s>"], 0.25)
-    first = profile_steps(target, draft, ExactMatch(), _problems(1), record,
-                          steps_per_problem=3, key=one)
+    first, _ = _run(record, key=one, problems=1)
     assert {p.problem for p in first} == {0}
     notes: list[str] = []
     pairs, calls = _run(record, resume=True, key=calibrate.steps_key(**STEPS), notes=notes)
