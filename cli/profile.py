@@ -632,12 +632,12 @@ def _rates_from_replay(rec: Recorder, pairs: Path, rates: str,
     ``rates`` asks from the steps phase's answers alone; a section derived before is
     first restored from the tokens phase's counters, so that nothing of the earlier
     derivation stays."""
-    from profiler.calibrate import RUN_RECORD_ANSWERS, rederive_tokens, token_spread
+    from profiler.calibrate import rederive_tokens, token_spread
 
     cal = rec.calibration
     derived = cal.token.problem_counters is not None
     phase = cal.phase_settings("tokens")
-    with_records = phase is not None and RUN_RECORD_ANSWERS in phase.description
+    with_records = phase is not None and bool(phase.answer_records)
     if derived and not remeasured and not answers and not with_records and (
             cal.token.rates_by_k2 is not None) == (rates == "answers"):
         return

@@ -454,7 +454,8 @@ def tokens_result(measured: TokensSettings, summary: TokenSummary | None = None,
             f"{summary.c2:.4f}." + ("" if rederived is None else f" {rederived}"))
     return PhaseResult(
         "tokens", token_section(summary, lookup_min, lookup_max),
-        m.model_copy(update={"description": desc}), {"token_target": m.model},
+        m.model_copy(update={"description": desc, "answer_records": None}),
+        {"token_target": m.model},
         f"α2 = {summary.alpha2:.3f}, speedup {summary.speedup:.3f}x, c2 = {summary.c2:.3f}"
         + ("" if summary.draft_rate is None else
            f", {summary.draft_rate:.2f} of the passes drafted"),
@@ -483,11 +484,6 @@ def rederive_tokens(cal: Calibration, source: Calibration | None = None) -> Phas
     return got
 
 
-RUN_RECORD_ANSWERS = "answers of run record"
-"""Names, in the tokens phase's description, the run records whose answers joined the
-token replay (:func:`token_spread`)."""
-
-
 def token_spread(cal: Calibration, record: str | Path | None = None, *,
                  rates_from_answers: bool = False,
                  answers: Sequence[str | Path] = ()) -> PhaseResult:
@@ -510,7 +506,7 @@ def token_spread(cal: Calibration, record: str | Path | None = None, *,
     steps per problem as the steps phase's, else a ValueError naming the record).  The
     phase's description says what was added.  Needs the target's tokenizer, no
     decoding."""
-    from profiler.answers import pairs_answers, run_answers
+    from profiler.answers import Answer, AnswerSettings, pairs_answers, run_answers
     from profiler.ngram_replay import add_counters, count_steps, encode_steps
     from profiler.packs import resolve_model
     from profiler.token_profile import token_section
@@ -524,27 +520,29 @@ def token_spread(cal: Calibration, record: str | Path | None = None, *,
         raise ValueError(f"calibration {cal.name!r} has no steps phase naming a pairs record; "
                          "give the record")
     path = Path(record if record is not None else steps_phase.record)  # type: ignore[union-attr]
-    cut, whole = pairs_answers(path)
-    if cut.target != phase.model:
-        raise ValueError(f"record {path} holds answers of {cut.target!r}, the "
-                         f"tokens phase measured {phase.model!r}")
-    seen = {(a.seed, a.problem) for a in whole}
-    own = len(whole)
+    cut: AnswerSettings | None = None
+    whole: list[Answer] = []
+    own = 0
     added: list[str] = []
-    for extra in answers:
-        got_cut, got = run_answers(extra)
+    sources = [(f"record {path}", pairs_answers, path)] + [
+        (f"run record {x}", run_answers, Path(x)) for x in answers]
+    for name, read, src in sources:  # the pairs record first: it sets the cut
+        got_cut, got = read(src)
         if got_cut.target != phase.model:
-            raise ValueError(f"run record {extra} holds answers of {got_cut.target!r}, the "
-                             f"tokens phase measured {phase.model!r}")
-        for name in ("delimiter", "max_step_tokens", "max_steps"):
-            if getattr(got_cut, name) != getattr(cut, name):
-                raise ValueError(f"run record {extra}: its answers were cut with {name} "
-                                 f"{getattr(got_cut, name)!r}, the steps phase's with "
-                                 f"{getattr(cut, name)!r}")
+            raise ValueError(f"{name} holds answers of {got_cut.target!r}, the tokens "
+                             f"phase measured {phase.model!r}")
+        for setting in ("delimiter", "max_step_tokens", "max_steps") if cut else ():
+            if getattr(got_cut, setting) != getattr(cut, setting):
+                raise ValueError(f"{name}: its answers were cut with {setting} "
+                                 f"{getattr(got_cut, setting)!r}, the steps phase's with "
+                                 f"{getattr(cut, setting)!r}")
+        seen = {(a.seed, a.problem) for a in whole}
         new = [a for a in got if (a.seed, a.problem) not in seen]
-        seen |= {(a.seed, a.problem) for a in new}
         whole += new
-        added.append(f"{len(new)} {RUN_RECORD_ANSWERS} {extra} (seed {got_cut.seed})")
+        if cut is None:
+            cut, own = got_cut, len(new)
+        else:
+            added.append(f"{len(new)} answers of run record {src} (seed {got_cut.seed})")
     gamma = cal.token.num_speculative_tokens or phase.num_speculative_tokens
     lookup = cal.token.prompt_lookup_max or phase.prompt_lookup_max or 3
     if gamma is None:
@@ -609,7 +607,8 @@ def token_spread(cal: Calibration, record: str | Path | None = None, *,
                 f"answers (tokens phase: {cal.token.alpha2:.3f}, {before})")
     return PhaseResult(
         "tokens", type(cal.token).model_validate(section.model_dump()),
-        phase.model_copy(update={"description": phase.description + note}),
+        phase.model_copy(update={"description": phase.description + note,
+                                 "answer_records": [str(x) for x in answers] or None}),
         {"token_target": phase.model},
         f"{len(counters)} problems, token acceptance {min(rates):.3f}-{max(rates):.3f} "
         f"per problem ({kept})")

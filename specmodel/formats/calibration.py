@@ -579,6 +579,10 @@ class TokensSettings(_Strict):
     versions: dict[str, str] | None = None
     """specmodel, torch, transformers (and vLLM) versions the phase ran with (part of the
     resume key; None in files from before it was recorded)."""
+    answer_records: list[str] | None = None
+    """The run records whose target-alone answers joined the steps phase's in the whole
+    answers' token replay (``--answers``, :func:`profiler.calibrate.token_spread`), in
+    the order given; None: the steps phase's answers alone, or no replay."""
 
 
 class EngineCallPoint(_Strict):

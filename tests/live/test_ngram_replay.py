@@ -180,7 +180,7 @@ def test_token_spread_adds_the_target_alone_answers_of_run_records(tmp_path) -> 
     from cli.main import main
     from cli.profile import _rates_from_replay
     from profiler.answers import run_answers
-    from profiler.calibrate import RUN_RECORD_ANSWERS, Recorder
+    from profiler.calibrate import Recorder
     from specmodel.formats.calibration import load_calibration
 
     results = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
@@ -202,8 +202,11 @@ def test_token_spread_adds_the_target_alone_answers_of_run_records(tmp_path) -> 
     assert len(a.problem_counters) == 10 and len(b.problem_counters) == 13
     assert b.problem_counters[:10] == a.problem_counters
     assert b.samples == sum(n for _, n in b.problem_counters) > a.samples
-    desc = load_calibration(both).provenance.settings.phases.tokens.description
-    assert f"3 {RUN_RECORD_ANSWERS} {run}" in desc and f"0 {RUN_RECORD_ANSWERS}" in desc
+    phase = load_calibration(both).provenance.settings.phases.tokens
+    assert f"3 answers of run record {run}" in phase.description
+    assert "0 answers of run record" in phase.description
+    assert phase.answer_records == [str(run), str(results / "heldout_05b_round2.run.json")]
+    assert load_calibration(alone).provenance.settings.phases.tokens.answer_records is None
     assert main(["profile", "token-spread", str(src), "-o", str(tmp_path / "x.json"),
                  "--record", str(pairs), "--answers",
                  str(results / "heldout_15b_round1.run.json")]) == 2
@@ -226,5 +229,6 @@ def test_token_spread_adds_the_target_alone_answers_of_run_records(tmp_path) -> 
         assert rec.calibration.token == first.token
         _rates_from_replay(rec, pairs, "answers", remeasured=False)
         assert rec.calibration.token == a  # the steps phase's answers alone again
-        assert RUN_RECORD_ANSWERS not in (
-            rec.calibration.provenance.settings.phases.tokens.description)
+        phase = rec.calibration.provenance.settings.phases.tokens
+        assert phase.answer_records is None and "answers of run record" not in (
+            phase.description)
