@@ -353,6 +353,39 @@ def token_spread(
                      else "token spread between problems added")
 
 
+@profile_app.command("first-problems")
+def first_problems(
+    calibration_file: Annotated[Path, typer.Argument(
+        help="A profiled calibration whose step and token sections to derive from the "
+             "first problems of its steps phase.")],
+    output: Output,
+    problems: Annotated[int, typer.Option(
+        help="How many of the steps phase's first problems to keep (1 to its count).")],
+    record: PairsRecord = None,
+) -> None:
+    """Derive a calibration's step and token sections from its first N problems alone,
+    into a copy.
+
+    What a calibration from fewer problems would have held, without decoding: the step
+    section from those problems' pairs; a token section replayed on the steps phase's
+    answers, on those answers alone; engine and batch costs kept."""
+    from profiler.calibrate import Recorder, check_first_problems
+    from profiler.calibrate import first_problems as derive
+    from specmodel.formats.calibration import load_calibration
+
+    cal = load_calibration(calibration_file)
+    phase = cal.phase_settings("steps")
+    if phase is None:
+        raise ValueError(f"calibration {cal.name!r} has no steps phase whose first problems "
+                         "to take (only a profiled one records its pairs record)")
+    check_first_problems(problems, phase.problems, "--problems")
+    with Recorder(output, cal) as rec, saving(_unchanged(output, "each section")):
+        done = derive(rec, problems, record)
+    console().print(f"first {problems} of {phase.problems} problems: "
+                    + "; ".join(f"{d.phase} {d.summary}" for d in done)
+                    + f"; wrote {output}", soft_wrap=True)
+
+
 @profile_app.command("contention")
 def contention(
     calibration_file: Annotated[Path, typer.Argument(

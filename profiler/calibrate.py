@@ -352,13 +352,17 @@ def steps_result(pairs: list[Any], measured: StepsSettings,
     )
 
 
-def rederive_steps(cal: Calibration, record: str | Path | None = None) -> PhaseResult:
+def rederive_steps(cal: Calibration, record: str | Path | None = None, *,
+                   problems: int | None = None) -> PhaseResult:
     """The ``steps`` phase of ``cal`` derived again from its pairs record (``record``,
     else the path its phase settings name) with this version's estimators: what a
     calibration measured before an estimator existed gains it without decoding again.
     The record's key must name the phase's models, problems, seed, caps, delimiter and
     verifier; the phase's date stays the measurement's, and its description says when
-    and with which specmodel it was derived again."""
+    and with which specmodel it was derived again.  ``problems``: derive it from the
+    pairs of the first ``problems`` problems alone (1 to the phase's count; the first
+    problems of a seed are the same however many are drawn), as if the phase had
+    measured only those."""
     from profiler.step_profile import read_record
     from specmodel import __version__
 
@@ -382,9 +386,25 @@ def rederive_steps(cal: Calibration, record: str | Path | None = None) -> PhaseR
     if len(got.pairs) != phase.pairs:
         raise ValueError(f"record {path} holds {len(got.pairs)} pairs, the calibration's steps "
                          f"phase {phase.pairs}: not the record it was derived from")
-    note = (f"(Derived again from the record {path} on {timestamp()} with specmodel "
+    pairs, first = got.pairs, ""
+    if problems is not None:
+        check_first_problems(problems, phase.problems)
+        pairs = [p for p in got.pairs if p.problem < problems]
+        first = (f" from the pairs of its first {problems} of {phase.problems} problems "
+                 f"({len(pairs)} of {len(got.pairs)} pairs)")
+        phase = phase.model_copy(update={"problems": problems})
+    note = (f"(Derived again from the record {path}{first} on {timestamp()} with specmodel "
             f"{__version__}.)")
-    return steps_result(got.pairs, phase, rederived=note)
+    return steps_result(pairs, phase, rederived=note)
+
+
+def check_first_problems(problems: int, measured: int, name: str = "problems") -> None:
+    """``problems`` (a count of first problems to derive from) within 1 to the
+    ``measured`` count, else a ValueError naming the parameter (``name``) and the
+    range."""
+    if not 1 <= problems <= measured:
+        raise ValueError(f"{name} must be between 1 and the steps phase's {measured} "
+                         f"problems, got {problems}")
 
 
 def tokens_phase(
@@ -486,7 +506,8 @@ def rederive_tokens(cal: Calibration, source: Calibration | None = None) -> Phas
 
 def token_spread(cal: Calibration, record: str | Path | None = None, *,
                  rates_from_answers: bool = False,
-                 answers: Sequence[str | Path] = ()) -> PhaseResult:
+                 answers: Sequence[str | Path] = (),
+                 problems: int | None = None) -> PhaseResult:
     """The ``tokens`` phase of ``cal`` with the spread of token acceptance between
     problems added: prompt lookup replayed, at the token section's γ and longest n-gram,
     on each problem's whole greedy answer by the target — the target's steps of the
@@ -503,9 +524,10 @@ def token_spread(cal: Calibration, record: str | Path | None = None, *,
     whose target-alone answers (:func:`profiler.answers.run_answers`, e.g. ``specmodel
     decode --k1 1 --k2 1`` on more problems) join the pairs record's, each problem once
     (the first record that holds it counts), cut the same way (delimiter, token cap and
-    steps per problem as the steps phase's, else a ValueError naming the record).  The
-    phase's description says what was added.  Needs the target's tokenizer, no
-    decoding."""
+    steps per problem as the steps phase's, else a ValueError naming the record).
+    ``problems``: only the pairs record's first ``problems`` answers (1 to the steps
+    phase's count), as :func:`rederive_steps` takes them.  The phase's description says
+    what was added.  Needs the target's tokenizer, no decoding."""
     from profiler.answers import Answer, AnswerSettings, pairs_answers, run_answers
     from profiler.ngram_replay import add_counters, count_steps, encode_steps
     from profiler.packs import resolve_model
@@ -520,6 +542,11 @@ def token_spread(cal: Calibration, record: str | Path | None = None, *,
         raise ValueError(f"calibration {cal.name!r} has no steps phase naming a pairs record; "
                          "give the record")
     path = Path(record if record is not None else steps_phase.record)  # type: ignore[union-attr]
+    if problems is not None:
+        if steps_phase is None:
+            raise ValueError(f"calibration {cal.name!r} has no steps phase whose first "
+                             "problems to take")
+        check_first_problems(problems, steps_phase.problems)
     cut: AnswerSettings | None = None
     whole: list[Answer] = []
     own = 0
@@ -536,6 +563,8 @@ def token_spread(cal: Calibration, record: str | Path | None = None, *,
                 raise ValueError(f"{name}: its answers were cut with {setting} "
                                  f"{getattr(got_cut, setting)!r}, the steps phase's with "
                                  f"{getattr(cut, setting)!r}")
+        if cut is None and problems is not None:
+            got = [a for a in got if a.problem < problems]
         seen = {(a.seed, a.problem) for a in whole}
         new = [a for a in got if (a.seed, a.problem) not in seen]
         whole += new
@@ -574,6 +603,7 @@ def token_spread(cal: Calibration, record: str | Path | None = None, *,
             f"{__version__}: prompt lookup replayed at gamma = {gamma}, n-grams up to "
             f"{lookup}, on the target's whole answers to {len(whole)} problems: "
             f"{own} of the record {path}"
+            + ("" if problems is None else f" (its first {problems} problems)")
             + "".join(f", {x}" for x in added)
             + f"; {len(counters)} drafted, per-problem acceptance "
             f"{min(rates):.3f}-{max(rates):.3f}.)")
@@ -612,6 +642,38 @@ def token_spread(cal: Calibration, record: str | Path | None = None, *,
         {"token_target": phase.model},
         f"{len(counters)} problems, token acceptance {min(rates):.3f}-{max(rates):.3f} "
         f"per problem ({kept})")
+
+
+def first_problems(rec: Recorder, problems: int,
+                   record: str | Path | None = None) -> list[PhaseResult]:
+    """The calibration ``rec`` holds, its step and token sections derived again from the
+    first ``problems`` problems of its steps phase alone (1 to the phase's count), each
+    phase added to ``rec`` as it is derived: what a calibration from fewer problems
+    would have held, without decoding again.  The step section comes from those
+    problems' pairs (:func:`rederive_steps`); a token section whose spread (or rates)
+    came from the steps phase's whole answers (:func:`token_spread`) is derived again
+    from the tokens phase's counters and replayed on those problems' answers alone, as
+    it was (rates from the answers where its were); one that did not is kept, for the
+    tokens phase measured other prompts.  A token section that took run records'
+    answers too (``--answers``) is refused: their problems are not the steps phase's.
+    Engine costs and batch costs are kept.  ``record``: the pairs record, else the path
+    the steps phase names."""
+    cal = rec.calibration
+    tokens = cal.phase_settings("tokens")
+    if tokens is not None and tokens.answer_records:
+        raise ValueError(f"calibration {cal.name!r}: its token rates took the answers of run "
+                         f"records too ({', '.join(tokens.answer_records)}), not only the "
+                         "steps phase's problems; derive from its tokens phase without them "
+                         "first (profile rederive-tokens)")
+    done = [rederive_steps(cal, record, problems=problems)]
+    rec.add(done[0])
+    if cal.token.problem_counters is not None:
+        done.append(rederive_tokens(rec.calibration))
+        rec.add(done[-1])
+        done.append(token_spread(rec.calibration, record, problems=problems,
+                                 rates_from_answers=cal.token.rates_by_k2 is not None))
+        rec.add(done[-1])
+    return done
 
 
 def engine_costs_phase(

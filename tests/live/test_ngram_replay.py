@@ -232,3 +232,42 @@ def test_token_spread_adds_the_target_alone_answers_of_run_records(tmp_path) -> 
         phase = rec.calibration.provenance.settings.phases.tokens
         assert phase.answer_records is None and "answers of run record" not in (
             phase.description)
+
+
+def test_first_problems_derives_the_ten_problem_calibration_from_the_thirty(
+        tmp_path, capsys) -> None:
+    """`profile first-problems --problems 10` on the thirty-problem 1.5B calibration
+    writes the ten-problem variant's step and token sections (a script made it, from the
+    EPYC's ten-problem record): steps from the first ten problems' pairs, token rates
+    replayed on their ten answers alone; engine costs kept.  A token section that took
+    run records' answers too is refused (exit 2)."""
+    from pathlib import Path
+
+    from cli.main import main
+    from profiler.calibrate import Recorder, token_spread
+    from specmodel.formats.calibration import load_calibration
+
+    results = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
+    src = results / "heldout_15b_calibration30_xeon.json"
+    pairs = results / "heldout_15b_profile_run30_xeon.pairs.jsonl"
+    out = tmp_path / "ten.json"
+    assert main(["profile", "first-problems", str(src), "-o", str(out), "--problems", "10",
+                 "--record", str(pairs)]) == 0
+    assert "first 10 of 30 problems" in capsys.readouterr().out
+    got, ten = load_calibration(out), load_calibration(
+        results / "heldout_15b_calibration10_xeon.json")
+    thirty = load_calibration(src)
+    assert got.step == ten.step and got.token == ten.token
+    assert got.engine_costs == thirty.engine_costs and got.batch_cost == thirty.batch_cost
+    assert got.token.problem_counters is not None and len(got.token.problem_counters) == 10
+    assert got.token.rates_by_k2 is not None
+    phase = got.provenance.settings.phases.tokens
+    assert "(its first 10 problems)" in phase.description
+    assert phase.answer_records is None
+    with Recorder(tmp_path / "with-run.json", thirty) as rec:
+        rec.add(token_spread(thirty, pairs, rates_from_answers=True,
+                             answers=[results / "answers_15b_seed1_30.run.json"]))
+    assert main(["profile", "first-problems", str(tmp_path / "with-run.json"), "-o",
+                 str(tmp_path / "x.json"), "--problems", "10", "--record", str(pairs)]) == 2
+    assert "run records too" in " ".join(capsys.readouterr().err.split())
+    assert not (tmp_path / "x.json").exists()

@@ -395,6 +395,46 @@ def test_rederive_steps_adds_todays_estimators_and_keeps_every_measured_number(
     assert "has no steps phase" in " ".join(capsys.readouterr().err.split())
 
 
+def test_rederive_steps_from_the_first_problems_is_the_calibration_of_fewer(
+        tmp_path, capsys) -> None:
+    """`rederive_steps(problems=10)` on the thirty-problem 1.5B calibration gives the
+    step section its first ten problems gave (the ten-problem variant, derived from the
+    EPYC's ten-problem record, whose pairs the thirty-problem record kept); the phase
+    says 10 problems and where they came from; a count outside 1..30, or a calibration
+    without a steps phase, is refused by `profile first-problems` naming the option
+    (exit 2) and nothing is written."""
+    from pathlib import Path
+
+    from cli.main import main
+    from profiler.calibrate import rederive_steps
+    from specmodel.formats.calibration import load_calibration, load_preset
+
+    results = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
+    thirty = load_calibration(results / "heldout_15b_calibration30_xeon.json")
+    ten = load_calibration(results / "heldout_15b_calibration10_xeon.json")
+    pairs = results / "heldout_15b_profile_run30_xeon.pairs.jsonl"
+    got = rederive_steps(thirty, pairs, problems=10)
+    assert got.section == ten.step
+    assert (got.settings.problems, got.settings.pairs, got.settings.accepted) == (10, 96, 57)
+    assert "first 10 of 30 problems (96 of 300 pairs)" in got.settings.description
+    assert got.settings.date == thirty.provenance.settings.phases.steps.date
+    every = rederive_steps(thirty, pairs, problems=30)
+    assert every.section == rederive_steps(thirty, pairs).section
+    src = results / "heldout_15b_calibration30_xeon.json"
+    for bad in ("0", "31"):
+        out = tmp_path / f"bad{bad}.json"
+        assert main(["profile", "first-problems", str(src), "-o", str(out), "--problems",
+                     bad, "--record", str(pairs)]) == 2
+        err = " ".join(capsys.readouterr().err.split())
+        assert "--problems must be between 1 and the steps phase's 30 problems" in err
+        assert not out.exists()
+    plain = tmp_path / "preset.json"
+    plain.write_text(load_preset("lr-paper-gsm8k-deepseek").model_dump_json())
+    assert main(["profile", "first-problems", str(plain), "-o", str(tmp_path / "y.json"),
+                 "--problems", "3"]) == 2
+    assert "has no steps phase" in " ".join(capsys.readouterr().err.split())
+
+
 def test_rederive_tokens_adds_the_draft_rate_and_keeps_every_measured_number(
         tmp_path, capsys) -> None:
     """`profile rederive-tokens`: the token section derived again from the tokens
