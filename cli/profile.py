@@ -369,19 +369,15 @@ def first_problems(
     What a calibration from fewer problems would have held, without decoding: the step
     section from those problems' pairs; a token section replayed on the steps phase's
     answers, on those answers alone; engine and batch costs kept."""
-    from profiler.calibrate import Recorder, check_first_problems
+    from profiler.calibrate import Recorder
     from profiler.calibrate import first_problems as derive
     from specmodel.formats.calibration import load_calibration
 
     cal = load_calibration(calibration_file)
-    phase = cal.phase_settings("steps")
-    if phase is None:
-        raise ValueError(f"calibration {cal.name!r} has no steps phase whose first problems "
-                         "to take (only a profiled one records its pairs record)")
-    check_first_problems(problems, phase.problems, "--problems")
     with Recorder(output, cal) as rec, saving(_unchanged(output, "each section")):
-        done = derive(rec, problems, record)
-    console().print(f"first {problems} of {phase.problems} problems: "
+        done = derive(rec, problems, record, name="--problems")
+    measured = cal.phase_settings("steps").problems  # type: ignore[union-attr]  # derive checked it
+    console().print(f"first {problems} of {measured} problems: "
                     + "; ".join(f"{d.phase} {d.summary}" for d in done)
                     + f"; wrote {output}", soft_wrap=True)
 

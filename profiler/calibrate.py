@@ -644,8 +644,8 @@ def token_spread(cal: Calibration, record: str | Path | None = None, *,
         f"per problem ({kept})")
 
 
-def first_problems(rec: Recorder, problems: int,
-                   record: str | Path | None = None) -> list[PhaseResult]:
+def first_problems(rec: Recorder, problems: int, record: str | Path | None = None, *,
+                   name: str = "problems") -> list[PhaseResult]:
     """The calibration ``rec`` holds, its step and token sections derived again from the
     first ``problems`` problems of its steps phase alone (1 to the phase's count), each
     phase added to ``rec`` as it is derived: what a calibration from fewer problems
@@ -657,8 +657,15 @@ def first_problems(rec: Recorder, problems: int,
     tokens phase measured other prompts.  A token section that took run records'
     answers too (``--answers``) is refused: their problems are not the steps phase's.
     Engine costs and batch costs are kept.  ``record``: the pairs record, else the path
-    the steps phase names."""
+    the steps phase names.  A calibration without a steps phase, or ``problems`` outside
+    its range, is refused before anything is derived, naming ``name`` (the parameter,
+    or the option the user typed)."""
     cal = rec.calibration
+    steps = cal.phase_settings("steps")
+    if steps is None:
+        raise ValueError(f"calibration {cal.name!r} has no steps phase whose first problems "
+                         "to take (only a profiled one records its pairs record)")
+    check_first_problems(problems, steps.problems, name)
     tokens = cal.phase_settings("tokens")
     if tokens is not None and tokens.answer_records:
         raise ValueError(f"calibration {cal.name!r}: its token rates took the answers of run "
