@@ -242,7 +242,7 @@ def pool_engine_costs(
               **({"draft": costs.draft.model} if costs.draft is not None else {})}
     summary = engine_costs_summary(costs)
     with Recorder(output, cals[0]) as rec, saving(_unchanged(output, "the pooled costs")):
-        rec.add(PhaseResult("engine_costs", costs, settings, models, summary))
+        rec.add(PhaseResult("engine_costs", costs, settings, models, summary, derived=True))
     console().print(f"engine costs of {len(parts)} calibrations pooled: {summary}; wrote "
                     f"{output}", soft_wrap=True)
 

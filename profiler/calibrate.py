@@ -33,7 +33,7 @@ tells what it was measured with.  The calibration file is written under a
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -213,6 +213,10 @@ class PhaseResult:
     """Role -> model, for the provenance."""
     summary: str = ""
     """One line for the terminal."""
+    derived: bool = False
+    """Whether the phase was derived again from what an earlier measurement recorded (no
+    model timed here): its settings keep the machine they were measured on, where a
+    phase measured now is stamped with this one (:meth:`Recorder.add`)."""
 
     def __post_init__(self) -> None:
         if self.phase not in _TYPES:
@@ -395,7 +399,7 @@ def rederive_steps(cal: Calibration, record: str | Path | None = None, *,
         phase = phase.model_copy(update={"problems": problems})
     note = (f"(Derived again from the record {path}{first} on {timestamp()} with specmodel "
             f"{__version__}.)")
-    return steps_result(pairs, phase, rederived=note)
+    return replace(steps_result(pairs, phase, rederived=note), derived=True)
 
 
 def check_first_problems(problems: int, measured: int, name: str = "problems") -> None:
@@ -501,7 +505,7 @@ def rederive_tokens(cal: Calibration, source: Calibration | None = None) -> Phas
             != fresh:
         raise ValueError(f"calibration {cal.name!r}: its token section is not the one "
                          f"{source.name!r} measured (a different copy)")
-    return got
+    return replace(got, derived=True)
 
 
 def token_spread(cal: Calibration, record: str | Path | None = None, *,
@@ -641,7 +645,7 @@ def token_spread(cal: Calibration, record: str | Path | None = None, *,
                                  "answer_records": [str(x) for x in answers] or None}),
         {"token_target": phase.model},
         f"{len(counters)} problems, token acceptance {min(rates):.3f}-{max(rates):.3f} "
-        f"per problem ({kept})")
+        f"per problem ({kept})", derived=True)
 
 
 def first_problems(rec: Recorder, problems: int, record: str | Path | None = None, *,
@@ -909,6 +913,11 @@ def remeasure_contention(cal: Calibration, *, repeats: int = 5, max_step_tokens:
         raise ValueError(f"repeats must be >= 1, got {repeats}")
     if max_step_tokens < 1:
         raise ValueError(f"max_step_tokens must be >= 1, got {max_step_tokens}")
+    here = MachineDetails.model_validate(machine_description())
+    if phase.machine is not None and phase.machine.cpu != here.cpu:
+        raise ValueError(f"calibration {cal.name!r}: its engine costs were measured on "
+                         f"{phase.machine.cpu}, this is {here.cpu}: slowdowns measured here "
+                         "would not be theirs (profile engine-costs measures them all here)")
     say = progress or (lambda done, total, message: None)
     eng_t = HFEngine(resolve_model(phase.target), threads=phase.threads,
                      delimiter=phase.delimiter or "\n\n", decode_path=phase.decode_path)
@@ -950,6 +959,21 @@ def remeasure_contention(cal: Calibration, *, repeats: int = 5, max_step_tokens:
     return PhaseResult("engine_costs", costs, settings,
                        {"target": phase.target, "draft": phase.draft},
                        f"contention (paired calls): {what}")
+
+
+def machines_line(phases: dict[str, Any], fallback: str | None = None) -> str | None:
+    """The machine the ``phases`` (name -> settings) were measured on, in one line; where
+    they were measured on several, each with its phases' names.  A phase that recorded
+    no machine (a file from before it was) counts as ``fallback``'s."""
+    unknown = "an unrecorded machine"
+    by: dict[str, list[str]] = {}
+    for name, ph in phases.items():
+        m = getattr(ph, "machine", None)
+        line = m.line if m is not None else fallback or unknown
+        by.setdefault(line, []).append(name)
+    if len(by) <= 1:
+        return fallback if not by or unknown in by else next(iter(by))
+    return "; ".join(f"{line} ({', '.join(names)})" for line, names in by.items())
 
 
 def _rebuilt(model: Any, **changes: Any) -> Any:
@@ -1061,10 +1085,12 @@ class Recorder:
         cal = self.calibration
         old = cal.provenance
         settings = self._settings
-        phases = _rebuilt(self._phases, **{result.phase: result.settings})
+        here = MachineDetails.model_validate(machine_description())
+        phase = (result.settings if result.derived
+                 else result.settings.model_copy(update={"machine": here}))
+        phases = _rebuilt(self._phases, **{result.phase: phase})
         finished = phases.finished()
         versions = package_versions()
-        machine = MachineDetails.model_validate(machine_description())
         engines = sorted({getattr(ph, "engine", None) or "transformers"
                           for ph in finished.values()})
         engine = ", ".join(
@@ -1082,9 +1108,10 @@ class Recorder:
         prov = _rebuilt(
             old,
             settings=_rebuilt(settings, phases=phases, versions=versions,
-                              machine_details=machine),
+                              machine_details=(settings.machine_details if result.derived
+                                               else here)),
             models=models,
-            machine=f"{machine.cpu}, {machine.cores} cores, {machine.memory_gib} GiB",
+            machine=machines_line(finished, old.machine),
             engine=engine,
             date=measured_on(finished.values()),
             description=text,

@@ -365,8 +365,7 @@ def metrics_calibration(
                    **({"token_target": model} if model else {})},
         "engine": (f"vllm server at {server}" if is_url(server)
                    else f"vllm server (scrape {server})"),
-        "machine": (f"{machine.cpu}, {machine.cores} cores, {machine.memory_gib} GiB"
-                    if machine else None),
+        "machine": machine.line if machine else None,
         "date": datetime.now(UTC).date().isoformat(),
         "settings": settings,
     })

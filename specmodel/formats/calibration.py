@@ -410,6 +410,27 @@ class BaseCalibrationRef(_Strict):
     """The base calibration's provenance description."""
 
 
+class MachineDetails(_Strict):
+    """The machine a measurement ran on."""
+
+    cpu: str
+    """CPU model."""
+    cores: PositiveInt | None = None
+    """Logical cores."""
+    memory_gib: float | None = Field(default=None, gt=0)
+    """Memory in GiB."""
+    platform: str
+    """``platform.platform()``."""
+    python: str
+    """Python version."""
+
+    @property
+    def line(self) -> str:
+        """CPU, cores and memory, in one line (the provenance's ``machine``)."""
+        return (f"{self.cpu}, {self.cores or '?'} cores, "
+                f"{'?' if self.memory_gib is None else self.memory_gib} GiB")
+
+
 class BatchCostSettings(_Strict):
     """How the ``batch_cost`` phase measured T(b)."""
 
@@ -435,6 +456,9 @@ class BatchCostSettings(_Strict):
     versions: dict[str, str] | None = None
     """specmodel, torch and transformers versions the phase ran with (part of the resume
     key; None in files from before it was recorded)."""
+    machine: MachineDetails | None = None
+    """The machine the phase was measured on (a phase derived again later keeps it;
+    None in files from before it was recorded)."""
 
 
 class StepsSettings(_Strict):
@@ -495,6 +519,9 @@ class StepsSettings(_Strict):
     versions: dict[str, str] | None = None
     """specmodel, torch and transformers versions the phase ran with (part of the resume
     key; None in files from before it was recorded)."""
+    machine: MachineDetails | None = None
+    """The machine the phase was measured on (a phase derived again later keeps it;
+    None in files from before it was recorded)."""
 
     @model_validator(mode="after")
     def _counts(self) -> StepsSettings:
@@ -579,6 +606,9 @@ class TokensSettings(_Strict):
     versions: dict[str, str] | None = None
     """specmodel, torch, transformers (and vLLM) versions the phase ran with (part of the
     resume key; None in files from before it was recorded)."""
+    machine: MachineDetails | None = None
+    """The machine the phase was measured on (a phase derived again later keeps it;
+    None in files from before it was recorded)."""
     answer_records: list[str] | None = None
     """The run records whose target-alone answers joined the steps phase's in the whole
     answers' token replay (``--answers``, :func:`profiler.calibrate.token_spread`), in
@@ -777,6 +807,9 @@ class EngineCostsSettings(_Strict):
     """The pinned SHA-256 of the draft's pack (None: a local folder or no draft)."""
     versions: dict[str, str] | None = None
     """specmodel, torch and transformers versions the phase ran with (its resume key)."""
+    machine: MachineDetails | None = None
+    """The machine the phase was measured on (a phase derived again later keeps it;
+    None in files from before it was recorded)."""
     speculation_k2: list[PositiveInt] | None = None
     """The k2 at which speculative step calls were timed (None: not measured)."""
     decode_path: Literal["eager", "static", "compiled"] = "eager"
@@ -820,21 +853,6 @@ class PhaseSettings(_Strict):
                 if getattr(self, name) is not None}
 
 
-class MachineDetails(_Strict):
-    """The machine a measurement ran on."""
-
-    cpu: str
-    """CPU model."""
-    cores: PositiveInt | None = None
-    """Logical cores."""
-    memory_gib: float | None = Field(default=None, gt=0)
-    """Memory in GiB."""
-    platform: str
-    """``platform.platform()``."""
-    python: str
-    """Python version."""
-
-
 class MeasurementSettings(_Strict):
     """The settings of a profiled calibration (``specmodel profile``), phase by phase."""
 
@@ -845,7 +863,8 @@ class MeasurementSettings(_Strict):
     versions: dict[str, str] | None = None
     """Package -> installed version (specmodel, torch, transformers, vllm …)."""
     machine_details: MachineDetails | None = None
-    """CPU, cores, memory, platform, Python."""
+    """CPU, cores, memory, platform, Python of the machine the last phase was measured on
+    (each phase records its own: ``phases``)."""
 
 
 class PaperDerivation(_Strict):

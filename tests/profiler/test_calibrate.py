@@ -205,6 +205,9 @@ def test_profile_run_writes_each_phase_and_resume_skips_them(fake_phases, tmp_pa
     assert settings.phases.tokens.measurement == MEASUREMENT
     assert settings.versions["specmodel"]
     assert settings.machine_details.cores >= 1 and settings.machine_details.platform
+    assert all(ph.machine == settings.machine_details for ph in settings.phases.finished()
+               .values())  # each phase measured here says so
+    assert prov.machine == settings.machine_details.line
     assert settings.base.name == "lr-paper-gsm8k-deepseek" and settings.base.source == "paper"
     assert prov.description == ("batch_cost: measured. steps: measured. tokens: measured. "
                                 "engine_costs: measured.")
@@ -509,3 +512,48 @@ def test_remeasuring_contention_needs_engine_costs_with_a_draft(tmp_path) -> Non
         rec.add(PhaseResult("engine_costs", ENGINE, settings, {"target": "tgt"}, ""))
     with pytest.raises(ValueError, match="no draft, so no contention"):
         calibrate.remeasure_contention(load_calibration(tmp_path / "alone.json"))
+
+
+def test_a_derivation_on_another_machine_keeps_the_machine_it_was_measured_on(
+        tmp_path, monkeypatch) -> None:
+    """A phase derived again (no model timed) keeps the machine its numbers were measured
+    on, and so does the provenance; a phase measured afterwards on another machine is
+    stamped with that one, and the provenance names both, each with its phases.
+    Contention is not measured again on a CPU other than its engine costs'."""
+    from pathlib import Path
+
+    from profiler.calibrate import first_problems
+
+    results = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
+    thirty = load_calibration(results / "heldout_15b_calibration30_xeon.json")
+    xeon = thirty.provenance.machine
+    assert "Xeon" in xeon
+    elsewhere = {"cpu": "Elsewhere CPU", "cores": 64, "memory_gib": 512.0,
+                 "platform": "elsewhere", "python": "3.11.7"}
+    monkeypatch.setattr(calibrate, "machine_description", lambda: elsewhere)
+    with Recorder(tmp_path / "ten.json", thirty) as rec:
+        first_problems(rec, 10, results / "heldout_15b_profile_run30_xeon.pairs.jsonl")
+    ten = load_calibration(tmp_path / "ten.json")
+    assert ten.provenance.machine == xeon
+    assert ten.provenance.settings.machine_details == thirty.provenance.settings.machine_details
+    assert all(ph.machine is None  # a file from before phases recorded theirs
+               for ph in ten.provenance.settings.phases.finished().values())
+    with Recorder(tmp_path / "ten.json", ten, resume=True) as rec:
+        rec.add(PhaseResult("batch_cost", BATCH, BatchCostSettings(
+            description="batch_cost: measured.", date=timestamp(), model="tgt",
+            engine="transformers", widths=[1, 2], tokens=4, repeats=2, threads=1),
+            {"target": "tgt"}, ""))
+    both = load_calibration(tmp_path / "ten.json")
+    phases = both.provenance.settings.phases
+    assert phases.batch_cost.machine.cpu == "Elsewhere CPU"
+    assert both.provenance.machine == (f"Elsewhere CPU, 64 cores, 512.0 GiB (batch_cost); "
+                                       f"{xeon} (steps, tokens, engine_costs)")
+    assert both.provenance.settings.machine_details.cpu == "Elsewhere CPU"
+    measured = thirty.provenance.settings.phases.engine_costs.model_copy(
+        update={"machine": thirty.provenance.settings.machine_details})
+    cal = thirty.model_copy(update={"provenance": thirty.provenance.model_copy(update={
+        "settings": thirty.provenance.settings.model_copy(update={
+            "phases": thirty.provenance.settings.phases.model_copy(
+                update={"engine_costs": measured})})})})
+    with pytest.raises(ValueError, match=r"measured on .*Xeon.*, this is Elsewhere CPU"):
+        calibrate.remeasure_contention(cal)

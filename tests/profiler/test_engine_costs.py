@@ -306,6 +306,14 @@ def test_pooling_refuses_other_setups_and_single_measurements() -> None:
         pool_engine_costs([a, longer])
     with pytest.raises(ValueError, match="at least two"):
         pool_engine_costs([a])
+    from specmodel.formats.calibration import MachineDetails
+
+    def on(cpu: str):
+        return (a[0], a[1].model_copy(update={"machine": MachineDetails(
+            cpu=cpu, platform="p", python="3.11")}))
+    with pytest.raises(ValueError, match="measurement 2 has machine 'Intel Xeon'"):
+        pool_engine_costs([on("AMD EPYC"), on("Intel Xeon")])
+    assert pool_engine_costs([on("AMD EPYC"), a])[1].machine.cpu == "AMD EPYC"  # one unknown
 
 
 def test_profile_pool_engine_costs_writes_a_copy_of_the_first(tmp_path) -> None:
