@@ -184,7 +184,9 @@ def calibration_mismatches(record: RunRecord, calibration: Calibration | None = 
     α1 belongs to one draft, target and verifier together, so a prediction from
     another verifier's α1 is no test of the model.  For a run on the engine whose
     calls the calibration's ``engine_costs`` priced, also the device, the dtype and
-    how the forwards ran (the decode path), where both say.
+    how the forwards ran (the decode path), where both say; and on a CPU, which CPU,
+    where both say (the engine costs' phase, or for a file from before phases recorded
+    their machine, the provenance's).
     """
     cal = calibration or record.calibration
     if cal is None:
@@ -203,7 +205,25 @@ def calibration_mismatches(record: RunRecord, calibration: Calibration | None = 
             if theirs and ours and theirs != ours:
                 out.append(f"engine costs: the calibration timed {what} {theirs}, the "
                            f"run used {ours}")
+        timed_on = _engine_costs_cpu(cal)
+        if (costs.device in (None, "cpu") and run.device in (None, "cpu")
+                and timed_on and record.machine is not None
+                and timed_on != record.machine.cpu):
+            out.append(f"engine costs: the calibration timed them on {timed_on}, the run "
+                       f"ran on {record.machine.cpu} (another CPU prices batches and "
+                       "passes differently: profile engine-costs there)")
     return out
+
+
+def _engine_costs_cpu(cal: Calibration) -> str | None:
+    """The CPU the calibration's engine costs were timed on: its phase's machine, else
+    (a file from before phases recorded theirs) the provenance's last measured machine;
+    None where neither says."""
+    phase = cal.phase_settings("engine_costs")
+    if phase is not None and phase.machine is not None:
+        return phase.machine.cpu
+    details = getattr(cal.provenance.settings, "machine_details", None)
+    return None if phase is None or details is None else details.cpu
 
 
 def compare(record: RunRecord, calibration: Calibration | None = None, *,

@@ -393,3 +393,30 @@ def test_engine_costs_timed_another_way_are_named() -> None:
     synthetic = run.model_copy(update={"settings": run.settings.model_copy(update={
         "engine": "synthetic"})})
     assert calibration_mismatches(synthetic, cal) == []  # its costs are not engine_costs'
+
+
+def test_engine_costs_timed_on_another_cpu_are_named() -> None:
+    """A CPU run priced by engine costs timed on another CPU is named: the phase's own
+    machine where it recorded one, else (older files) the provenance's."""
+    from specmodel.formats.calibration import MachineDetails
+    from specmodel.prediction import calibration_mismatches
+
+    record = load_run_record(Path(__file__).resolve().parents[3] / "benchmarks" / "results"
+                             / "heldout_05b_s3_round1.run.json")
+    cal = record.calibration
+    assert cal.phase_settings("engine_costs").machine is None  # before phases recorded it
+    here = cal.provenance.settings.machine_details.cpu
+    assert record.machine.cpu == here and calibration_mismatches(record) == []
+    elsewhere = record.model_copy(update={"machine": record.machine.model_copy(
+        update={"cpu": "Intel Xeon Processor"})})
+    assert calibration_mismatches(elsewhere) == [
+        f"engine costs: the calibration timed them on {here}, the run ran on Intel Xeon "
+        "Processor (another CPU prices batches and passes differently: profile "
+        "engine-costs there)"]
+    settings = cal.provenance.settings
+    phase = cal.phase_settings("engine_costs").model_copy(update={"machine": MachineDetails(
+        cpu="Intel Xeon Processor", platform="p", python="3.11")})
+    timed_there = cal.model_copy(update={"provenance": cal.provenance.model_copy(update={
+        "settings": settings.model_copy(update={"phases": settings.phases.model_copy(
+            update={"engine_costs": phase})})})})
+    assert calibration_mismatches(elsewhere, timed_there) == []  # the phase's own machine
