@@ -46,6 +46,7 @@ __all__ = [
     "TargetBatchingOpt",
     "batchings_of",
     "model_inputs",
+    "check_device_options",
     "options_named",
     "resolve_inputs",
     "unescape",
@@ -216,6 +217,19 @@ def options_named(typed: Mapping[str, str]) -> Iterator[None]:
             if msg.startswith((f"{internal} ", f"{internal}:")):
                 raise SpecmodelError(f"{option}{msg[len(internal):]}") from e
         raise
+
+
+DEVICE_OPTIONS = {"device": "--device", "dtype": "--dtype"}
+"""The device checks' parameter names -> the options typed (for their error lines)."""
+
+
+def check_device_options(device: str, dtype: str) -> None:
+    """``--device`` and ``--dtype`` checked before any model loads (an unknown device or
+    dtype, CUDA absent, a dtype the GPU cannot run), the error naming the option typed."""
+    from profiler.hardware import check_device
+
+    with options_named(DEVICE_OPTIONS):
+        check_device(device, dtype)
 
 
 def resolve_inputs(

@@ -7,7 +7,14 @@ from typing import Annotated, Any
 
 import typer
 
-from cli.common import CalibrationOpt, JsonOut, PresetOpt, options_named, unescape
+from cli.common import (
+    CalibrationOpt,
+    JsonOut,
+    PresetOpt,
+    check_device_options,
+    options_named,
+    unescape,
+)
 from cli.render import ProgressBar, console, emit_json, table
 
 _DECODE_OPTIONS = {
@@ -112,6 +119,7 @@ def decode(
     if interleave and resume:
         raise ValueError("--resume cannot continue an --interleave run (its record is "
                          "written only at the end): drop one of them")
+    check_device_options(device, dtype)
     synthetic = engine == "synthetic"
     acc_cal = _check_synthetic_options(engine, acceptance, verifier, verifier_cost)
     _check_decode_path(engine, decode_path)

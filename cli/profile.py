@@ -9,7 +9,14 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from cli.common import CalibrationOpt, PresetOpt, unescape
+from cli.common import (
+    DEVICE_OPTIONS,
+    CalibrationOpt,
+    PresetOpt,
+    check_device_options,
+    options_named,
+    unescape,
+)
 from cli.interrupt import saving
 from cli.render import ProgressBar, console
 
@@ -196,6 +203,11 @@ def engine_costs(
     seed: Seed = 0, delimiter: Delimiter = "\\n\\n", max_step_tokens: MaxStepTokens = 48,
     threads: Threads = 1, calibration: CalibrationOpt = None, preset: PresetOpt = None,
     decode_path: CostDecodePath = "eager", cache_positions: CachePositions = None,
+    device: Annotated[str, typer.Option(
+        help="cpu or cuda: where both models run (on cuda every timing reads the clock "
+             "after the device synchronizes, and the phase records the GPU).")] = "cpu",
+    dtype: Annotated[str, typer.Option(
+        help="float32, bfloat16 or float16, for both models.")] = "float32",
 ) -> None:
     """Price the decoder's engine calls on this machine into a copy of a calibration.
 
@@ -203,11 +215,13 @@ def engine_costs(
     two models running together."""
     from profiler.calibrate import check_distinct_models, engine_costs_phase
 
+    check_device_options(device, dtype)
     if draft is not None:
         check_distinct_models(target, draft)
     kw = _engine_cost_options(contexts, cost_widths, cost_tokens, speculation_k2,
                               cost_repeats, speculation_problems, decode_path,
                               cache_positions)
+    kw.update(device=device, dtype=dtype)
     with _recorder(output, calibration, preset, False) as rec, \
             saving(_unchanged(output, "the engine costs")):
         _measure(rec, engine_costs_phase, "engine costs", target=target, draft=draft,
@@ -821,7 +835,8 @@ def hardware(
                                     device=predict_on, dtype=dtype)]
     else:
         dtype = dtype or "float32"
-        check_options(device, dtype, path, attention)
+        with options_named({**DEVICE_OPTIONS, "path": "--path", "attention": "--attention"}):
+            check_options(device, dtype, path, attention)
         if not 1 <= sweeps <= repeats:
             raise ValueError(f"--sweeps must be between 1 and --repeats ({repeats}), "
                              f"got {sweeps}")

@@ -184,7 +184,8 @@ def engine_costs_key(*, target: str, draft: str | None, contexts: list[int],
                      speculation_k2: list[int] | None = None, speculation_problems: int = 2,
                      seed: int = 0, delimiter: str = "\n\n",
                      decode_path: str = "eager",
-                     cache_positions: int | None = None) -> dict[str, Any]:
+                     cache_positions: int | None = None, device: str = "cpu",
+                     dtype: str = "float32") -> dict[str, Any]:
     """Everything that determines an ``engine_costs`` measurement (its resume key)."""
     spec = sorted(set(speculation_k2)) if speculation_k2 else None
     return {"target": target, "target_sha256": model_sha256(target), "draft": draft,
@@ -195,7 +196,7 @@ def engine_costs_key(*, target: str, draft: str | None, contexts: list[int],
             "speculation_problems": speculation_problems if spec else None,
             "speculation_seed": seed if spec else None,
             "delimiter": delimiter if spec else None, "decode_path": decode_path,
-            "cache_positions": cache_positions}
+            "cache_positions": cache_positions, "device": device, "dtype": dtype}
 
 
 @dataclass(frozen=True)
@@ -693,13 +694,16 @@ def engine_costs_phase(
     threads: int = 1, speculation_k2: list[int] | None = None,
     speculation_problems: int = 2, seed: int = 0, delimiter: str = "\n\n",
     max_step_tokens: int = 48, progress: ProgressCallback | None = None,
-    decode_path: str = "eager", cache_positions: int | None = None,
+    decode_path: str = "eager", cache_positions: int | None = None, device: str = "cpu",
+    dtype: str = "float32",
 ) -> PhaseResult:
     """Price the transformers engine's calls of the target (and the step draft) on this
     machine: T(b, L) per token, prefill per token, per-call overhead, with a draft the
     slowdown of each while the other runs, and with ``speculation_k2`` the target's
     speculative step calls (:mod:`profiler.engine_costs`), both engines on
-    ``decode_path`` (:data:`profiler.engines.hf.DECODE_PATHS`).
+    ``decode_path`` (:data:`profiler.engines.hf.DECODE_PATHS`), on ``device`` in
+    ``dtype`` (every timing after the device synchronizes; on ``cuda`` the phase's
+    recorded machine names the GPU).
 
     On a static path every forward attends over its whole cache, so a call costs more
     on a longer one: ``cache_positions`` (the run's longest call, which ``decode``
@@ -709,6 +713,9 @@ def engine_costs_phase(
     from profiler.engines.hf import check_decode_path
 
     check_decode_path(decode_path)
+    from profiler.hardware import check_device
+
+    check_device(device, dtype)
     ctx = sorted(set(contexts or [64, 256, 512]))
     ws = sorted(set(widths or [1, 2, 4]))
     tk = list(tokens or [4, 16])
@@ -728,10 +735,10 @@ def engine_costs_phase(
     from profiler.engines import HFEngine
     from profiler.packs import resolve_model
 
-    eng_t = HFEngine(resolve_model(target), threads=threads, delimiter=delimiter,
-                     decode_path=decode_path)
-    eng_d = (HFEngine(resolve_model(draft), threads=threads, decode_path=decode_path)
-             if draft is not None else None)
+    where = {"threads": threads, "decode_path": decode_path, "device": device,
+             "dtype": dtype}
+    eng_t = HFEngine(resolve_model(target), delimiter=delimiter, **where)
+    eng_d = HFEngine(resolve_model(draft), **where) if draft is not None else None
     _prepare_caches((eng_t, eng_d), ws, cache_positions)
     kw = {"contexts": ctx, "widths": ws, "tokens": (tk[0], tk[1]), "repeats": repeats,
           "progress": progress}
@@ -776,7 +783,8 @@ def engine_costs_phase(
               f" on static caches of {eng_t.cache_length(1)} positions made before the "
               "first cell" if cache_positions is not None else
               " on static caches grown to what each batch size's cells needed")
-    desc = (f"engine_costs: transformers calls ({eng_t.execution}{caches}) writing exactly "
+    desc = (f"engine_costs: transformers calls in {dtype} ({eng_t.execution}{caches}) "
+            f"writing exactly "
             f"{tk[0]} and {tk[1]} tokens, "
             f"{repeats} timed repeats each (medians) per (b, L) cell after a warm-up, "
             f"{threads} thread(s); intercepts fitted as overhead + prefill x b x L by least "
@@ -793,7 +801,7 @@ def engine_costs_phase(
                            repeats=repeats, threads=threads, speculation_k2=speculation_k2,
                            speculation_problems=speculation_problems, seed=seed,
                            delimiter=delimiter, decode_path=decode_path,
-                           cache_positions=cache_positions))
+                           cache_positions=cache_positions, device=device, dtype=dtype))
     return PhaseResult(
         "engine_costs", costs, settings,
         {"target": target, **({"draft": draft} if draft is not None else {})},
@@ -913,16 +921,18 @@ def remeasure_contention(cal: Calibration, *, repeats: int = 5, max_step_tokens:
         raise ValueError(f"repeats must be >= 1, got {repeats}")
     if max_step_tokens < 1:
         raise ValueError(f"max_step_tokens must be >= 1, got {max_step_tokens}")
-    here = MachineDetails.model_validate(machine_description())
-    if phase.machine is not None and phase.machine.cpu != here.cpu:
+    here = MachineDetails.model_validate(machine_description(phase.device))
+    there = None if phase.machine is None else (phase.machine.gpu or phase.machine.cpu)
+    if there is not None and there != (here.gpu or here.cpu):
         raise ValueError(f"calibration {cal.name!r}: its engine costs were measured on "
-                         f"{phase.machine.cpu}, this is {here.cpu}: slowdowns measured here "
+                         f"{there}, this is {here.gpu or here.cpu}: slowdowns measured here "
                          "would not be theirs (profile engine-costs measures them all here)")
     say = progress or (lambda done, total, message: None)
-    eng_t = HFEngine(resolve_model(phase.target), threads=phase.threads,
-                     delimiter=phase.delimiter or "\n\n", decode_path=phase.decode_path)
-    eng_d = HFEngine(resolve_model(phase.draft), threads=phase.threads,
-                     decode_path=phase.decode_path)
+    where = {"threads": phase.threads, "decode_path": phase.decode_path,
+             "device": phase.device, "dtype": phase.dtype}
+    eng_t = HFEngine(resolve_model(phase.target), delimiter=phase.delimiter or "\n\n",
+                     **where)
+    eng_d = HFEngine(resolve_model(phase.draft), **where)
     _prepare_caches((eng_t, eng_d), phase.widths, phase.cache_positions)
     say(0, 2, f"paired calls, {repeats} rounds")
     slow_t, slow_d = measure_contention(eng_t, eng_d, context=phase.contexts[0],
@@ -1085,7 +1095,8 @@ class Recorder:
         cal = self.calibration
         old = cal.provenance
         settings = self._settings
-        here = MachineDetails.model_validate(machine_description())
+        here = MachineDetails.model_validate(
+            machine_description(getattr(result.section, "device", None) or "cpu"))
         phase = (result.settings if result.derived
                  else result.settings.model_copy(update={"machine": here}))
         phases = _rebuilt(self._phases, **{result.phase: phase})

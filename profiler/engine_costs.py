@@ -468,9 +468,9 @@ def _pool_model(models: Sequence[Any], tokens: tuple[int, int]) -> Any:
 def pool_engine_costs(measured: Sequence[tuple[Any, Any]]) -> tuple[Any, Any]:
     """Several ``engine_costs`` measurements of one setup (the same engine, device,
     dtype, threads, call lengths, execution, static cache positions and models, and
-    the same CPU where both recorded theirs, e.g. taken at different times on a shared
-    machine), as one: (EngineCosts,
-    EngineCostsSettings) from a list of such pairs.
+    the same CPU (on a GPU, the same GPU) where both recorded theirs, e.g. taken at
+    different times on a shared machine), as one: (EngineCosts, EngineCostsSettings)
+    from a list of such pairs.
 
     Per (b, L) cell the n-weighted mean of the measurements' slopes and intercepts
     (cells measured only by some of them pooled from those), call overhead and prefill
@@ -492,16 +492,16 @@ def pool_engine_costs(measured: Sequence[tuple[Any, Any]]) -> tuple[Any, Any]:
                 "threads": c.threads, "call lengths": tuple(c.tokens),
                 "contention method": c.contention_method, "execution": c.execution,
                 "cache positions": s.cache_positions,
-                "machine": None if s.machine is None else s.machine.cpu,
+                "machine": None if s.machine is None else (s.machine.gpu or s.machine.cpu),
                 "target": c.target.model, "draft": None if c.draft is None else c.draft.model}
 
+    reference = setup(first, first_s)
     for i, (c, s) in enumerate(measured[1:], start=2):
         for key, value in setup(c, s).items():
-            if value != setup(first, first_s)[key] and not (
-                    key == "machine" and None in (value, setup(first, first_s)[key])):
+            if value != reference[key] and not (
+                    key == "machine" and None in (value, reference[key])):
                 raise ValueError(f"measurement {i} has {key} {value!r}, measurement 1 "
-                                 f"{setup(first, first_s)[key]!r}: only measurements of one "
-                                 "setup pool")
+                                 f"{reference[key]!r}: only measurements of one setup pool")
     tokens = (first.tokens[0], first.tokens[1])
     target = _pool_model([c.target for c, _ in measured], tokens)
     drafts = [c.draft for c, _ in measured if c.draft is not None]

@@ -35,15 +35,30 @@ def _memory_gib() -> float | None:
     return None
 
 
-def machine_description() -> dict[str, Any]:
-    """CPU model, cores, memory (GiB), platform and Python version."""
-    return {
+def machine_description(device: str = "cpu") -> dict[str, Any]:
+    """CPU model, cores, memory (GiB), platform and Python version; on ``device``
+    ``cuda`` also the GPU that timed (its name, and memory, compute capability, driver
+    and CUDA runtime in one line), read through torch."""
+    out: dict[str, Any] = {
         "cpu": _cpu_model(),
         "cores": os.cpu_count(),
         "memory_gib": _memory_gib(),
         "platform": platform.platform(),
         "python": platform.python_version(),
     }
+    if device == "cuda":
+        from profiler.hardware import device_description
+
+        gpu = device_description("cuda", 1)
+        gib = ("?" if gpu["memory_bytes"] is None
+               else f"{gpu['memory_bytes'] / 2**30:.0f}")
+        out["gpu"] = gpu["name"]
+        out["gpu_details"] = (f"{gib} GiB, compute capability "
+                              f"{gpu['compute_capability'] or '?'}, driver "
+                              f"{gpu['driver'] or '?'}, CUDA {gpu['cuda_runtime'] or '?'}")
+    elif device != "cpu":
+        raise ValueError(f"device must be cpu or cuda, got {device!r}")
+    return out
 
 
 def package_versions(names: tuple[str, ...] = MEASURED_PACKAGES) -> dict[str, str]:

@@ -232,7 +232,7 @@ def run_configurations(
         finished = {c.label for c in done}
         meta: dict[str, Any] = {
             "created": timestamp(),
-            "machine": machine_description(),
+            "machine": machine_description(run_settings.device or "cpu"),
             "versions": package_versions(),
             "models": models,
             "engine": target.name,

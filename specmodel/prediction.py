@@ -29,7 +29,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from specmodel.config import SpecConfig
-from specmodel.formats.calibration import Calibration
+from specmodel.formats.calibration import Calibration, MachineDetails
 from specmodel.formats.run_record import CostProbe, RunRecord, SyntheticAcceptance
 
 __all__ = ["MODELS", "ConfigComparison", "CostDrift", "RoundsRow", "RoundsSummary",
@@ -184,9 +184,9 @@ def calibration_mismatches(record: RunRecord, calibration: Calibration | None = 
     α1 belongs to one draft, target and verifier together, so a prediction from
     another verifier's α1 is no test of the model.  For a run on the engine whose
     calls the calibration's ``engine_costs`` priced, also the device, the dtype and
-    how the forwards ran (the decode path), where both say; and on a CPU, which CPU,
-    where both say (the engine costs' phase, or for a file from before phases recorded
-    their machine, the provenance's).
+    how the forwards ran (the decode path), where both say; and which CPU (on a GPU,
+    which GPU), where both say (the engine costs' phase, or for a file from before
+    phases recorded their machine, the provenance's).
     """
     cal = calibration or record.calibration
     if cal is None:
@@ -205,25 +205,30 @@ def calibration_mismatches(record: RunRecord, calibration: Calibration | None = 
             if theirs and ours and theirs != ours:
                 out.append(f"engine costs: the calibration timed {what} {theirs}, the "
                            f"run used {ours}")
-        timed_on = _engine_costs_cpu(cal)
-        if (costs.device in (None, "cpu") and run.device in (None, "cpu")
-                and timed_on and record.machine is not None
-                and timed_on != record.machine.cpu):
-            out.append(f"engine costs: the calibration timed them on {timed_on}, the run "
-                       f"ran on {record.machine.cpu} (another CPU prices batches and "
-                       "passes differently: profile engine-costs there)")
+        timed_on = _engine_costs_machine(cal)
+        on_gpu = costs.device == "cuda" and run.device == "cuda"
+        on_cpu = costs.device in (None, "cpu") and run.device in (None, "cpu")
+        ran_on = (None if record.machine is None else
+                  record.machine.gpu if on_gpu else record.machine.cpu)
+        if (on_gpu or on_cpu) and timed_on is not None and ran_on is not None:
+            theirs = timed_on.gpu if on_gpu else timed_on.cpu
+            if theirs is not None and theirs != ran_on:
+                kind = "GPU" if on_gpu else "CPU"
+                out.append(f"engine costs: the calibration timed them on {theirs}, the run "
+                           f"ran on {ran_on} (another {kind} prices batches and passes "
+                           "differently: profile engine-costs there)")
     return out
 
 
-def _engine_costs_cpu(cal: Calibration) -> str | None:
-    """The CPU the calibration's engine costs were timed on: its phase's machine, else
-    (a file from before phases recorded theirs) the provenance's last measured machine;
-    None where neither says."""
+def _engine_costs_machine(cal: Calibration) -> MachineDetails | None:
+    """The machine the calibration's engine costs were timed on:
+    its phase's, else (a file from before phases recorded theirs) the provenance's last
+    measured machine; None where neither says."""
     phase = cal.phase_settings("engine_costs")
     if phase is not None and phase.machine is not None:
-        return phase.machine.cpu
+        return phase.machine
     details = getattr(cal.provenance.settings, "machine_details", None)
-    return None if phase is None or details is None else details.cpu
+    return None if phase is None else details
 
 
 def compare(record: RunRecord, calibration: Calibration | None = None, *,

@@ -423,12 +423,19 @@ class MachineDetails(_Strict):
     """``platform.platform()``."""
     python: str
     """Python version."""
+    gpu: str | None = None
+    """The GPU the measurement timed, as CUDA names it (e.g. 'NVIDIA H200'); None where
+    it ran on the CPU."""
+    gpu_details: str | None = None
+    """That GPU's memory, compute capability, driver and CUDA runtime, in one line."""
 
     @property
     def line(self) -> str:
-        """CPU, cores and memory, in one line (the provenance's ``machine``)."""
-        return (f"{self.cpu}, {self.cores or '?'} cores, "
+        """CPU, cores and memory, and the GPU where one timed, in one line (the
+        provenance's ``machine``)."""
+        host = (f"{self.cpu}, {self.cores or '?'} cores, "
                 f"{'?' if self.memory_gib is None else self.memory_gib} GiB")
+        return host if self.gpu is None else f"{self.gpu} ({self.gpu_details}) on {host}"
 
 
 class BatchCostSettings(_Strict):
@@ -812,6 +819,11 @@ class EngineCostsSettings(_Strict):
     None in files from before it was recorded)."""
     speculation_k2: list[PositiveInt] | None = None
     """The k2 at which speculative step calls were timed (None: not measured)."""
+    device: Literal["cpu", "cuda"] = "cpu"
+    """The device both models ran on (``--device``; every phase written before
+    2026-12-02 ran on the CPU)."""
+    dtype: Literal["float32", "bfloat16", "float16"] = "float32"
+    """Their weights' and activations' dtype (``--dtype``; float32 before 2026-12-02)."""
     decode_path: Literal["eager", "static", "compiled"] = "eager"
     """The transformers engine's decode path the calls ran on (``--decode-path``; every
     phase written before 2026-11-28 ran eager)."""

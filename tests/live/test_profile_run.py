@@ -84,15 +84,16 @@ def test_profile_run_measures_everything_and_resumes(
 
 
 
-@pytest.mark.parametrize(("decode_path", "cache"), [("eager", None), ("static", 300)])
+@pytest.mark.parametrize(("decode_path", "cache", "dtype"),
+                         [("eager", None, "bfloat16"), ("static", 300, "float32")])
 def test_profile_engine_costs_prices_the_engine_and_feeds_the_decoder_model(
-    smollm_path, tmp_path, capsys, decode_path, cache
+    smollm_path, tmp_path, capsys, decode_path, cache, dtype
 ) -> None:
     """The target alone here (the draft's cells run the same code, and the contention
     has an offline test); the slow ``profile run`` test above measures both.  On the
     static decode path too, every cell on caches made for 300 positions (512, the
     engine's power of two) first: the calibration says which path and cache its calls
-    ran on."""
+    ran on; the eager case in bfloat16 (``--dtype``), which the calibration records."""
     from cli.main import main
     from specmodel.config import SpecConfig
     from specmodel.decodermodel import CostModel, predict_calibrated
@@ -103,7 +104,8 @@ def test_profile_engine_costs_prices_the_engine_and_feeds_the_decoder_model(
             "--contexts", "16,48", "--cost-widths", "1,2", "--cost-tokens", "2,5",
             "--cost-repeats", "1", "--preset", "measured-qwen2.5-coder-0.5b-smollm2-135m",
             "--speculation-k2", "3", "--speculation-problems", "1", "--seed", "1",
-            "--delimiter", "\\n", "--max-step-tokens", "16", "--decode-path", decode_path]
+            "--delimiter", "\\n", "--max-step-tokens", "16", "--decode-path", decode_path,
+            "--device", "cpu", "--dtype", dtype]
     if cache is not None:
         args += ["--cache-positions", str(cache)]
     assert main(args) == 0
@@ -126,6 +128,9 @@ def test_profile_engine_costs_prices_the_engine_and_feeds_the_decoder_model(
     said = {"eager": "eager (dynamic KV cache) on cpu", "static": "static KV cache, eager on cpu"}
     assert said[decode_path] in ec.execution and said[decode_path] in phase.description
     assert phase.cache_positions == cache
+    assert ec.device == phase.device == "cpu" and ec.dtype == phase.dtype == dtype
+    assert f"transformers calls in {dtype} (" in phase.description
+    assert phase.machine.gpu is None
     assert ("on static caches of 512 positions made before the first cell" in
             phase.description) == (cache is not None)
     assert "intercepts fitted as overhead + prefill" in cal.provenance.description

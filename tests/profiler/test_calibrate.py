@@ -530,7 +530,7 @@ def test_a_derivation_on_another_machine_keeps_the_machine_it_was_measured_on(
     assert "Xeon" in xeon
     elsewhere = {"cpu": "Elsewhere CPU", "cores": 64, "memory_gib": 512.0,
                  "platform": "elsewhere", "python": "3.11.7"}
-    monkeypatch.setattr(calibrate, "machine_description", lambda: elsewhere)
+    monkeypatch.setattr(calibrate, "machine_description", lambda device="cpu": elsewhere)
     with Recorder(tmp_path / "ten.json", thirty) as rec:
         first_problems(rec, 10, results / "heldout_15b_profile_run30_xeon.pairs.jsonl")
     ten = load_calibration(tmp_path / "ten.json")
@@ -557,3 +557,51 @@ def test_a_derivation_on_another_machine_keeps_the_machine_it_was_measured_on(
                 update={"engine_costs": measured})})})})
     with pytest.raises(ValueError, match=r"measured on .*Xeon.*, this is Elsewhere CPU"):
         calibrate.remeasure_contention(cal)
+
+
+H200 = {"type": "cuda", "name": "NVIDIA H200", "memory_bytes": 141 * 2**30,
+        "compute_capability": "9.0", "multiprocessors": 132, "driver": "570.86.15",
+        "cuda_runtime": "12.8", "threads": None}
+
+
+def test_engine_costs_timed_on_a_gpu_record_the_gpu(tmp_path, monkeypatch) -> None:
+    """An engine_costs phase whose engines ran on cuda records the GPU (name, and memory,
+    compute capability, driver and runtime) beside the host, and the provenance names
+    it; contention is not measured again on another GPU."""
+    import profiler.hardware as hardware
+    from profiler.environment import machine_description
+
+    monkeypatch.setattr(hardware, "device_description", lambda device, threads: H200)
+    assert "gpu" not in machine_description()  # the CPU records no GPU
+    with pytest.raises(ValueError, match="device must be cpu or cuda, got 'tpu'"):
+        machine_description("tpu")
+    base = load_preset("measured-qwen2.5-coder-0.5b-smollm2-135m")
+    key = calibrate.engine_costs_key(target="tgt", draft="drf", contexts=[64, 256],
+                                     widths=[1, 2], tokens=[4, 16], repeats=2, threads=1,
+                                     device="cuda", dtype="bfloat16")
+    settings = EngineCostsSettings(description="engine_costs: measured.", date=timestamp(),
+                                   **key)
+    on_gpu = ENGINE.model_copy(update={"device": "cuda", "dtype": "bfloat16",
+                                       "draft": ENGINE.target.model_copy(
+                                           update={"model": "drf"})})
+    with Recorder(tmp_path / "gpu.json", base) as rec:
+        rec.add(PhaseResult("engine_costs", on_gpu, settings, {"target": "tgt"}, ""))
+    cal = load_calibration(tmp_path / "gpu.json")
+    phase = cal.phase_settings("engine_costs")
+    assert (phase.device, phase.dtype) == ("cuda", "bfloat16")
+    assert phase.machine.gpu == "NVIDIA H200"
+    assert phase.machine.gpu_details == ("141 GiB, compute capability 9.0, driver "
+                                         "570.86.15, CUDA 12.8")
+    assert cal.provenance.machine.endswith(f"; {phase.machine.line} (engine_costs)")
+    assert phase.machine.line.startswith("NVIDIA H200 (141 GiB, compute capability 9.0, "
+                                         "driver 570.86.15, CUDA 12.8) on ")
+    h100 = {**H200, "name": "NVIDIA H100 80GB HBM3"}
+    monkeypatch.setattr(hardware, "device_description", lambda device, threads: h100)
+    with pytest.raises(ValueError, match="measured on NVIDIA H200, this is NVIDIA H100"):
+        calibrate.remeasure_contention(cal)
+    cpu = EngineCostsSettings(description="engine_costs: measured.", date=timestamp(),
+                              **{**key, "device": "cpu", "dtype": "float32"})
+    with Recorder(tmp_path / "cpu.json", base) as rec:  # the CPU's phase names no GPU
+        rec.add(PhaseResult("engine_costs", ENGINE, cpu, {"target": "tgt"}, ""))
+    assert load_calibration(tmp_path / "cpu.json").phase_settings(
+        "engine_costs").machine.gpu is None

@@ -315,6 +315,14 @@ def test_pooling_refuses_other_setups_and_single_measurements() -> None:
         pool_engine_costs([on("AMD EPYC"), on("Intel Xeon")])
     assert pool_engine_costs([on("AMD EPYC"), a])[1].machine.cpu == "AMD EPYC"  # one unknown
 
+    def gpu(name: str):  # on a GPU, the GPU is the machine that timed
+        return (a[0].model_copy(update={"device": "cuda"}), a[1].model_copy(update={
+            "device": "cuda", "machine": MachineDetails(cpu="AMD EPYC", platform="p",
+                                                        python="3.11", gpu=name)}))
+    with pytest.raises(ValueError, match="measurement 2 has machine 'NVIDIA H100"):
+        pool_engine_costs([gpu("NVIDIA H200"), gpu("NVIDIA H100 80GB HBM3")])
+    assert pool_engine_costs([gpu("NVIDIA H200"), gpu("NVIDIA H200")])[0].device == "cuda"
+
 
 def test_profile_pool_engine_costs_writes_a_copy_of_the_first(tmp_path) -> None:
     from cli.main import main

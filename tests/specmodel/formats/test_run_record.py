@@ -420,3 +420,38 @@ def test_engine_costs_timed_on_another_cpu_are_named() -> None:
         "settings": settings.model_copy(update={"phases": settings.phases.model_copy(
             update={"engine_costs": phase})})})})
     assert calibration_mismatches(elsewhere, timed_there) == []  # the phase's own machine
+
+
+def test_engine_costs_timed_on_another_gpu_are_named() -> None:
+    """A GPU run priced by engine costs timed on another GPU is named (the host CPUs are
+    not compared: the GPU did the work); costs timed on the CPU for a run on cuda are the
+    device mismatch."""
+    from specmodel.formats.calibration import MachineDetails
+    from specmodel.prediction import calibration_mismatches
+
+    record = load_run_record(Path(__file__).resolve().parents[3] / "benchmarks" / "results"
+                             / "heldout_05b_s3_round1.run.json")
+    cal = record.calibration
+    settings = cal.provenance.settings
+
+    def costs_on(gpu: str | None, device: str = "cuda"):
+        phase = cal.phase_settings("engine_costs").model_copy(update={
+            "device": device, "machine": MachineDetails(cpu="AMD EPYC", platform="p",
+                                                        python="3.11", gpu=gpu)})
+        return cal.model_copy(update={
+            "engine_costs": cal.engine_costs.model_copy(update={"device": device}),
+            "provenance": cal.provenance.model_copy(update={
+                "settings": settings.model_copy(update={"phases": settings.phases.model_copy(
+                    update={"engine_costs": phase})})})})
+
+    run = record.model_copy(update={
+        "settings": record.settings.model_copy(update={"device": "cuda"}),
+        "machine": record.machine.model_copy(update={"cpu": "Intel Xeon", "gpu": "NVIDIA H200"})})
+    assert calibration_mismatches(run, costs_on("NVIDIA H200")) == []
+    assert calibration_mismatches(run, costs_on("NVIDIA H100 80GB HBM3")) == [
+        "engine costs: the calibration timed them on NVIDIA H100 80GB HBM3, the run ran on "
+        "NVIDIA H200 (another GPU prices batches and passes differently: profile "
+        "engine-costs there)"]
+    assert calibration_mismatches(run, costs_on(None)) == []  # a GPU not recorded
+    assert calibration_mismatches(run, costs_on(None, "cpu")) == [
+        "engine costs: the calibration timed device cpu, the run used cuda"]
