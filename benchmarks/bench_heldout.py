@@ -25,6 +25,9 @@ calibration's costs rescaled by them (:func:`specmodel.prediction.calibration_at
 --registered [TAG]`` holds them against the same means; every problem run records when
 it finished, so the report says which rows, if any, decoded before the registration.
 
+The summary's ``machine`` is the one that wrote it (a report may be made elsewhere);
+``decoded_on`` names the machine each round record was decoded on.
+
 Usage::
 
     python -m benchmarks.bench_heldout --trio 0.5b --calibration CAL.json --cost-probe [--resume]
@@ -591,6 +594,7 @@ def report(a: argparse.Namespace, cal: Any, name: str, records: list[Path]
     return {"trio": a.trio, "calibration": a.calibration, "problems": a.problems,
             "seed": a.seed, "max_steps": a.max_steps, "max_step_tokens": a.max_step_tokens,
             "records": [str(p.relative_to(ROOT)) for p in records if p.is_file()],
+            "decoded_on": [None if r.machine is None else r.machine.line for r in recs],
             "complete_configs": sorted(common),
             "cost_drift": None if drift is None else drift.model_dump(mode="json"),
             "token_passes": passes, "registered_from": a.registered,
