@@ -922,11 +922,11 @@ def remeasure_contention(cal: Calibration, *, repeats: int = 5, max_step_tokens:
     if max_step_tokens < 1:
         raise ValueError(f"max_step_tokens must be >= 1, got {max_step_tokens}")
     here = MachineDetails.model_validate(machine_description(phase.device))
-    there = None if phase.machine is None else (phase.machine.gpu or phase.machine.cpu)
-    if there is not None and there != (here.gpu or here.cpu):
+    if phase.machine is not None and phase.machine.processor != here.processor:
         raise ValueError(f"calibration {cal.name!r}: its engine costs were measured on "
-                         f"{there}, this is {here.gpu or here.cpu}: slowdowns measured here "
-                         "would not be theirs (profile engine-costs measures them all here)")
+                         f"{phase.machine.processor}, this is {here.processor}: slowdowns "
+                         "measured here would not be theirs (profile engine-costs measures "
+                         "them all here)")
     say = progress or (lambda done, total, message: None)
     where = {"threads": phase.threads, "decode_path": phase.decode_path,
              "device": phase.device, "dtype": phase.dtype}

@@ -492,7 +492,7 @@ def pool_engine_costs(measured: Sequence[tuple[Any, Any]]) -> tuple[Any, Any]:
                 "threads": c.threads, "call lengths": tuple(c.tokens),
                 "contention method": c.contention_method, "execution": c.execution,
                 "cache positions": s.cache_positions,
-                "machine": None if s.machine is None else (s.machine.gpu or s.machine.cpu),
+                "machine": None if s.machine is None else s.machine.processor,
                 "target": c.target.model, "draft": None if c.draft is None else c.draft.model}
 
     reference = setup(first, first_s)

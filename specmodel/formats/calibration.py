@@ -430,6 +430,12 @@ class MachineDetails(_Strict):
     """That GPU's memory, compute capability, driver and CUDA runtime, in one line."""
 
     @property
+    def processor(self) -> str:
+        """What timed: the GPU where one did, else the CPU (two measurements compare by
+        it)."""
+        return self.gpu or self.cpu
+
+    @property
     def line(self) -> str:
         """CPU, cores and memory, and the GPU where one timed, in one line (the
         provenance's ``machine``)."""
