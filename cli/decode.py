@@ -658,7 +658,67 @@ def _run_draws(record: Any) -> tuple[dict[str, Any], bool]:
     return drawn, reproduces_on_draws(record, drawn)
 
 
+def audit_calls(
+    run_record: Annotated[Path, typer.Argument(help="Run record from `specmodel decode`.")],
+    calibration: CalibrationOpt = None,
+    preset: PresetOpt = None,
+    json_out: JsonOut = False,
+) -> None:
+    """Every engine call the run logged against the price the decoder model gives a call
+    of that shape: each call priced by the calibration's engine costs (overhead, prefill
+    of the tokens it prefilled, decode of the tokens it generated at T(b, L)) at the rows
+    and prefix lengths it really had, grouped by configuration, model and rows. It
+    separates the price of a call from the schedule and the step lengths the model
+    plays. Calls with token speculation inside are counted, not priced."""
+    from cli import render
+    from specmodel.call_audit import call_audit
+    from specmodel.errors import SpecmodelError
+    from specmodel.formats.calibration import resolve_calibration
+    from specmodel.formats.run_record import load_run_record
+
+    record = load_run_record(run_record)
+    cal = (resolve_calibration(calibration, preset)
+           if calibration is not None or preset is not None else record.calibration)
+    if cal is None:
+        raise SpecmodelError("the run record carries no calibration: pass --calibration or "
+                             "--preset")
+    try:
+        audit = call_audit(record, cal)
+    except ValueError as e:
+        raise SpecmodelError(str(e)) from e
+    if json_out:
+        render.emit_json(audit.to_dict())
+        return
+    if not audit.groups:
+        raise SpecmodelError(f"{run_record}: no configuration logged a call that can be "
+                             "priced (records from before calls were logged, or token "
+                             "speculation in every call)")
+    render.show(render.table(
+        f"{run_record.name}: logged engine calls against their price ({audit.calibration})",
+        ("config", "model", "rows", "calls", "meas. s", "priced s", "÷ priced",
+         "overhead s", "prefill s", "decode s", "beside s", "overlap", "context",
+         "generated", "longest step"),
+        [(g.config, g.role + (" sampled" if g.sampled else ""), str(g.rows), str(g.calls),
+          f"{g.measured:.1f}", f"{g.priced:.1f}", f"{g.ratio:.3f}", f"{g.overhead:.1f}",
+          f"{g.prefill:.1f}", f"{g.decode:.1f}", f"{g.beside:.1f}", f"{g.overlap:.0%}",
+          f"{g.context:.0f}", f"{g.iterations:.1f}", f"{g.longest_step:.1f}")
+         for g in audit.groups],
+        justify=("left", "left") + ("right",) * 13))
+    render.dim("priced: the decoder model's price of each call (call_price) at the rows, "
+               "prefix tokens, prefilled tokens and generated tokens the call had; beside: "
+               "the calibration's slowdown on the share of a call that ran beside a call of "
+               "the other model; context: prefix tokens per row; generated: tokens the "
+               "batch generated per call (the longest row's); longest step: the longest "
+               "row's step tokens, what the model counts as the call's iterations")
+    for label, n in audit.unpriced.items():
+        render.dim(f"{label}: {n} call(s) not priced (token speculation inside, or no "
+                   "shape reported)")
+    if audit.unlogged:
+        render.dim(f"no calls logged: {', '.join(audit.unlogged)}")
+
+
 def register(app: typer.Typer) -> None:
-    """Add ``decode`` and ``validate`` to the app."""
+    """Add ``decode``, ``validate`` and ``audit-calls`` to the app."""
     app.command("decode")(decode)
     app.command("validate")(validate)
+    app.command("audit-calls")(audit_calls)

@@ -85,9 +85,9 @@ class LookaheadDecoder:
     def decode(self, problem: Problem) -> ProblemRun:
         """Decode one problem and record what happened."""
         prompt = format_prompt(problem)
-        tally = Tally(seed=problem.index * 1_000_003)
         metrics_before = self.target.spec_decode_metrics()
-        t0 = time.perf_counter()
+        tally = Tally(seed=problem.index * 1_000_003)
+        t0 = tally.started
         if self.config.k1 == 1:
             steps, finished = self.plain(prompt, tally)
         elif self.config.mode == "sync":
@@ -117,6 +117,7 @@ class LookaheadDecoder:
             finished=finished,
             spec_metrics=counter_delta(self.target.spec_decode_metrics(), metrics_before),
             finished_at=timestamp(),
+            calls=sorted(tally.calls, key=lambda c: c.start),
         )
 
     def run(
@@ -142,7 +143,9 @@ class LookaheadDecoder:
 
     def target_steps(self, prefixes: list[str], tally: Tally) -> list[StepOutput]:
         """The target's step for each prefix, as one batch."""
+        began = time.perf_counter()
         batch = self.target.generate_steps(prefixes, self.config.max_step_tokens)
+        tally.log("target", batch, began)
         tally.target_seconds += batch.seconds
         tally.target_steps += batch.batch
         tally.target_batches += 1
@@ -154,11 +157,13 @@ class LookaheadDecoder:
     ) -> list[StepOutput]:
         """The draft's step for each prefix, greedy or sampled at ``temperature``."""
         assert self.draft is not None
+        began = time.perf_counter()
         if temperature > 0:
             batch = self.draft.generate_steps(prefixes, self.config.max_step_tokens,
                                               temperature=temperature, seed=seed)
         else:
             batch = self.draft.generate_steps(prefixes, self.config.max_step_tokens)
+        tally.log("draft", batch, began, sampled=temperature > 0)
         tally.draft_seconds += batch.seconds
         tally.draft_calls += batch.batch
         tally.draft_ends += sum(ends_answer(o, self.config.step_delimiter)

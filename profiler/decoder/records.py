@@ -8,15 +8,17 @@ is decoded (:class:`Tally`), when a step ends the answer, and :func:`totals`.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
-from profiler.engines import StepOutput
-from specmodel.formats.run_record import ProblemRun, StepRecord, Totals
+from profiler.engines import StepBatch, StepOutput
+from specmodel.formats.run_record import CallRecord, ProblemRun, StepRecord, Totals
 
 __all__ = [
     "ANSWER_MARK",
+    "CallRecord",
     "ProblemRun",
     "StepRecord",
     "Tally",
@@ -56,6 +58,19 @@ class Tally:
     """Time inside target calls."""
     verify_seconds: float = 0.0
     """Time inside the verifier."""
+    started: float = field(default_factory=time.perf_counter)
+    """The problem's start on the performance counter (what call starts count from)."""
+    calls: list[CallRecord] = field(default_factory=list)
+    """Every engine call so far (:meth:`log`)."""
+
+    def log(self, role: Literal["target", "draft"], batch: StepBatch, began: float,
+            sampled: bool = False) -> None:
+        """Record one engine call that began at ``began`` (performance counter)."""
+        self.calls.append(CallRecord(
+            role=role, start=max(0.0, began - self.started), seconds=batch.seconds,
+            rows=batch.batch, step_tokens=[o.tokens for o in batch.outputs],
+            prompt_tokens=batch.prompt_tokens, prefilled_tokens=batch.prefilled_tokens,
+            iterations=batch.iterations, sampled=sampled))
 
 
 def ends_answer(step: StepOutput, delimiter: str) -> bool:

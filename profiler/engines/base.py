@@ -65,6 +65,15 @@ class StepBatch:
     """Wall time of the whole batch."""
     spec_metrics: dict[str, Any] = field(default_factory=dict)
     """Token-speculation counters (drafts, draft tokens, accepted tokens, per position)."""
+    prompt_tokens: list[int] | None = None
+    """Tokens of each prefix under the engine's tokenizer (None: not reported)."""
+    prefilled_tokens: int | None = None
+    """Prompt tokens the call prefilled: every row's padded prefix, less what a reused KV
+    cache already held (None: not reported)."""
+    iterations: int | None = None
+    """Tokens the batch generated: the longest row's, every row running until the last
+    one stops (None: not reported, or calls with token speculation, whose passes are
+    not one token each)."""
 
     @property
     def batch(self) -> int:

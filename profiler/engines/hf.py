@@ -251,6 +251,8 @@ class HFEngine:
         self._prefix: tuple[list[int], Any] | None = None
         self._static: dict[int, _StaticCache] = {}
         """Batch size → the static cache its calls reuse (static and compiled paths)."""
+        self._shape: tuple[list[int], int] = ([], 0)
+        """The last call's prompt tokens per row and the tokens it prefilled."""
         self._compile: Any = None
         """transformers' ``CompileConfig`` of the compiled path, made on its first call."""
         self._assistant = self._assistant_for(speculation)
@@ -391,6 +393,7 @@ class HFEngine:
         # produced different text (SmolLM2, prompt lookup, 2026-11-22).
         reuse = self.prefix_cache and len(prompts) == 1 and spec is None and not exact
         ids = enc.input_ids[0].tolist() if reuse else []
+        keep = 0  # prompt tokens a reused cache already holds
         static = self.decode_path != "eager" and spec is None
         if static:
             held = self._static_cache(len(prompts), n_prompt + max_tokens)
@@ -414,6 +417,8 @@ class HFEngine:
             kwargs["return_dict_in_generate"] = True
         with self._torch.inference_mode():
             out = self.model.generate(**enc, **kwargs)
+        self._shape = ([int(n) for n in enc.attention_mask.sum(dim=1).tolist()],
+                       len(prompts) * n_prompt - keep)
         if reuse:
             cache = held.cache if static else out.past_key_values
             written = out.sequences[0, : int(cache.get_seq_length())].tolist()
@@ -480,9 +485,14 @@ class HFEngine:
         t0 = time.perf_counter()
         if self.speculation is None:
             rows = self._generate(prompts, cap, temp, seed)
+            prompt_tokens, prefilled = self._shape
         else:
-            rows = [self._generate([p], cap, temp, None if seed is None else seed + i)[0]
-                    for i, p in enumerate(prompts)]
+            rows, prompt_tokens, prefilled = [], [], 0
+            for i, p in enumerate(prompts):
+                rows.append(self._generate([p], cap, temp,
+                                           None if seed is None else seed + i)[0])
+                prompt_tokens += self._shape[0]
+                prefilled += self._shape[1]
         if self.device == "cuda":
             self._torch.cuda.synchronize()
         seconds = time.perf_counter() - t0
@@ -496,4 +506,6 @@ class HFEngine:
             tokens = self.count_tokens(step) if found else len(ids)
             ended = found or (eos in ids) or len(ids) < cap
             outputs.append(StepOutput(step, tokens, "stop" if ended else "length"))
-        return StepBatch(outputs, seconds)
+        iterations = max(map(len, rows)) if self.speculation is None else None
+        return StepBatch(outputs, seconds, prompt_tokens=prompt_tokens,
+                         prefilled_tokens=prefilled, iterations=iterations)

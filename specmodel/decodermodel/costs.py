@@ -34,14 +34,15 @@ import bisect
 import itertools
 import math
 import zlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any, Literal
 
 import numpy as np
 
-__all__ = ["PASS_FLOOR", "CostModel", "EngineBehaviour", "Forwards", "Surface"]
+__all__ = ["PASS_FLOOR", "CallPrice", "CostModel", "EngineBehaviour", "Forwards", "Surface",
+           "call_price"]
 
 PASS_FLOOR = 0.5
 """The least a token-speculation pass is priced at, in decode forwards T(1, L): a pass
@@ -419,6 +420,17 @@ class CostModel:
         (k0, m0), (k1, m1) = pts[-2], pts[-1]
         return max(PASS_FLOOR, m1 + (m1 - m0) / (k1 - k0) * (k2 - k1))
 
+    def role_costs(self, role: Literal["target", "draft"]) -> tuple[Surface, float, float]:
+        """(T(b, L), prefill per token, overhead per call) of the target's or the step
+        draft's engine calls."""
+        if role == "target":
+            return self.target_decode, self.prefill_per_token, self.call_overhead
+        if role == "draft":
+            over = (self.call_overhead if self.draft_call_overhead is None
+                    else self.draft_call_overhead)
+            return self.draft_decode, self.draft_prefill_per_token, over
+        raise ValueError(f"role must be 'target' or 'draft', got {role!r}")
+
     # -- construction ----------------------------------------------------------------
 
     @classmethod
@@ -662,6 +674,43 @@ class CostModel:
             "sources": dict(self.sources),
             "notes": self.notes(),
         }
+
+
+@dataclass(frozen=True)
+class CallPrice:
+    """What one engine call of whole steps costs, by part (:func:`call_price`)."""
+
+    overhead: float
+    """The engine's fixed time per call."""
+    prefill: float
+    """Prefilling the tokens the call had not cached."""
+    decode: float
+    """Its decode iterations (or token-speculation passes)."""
+
+    @property
+    def total(self) -> float:
+        """The call's time."""
+        return self.overhead + self.prefill + self.decode
+
+
+def call_price(decode: Surface, prefill_per_token: float, overhead: float,
+               contexts: Sequence[float], prefilled: float, iterations: float, *,
+               per_iteration: float | None = None) -> CallPrice:
+    """The price of one call of ``len(contexts)`` prefixes whose tokens are ``contexts``:
+    ``overhead``, plus ``prefilled`` prompt tokens at ``prefill_per_token`` each (the
+    padded batch's, less a reused cache), plus ``iterations`` decode iterations at T(b,
+    L̄), the batch's decode forward at its mean context (``per_iteration`` instead where
+    an iteration is something else, e.g. a token-speculation pass).  The one formula of
+    an engine call both the decoder model's simulation and the audit of a run's recorded
+    calls (:mod:`specmodel.call_audit`) use."""
+    if not contexts:
+        raise ValueError("contexts must hold at least one prefix")
+    if prefilled < 0 or iterations < 0:
+        raise ValueError(f"prefilled and iterations must be >= 0, got {prefilled}, "
+                         f"{iterations}")
+    b = len(contexts)
+    per = decode.time(b, sum(contexts) / b) if per_iteration is None else per_iteration
+    return CallPrice(overhead, prefill_per_token * prefilled, iterations * per)
 
 
 _FIELDS = ("target_decode", "draft_decode", "prefill_per_token", "draft_prefill_per_token",

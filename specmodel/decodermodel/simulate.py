@@ -109,7 +109,7 @@ from specmodel.decodermodel.acceptance import (
     draw_indices,
     logit_shifted,
 )
-from specmodel.decodermodel.costs import CostModel, Forwards, Surface
+from specmodel.decodermodel.costs import CostModel, Forwards, Surface, call_price
 from specmodel.decodermodel.draws import DrawnProblem, DrawnSample
 from specmodel.montecarlo.acceptance import sample_accepted_prefix
 from specmodel.montecarlo.estimate import Estimate, ratio_estimate
@@ -436,20 +436,21 @@ class _Engine:
         over = self.overhead
         spec = self.k2 > 1
         if spec and not eng.speculation_batched:  # one prefix after another, no KV reuse
-            t = sum(over + self.prefill * c + self._passes(int(k)) * self._pass_cost(1, c)
+            t = sum(call_price(self.decode, self.prefill, over, [c], c, self._passes(int(k)),
+                               per_iteration=self._pass_cost(1, c)).total
                     for c, k in zip(ctx, n, strict=True))
             self.seconds += t
             return t, outs
         if b == 1 and not spec and eng.prefix_cache:
-            pre = self.prefill * self._new_tokens(prefixes[0])
+            prefilled = self._new_tokens(prefixes[0])
             self.cache = (*prefixes[0], outs[0][0])
         else:
-            pre = self.prefill * b * max(ctx)
+            prefilled = b * max(ctx)
         units = [self._passes(int(k)) for k in n] if spec else [int(k) for k in n]
         agg = max(units) if eng.batch_time == "longest" else sum(units) / b
-        L = sum(ctx) / b
-        per = self._pass_cost(b, L) if spec else self.decode.time(b, L)
-        t = over + pre + agg * per
+        t = call_price(self.decode, self.prefill, over, ctx, prefilled, agg,
+                       per_iteration=self._pass_cost(b, sum(ctx) / b) if spec else None
+                       ).total
         self.seconds += t
         return t, outs
 

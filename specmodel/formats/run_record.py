@@ -34,6 +34,7 @@ from specmodel.formats.jsonio import read_json_file
 
 __all__ = [
     "RUN_SCHEMA_VERSION",
+    "CallRecord",
     "CostProbe",
     "ConfigRun",
     "ProblemRun",
@@ -73,6 +74,32 @@ class StepRecord(_Record):
     """Whether the verifier's accepted draft or the target's own step was kept."""
     tokens: int = Field(ge=0)
     """Tokens of the step under the tokenizer of the model that wrote it."""
+
+
+class CallRecord(_Record):
+    """One engine call of the decoder: a batch of steps from the target or the step
+    draft, as the engine ran it."""
+
+    role: Literal["target", "draft"]
+    """Which model's engine ran the call."""
+    start: float = Field(ge=0)
+    """When the call began, in seconds from the start of its problem's decode."""
+    seconds: float = Field(ge=0)
+    """Its wall time (the device synchronised before the clock is read)."""
+    rows: int = Field(ge=1)
+    """Prefixes in the batch."""
+    step_tokens: list[int]
+    """Tokens of each row's step as committed or judged (cut at the delimiter)."""
+    prompt_tokens: list[int] | None = None
+    """Tokens of each row's prefix (None: the engine does not report them)."""
+    prefilled_tokens: int | None = Field(default=None, ge=0)
+    """Prompt tokens the call prefilled: every row's padded prefix, less what a reused
+    KV cache already held (None: not reported)."""
+    iterations: int | None = Field(default=None, ge=0)
+    """Tokens the batch generated: the longest row's, every row running until the last
+    one stops (None: not reported, or token speculation ran inside the call)."""
+    sampled: bool = False
+    """A sampled draft batch (the extra branches of a draft tree), not the greedy one."""
 
 
 class ProblemRun(_Record):
@@ -123,6 +150,10 @@ class ProblemRun(_Record):
     """When the problem's decode ended (ISO date-time, UTC, whole seconds; None in
     records from before it was recorded): what tells a prediction registered before the
     run from one made after it."""
+    calls: list[CallRecord] = Field(default_factory=list)
+    """Every target and draft engine call, in the order they began (empty in records
+    from before calls were logged; a target batched continuously makes no calls: its
+    steps join the engine's running batch)."""
 
     @property
     def acceptance(self) -> float | None:

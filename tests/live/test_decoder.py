@@ -209,6 +209,19 @@ def test_a_static_run_records_its_cache_and_validate_holds_it_against_the_costs(
     assert note("heldout_05b_calibration_static1024.json").startswith(
         "note: engine costs: the calibration timed its calls on static caches of 1024 "
         "positions, the run's static caches had 256")
+    # Every call is logged with the shape the engine ran: the first call of a problem
+    # prefills its whole prompt, the next only what the reused static cache lacks; a call
+    # with token speculation inside (k2 = 2) reports no iterations and is not priced.
+    plain, spec = (c.problems[0].calls for c in record.configs)
+    assert [c.role for c in plain] == ["target"] * len(plain) and len(plain) == 2
+    assert plain[0].prefilled_tokens == plain[0].prompt_tokens[0] > 50
+    assert 0 < plain[1].prefilled_tokens < plain[1].prompt_tokens[0]
+    assert all(c.iterations >= c.step_tokens[0] for c in plain)
+    assert all(c.iterations is None and c.prompt_tokens for c in spec)
+    assert main(["audit-calls", str(out), "--calibration",
+                 str(results / "heldout_05b_calibration_static.json")]) == 0
+    said = " ".join(capsys.readouterr().out.split())
+    assert "÷ priced" in said and "token k2=2: 2 call(s) not priced" in said
     eager = tmp_path / "eager.json"
     assert main(["decode", "--target", str(smollm_path), "--k1", "1", "--k2", "2",
                  "--problems", "1", "--max-steps", "2", "--max-step-tokens", "8",

@@ -150,3 +150,41 @@ def test_the_run_counts_draft_steps_that_end_the_answer(mode) -> None:
     assert run.draft_ends is not None and 1 <= run.draft_ends <= run.draft_steps
     plain, _, _ = _decode(_config(mode, k1=1), set())
     assert (plain.draft_steps, plain.draft_ends) == (0, 0)
+
+
+@dataclass
+class Shaped(Scripted):
+    """A scripted engine that reports its calls' shapes, as the transformers engine does."""
+
+    def generate_steps(self, prefixes, max_tokens, *, temperature=0.0, seed=None) -> StepBatch:
+        batch = super().generate_steps(prefixes, max_tokens, temperature=temperature)
+        return StepBatch(batch.outputs, batch.seconds, prompt_tokens=[len(p) for p in prefixes],
+                         prefilled_tokens=sum(map(len, prefixes)), iterations=2)
+
+
+@pytest.mark.parametrize(("mode", "width"), [("sync", 1), ("sync", 2), ("async", 1)])
+def test_every_engine_call_is_logged_in_the_order_it_began(mode, width) -> None:
+    target, draft = Shaped(), Shaped(frozenset({1, 3}))
+    config = _config(mode, k1=3, width=width)
+    run = LookaheadDecoder(target, draft, ExactMatch(), config).decode(PROBLEM)
+    calls = run.calls
+    assert [c.start for c in calls] == sorted(c.start for c in calls)
+    assert all(c.start >= 0 and c.seconds > 0 for c in calls)
+    tcalls = [c for c in calls if c.role == "target"]
+    dcalls = [c for c in calls if c.role == "draft"]
+    assert len(tcalls) == run.target_batches == len(target.calls)
+    assert sum(c.rows for c in tcalls) == run.target_steps
+    assert sum(c.rows for c in dcalls) == run.draft_steps
+    assert sum(c.seconds for c in tcalls) == pytest.approx(run.target_seconds)
+    assert sum(c.sampled for c in dcalls) == sum(t > 0 for _, t in draft.calls)
+    assert (width > 1) == any(c.sampled for c in dcalls)
+    for c in calls:  # the engine's shape, passed through
+        assert c.prompt_tokens is not None and len(c.prompt_tokens) == c.rows
+        assert c.prefilled_tokens == sum(c.prompt_tokens) and c.iterations == 2
+        assert c.step_tokens == [1] * c.rows
+
+
+def test_an_engine_that_reports_no_shape_logs_its_calls_without_one() -> None:
+    run, target, _ = _decode(_config(k1=2), {0})
+    assert len(run.calls) == len(target.calls) + run.draft_steps
+    assert all(c.prompt_tokens is None and c.iterations is None for c in run.calls)

@@ -1,0 +1,180 @@
+"""A run's engine calls against the price the decoder model gives each one.
+
+The real decoder logs every target and draft call it makes
+(:class:`~specmodel.formats.run_record.CallRecord`: rows, each row's prefix tokens, the
+tokens it prefilled, the tokens the batch generated, its wall time).  The decoder
+model prices a call by one formula (:func:`~specmodel.decodermodel.costs.call_price`:
+overhead, prefill, decode iterations at T(b, L̄)).  Priced with the calibration's engine
+costs at the shape the call really had, each logged call tells whether the model's
+price of that kind of call is right — apart from whether the model plays the right
+calls (the schedule) and draws the right step lengths (the acceptance model).
+
+A call that ran beside a call of the other model (async) is priced with the
+calibration's slowdown for the share of its time the two overlapped.  Calls with token
+speculation inside (k2 > 1: their passes are not one token each) and calls whose
+engine does not report its shape are counted, not priced.  :func:`call_audit` groups
+the calls by configuration, role, rows and whether the batch was a sampled draft
+branch, and sets side by side:
+
+* measured seconds against priced (overhead, prefill and decode apart);
+* the tokens the batch generated against the longest row's step — the iterations the
+  model counts (a row that ends its step inside a token, or a stop found a token late,
+  makes the batch run longer than its steps).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from specmodel.formats.calibration import Calibration
+from specmodel.formats.run_record import CallRecord, RunRecord
+
+__all__ = ["CallAudit", "CallGroup", "call_audit", "overlap_shares"]
+
+
+@dataclass(frozen=True)
+class CallGroup:
+    """The priced calls of one kind in one configuration."""
+
+    config: str
+    """The configuration's label."""
+    role: str
+    """'target' or 'draft'."""
+    rows: int
+    """Prefixes per call."""
+    sampled: bool
+    """Sampled draft branches (the extra branches of a draft tree)."""
+    calls: int
+    """Calls priced."""
+    measured: float
+    """Their measured seconds, summed."""
+    overhead: float
+    """Priced seconds of the calls' fixed overhead."""
+    prefill: float
+    """Priced seconds of their prefill."""
+    decode: float
+    """Priced seconds of their decode iterations (at the measured iterations)."""
+    beside: float
+    """Priced seconds added for running beside the other model (its slowdown on the
+    overlapped share of each call)."""
+    overlap: float
+    """Share of the measured time in which a call of the other model ran too."""
+    context: float
+    """Mean prefix tokens per row."""
+    prefilled: float
+    """Mean tokens prefilled per call."""
+    iterations: float
+    """Mean tokens the batch generated per call."""
+    longest_step: float
+    """Mean of the longest row's step tokens per call (what the model counts as its
+    iterations)."""
+
+    @property
+    def priced(self) -> float:
+        """Priced seconds in all."""
+        return self.overhead + self.prefill + self.decode + self.beside
+
+    @property
+    def ratio(self) -> float:
+        """Measured over priced seconds."""
+        return self.measured / self.priced if self.priced > 0 else float("nan")
+
+    def to_dict(self) -> dict[str, Any]:
+        """Fields and the derived priced total and ratio, for JSON."""
+        return {**asdict(self), "priced": self.priced, "ratio": self.ratio}
+
+
+@dataclass(frozen=True)
+class CallAudit:
+    """Every configuration's logged engine calls against their price."""
+
+    calibration: str
+    """Name of the calibration whose costs priced the calls."""
+    groups: list[CallGroup] = field(default_factory=list)
+    """One per configuration, role, rows and sampling, in the record's order."""
+    unpriced: dict[str, int] = field(default_factory=dict)
+    """Configuration → calls logged but not priced (token speculation inside, or no
+    shape reported)."""
+    unlogged: list[str] = field(default_factory=list)
+    """Configurations whose problems logged no call (records from before calls were
+    logged)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """For JSON."""
+        return {"calibration": self.calibration,
+                "groups": [g.to_dict() for g in self.groups],
+                "unpriced": dict(self.unpriced), "unlogged": list(self.unlogged)}
+
+
+def overlap_shares(calls: Sequence[CallRecord]) -> list[float]:
+    """For each call, the share of its time in which a call of the other role ran (the
+    calls of one problem; 0 for a call of no duration)."""
+    out = []
+    for c in calls:
+        end = c.start + c.seconds
+        beside = 0.0
+        for o in calls:
+            if o.role != c.role:
+                beside += max(0.0, min(end, o.start + o.seconds) - max(c.start, o.start))
+        out.append(min(1.0, beside / c.seconds) if c.seconds > 0 else 0.0)
+    return out
+
+
+def call_audit(record: RunRecord, calibration: Calibration | None = None) -> CallAudit:
+    """Price every logged call of ``record`` with ``calibration``'s engine costs (the
+    record's own calibration by default); a ValueError where there is none or its
+    costs are not in seconds."""
+    from specmodel.decodermodel.costs import CostModel, call_price
+
+    cal = calibration or record.calibration
+    if cal is None:
+        raise ValueError("calibration must be given: the run record carries none")
+    costs = CostModel.from_calibration(cal)
+    if costs.unit != "s":
+        raise ValueError(f"calibration {cal.name!r}: its costs are relative to one target "
+                         "forward, not seconds; a call's measured time needs an engine_costs "
+                         "section (profile engine-costs)")
+    slowdown = {"target": costs.contention,
+                "draft": costs.contention if costs.draft_contention is None
+                else costs.draft_contention}
+    audit = CallAudit(cal.name)
+    for c in record.configs:
+        if not any(p.calls for p in c.problems):
+            audit.unlogged.append(c.label)
+            continue
+        acc: dict[tuple[str, int, bool], dict[str, float]] = {}
+        for p in c.problems:
+            for call, share in zip(p.calls, overlap_shares(p.calls), strict=True):
+                if (call.prompt_tokens is None or call.prefilled_tokens is None
+                        or call.iterations is None):
+                    audit.unpriced[c.label] = audit.unpriced.get(c.label, 0) + 1
+                    continue
+                surface, prefill, over = costs.role_costs(call.role)
+                price = call_price(surface, prefill, over, call.prompt_tokens,
+                                   call.prefilled_tokens, call.iterations)
+                g = acc.setdefault((call.role, call.rows, call.sampled), dict.fromkeys(
+                    ("calls", "measured", "overhead", "prefill", "decode", "beside",
+                     "overlap", "context", "prefilled", "iterations", "longest"), 0.0))
+                g["calls"] += 1
+                g["measured"] += call.seconds
+                g["overhead"] += price.overhead
+                g["prefill"] += price.prefill
+                g["decode"] += price.decode
+                g["beside"] += price.total * (slowdown[call.role] - 1) * share
+                g["overlap"] += share * call.seconds
+                g["context"] += sum(call.prompt_tokens) / call.rows
+                g["prefilled"] += call.prefilled_tokens
+                g["iterations"] += call.iterations
+                g["longest"] += max(call.step_tokens, default=0)
+        for (role, rows, sampled), g in acc.items():
+            n = g["calls"]
+            audit.groups.append(CallGroup(
+                config=c.label, role=role, rows=rows, sampled=sampled, calls=int(n),
+                measured=g["measured"], overhead=g["overhead"], prefill=g["prefill"],
+                decode=g["decode"], beside=g["beside"],
+                overlap=g["overlap"] / g["measured"] if g["measured"] > 0 else 0.0,
+                context=g["context"] / n, prefilled=g["prefilled"] / n,
+                iterations=g["iterations"] / n, longest_step=g["longest"] / n))
+    return audit
