@@ -247,11 +247,8 @@ def decode_rounds(a: argparse.Namespace, cal: Any, configs: list[Any],
     settings["static_cache"] = target.cache_length(1)
     if a.decode_path != "eager":
         print(prepared_message(target, positions, seconds, cal), flush=True)
-    # Warm-up outside every timing (the first calls of a process are slower).
-    from profiler.problems import format_prompt
-
-    for eng in (target, draft):
-        eng.generate_steps([format_prompt(problems[0])] * 2, 8)
+    # The verifier's first call outside every timing too (prepare_engines ran every
+    # batch size of both engines once).
     verifier.verify([("1. A step.\n", "1. A step.\n")])
     for r, path in enumerate(records):
         order = everything if r % 2 == 0 else everything[::-1]

@@ -214,8 +214,10 @@ def decode(
             else:
                 ver = make_verifier(cfg.verifier, threads=threads)
         lengths = prompt_lengths(tgt, probs)
-        if decode_path in ("static", "compiled"):
+        if getattr(tgt, "decode_path", None) is not None:  # the transformers engine
             _prepare_paths(tgt, drf, cfg, lengths, cal)
+            if ver is not None:  # its first call too, outside every timing
+                ver.verify([("1. A step.\n", "1. A step.\n")])
         syn = None
         if synthetic:
             syn, cal = _prepare_synthetic(tgt, drf, ver, cfg, lengths, acc_cal, cal,
@@ -263,8 +265,9 @@ def decode(
 
 
 def _prepare_paths(tgt: Any, drf: Any, cfg: Any, lengths: list[int], cal: Any) -> None:
-    """``--decode-path static|compiled``: both engines prepared before anything is timed
-    (:func:`profiler.runs.prepare_engines`), what was prepared printed
+    """The transformers engines prepared before anything is timed (every batch size run
+    once; on ``--decode-path static|compiled`` their static caches too:
+    :func:`profiler.runs.prepare_engines`), what was prepared printed
     (:func:`profiler.runs.prepared_message`)."""
     from profiler.runs import prepare_engines, prepared_message
 
@@ -710,6 +713,26 @@ def audit_calls(
                "the other model; context: prefix tokens per row; generated: tokens the "
                "batch generated per call (the longest row's); longest step: the longest "
                "row's step tokens, what the model counts as the call's iterations")
+    speedups = audit.speedups()
+
+    def opt(v: float | None, fmt: str) -> str:
+        return "-" if v is None else format(v, fmt)
+
+    render.show(render.table(
+        "each configuration's run with its calls at their price",
+        ("config", "tokens", "wall s", "in calls s", "priced s", "verifier s", "outside s",
+         "speedup", "at prices"),
+        [(r.config, str(r.tokens), f"{r.wall:.1f}", f"{r.calls:.1f}", opt(r.priced, ".1f"),
+          f"{r.verify:.1f}", "-" if r.concurrent else f"{r.outside:.1f}",
+          opt(speedups.get(r.config, (None, None))[0], ".3f"),
+          opt(speedups.get(r.config, (None, None))[1], ".3f")) for r in audit.runs],
+        justify=("left",) + ("right",) * 8))
+    render.dim("at prices: the speedup over the target alone had every call taken its price "
+               "and all else (verifier, the host between calls) been as measured — between "
+               "it and the measured speedup, the price of calls; between it and the "
+               "decoder model's prediction (validate), the schedule, step lengths and "
+               "acceptance the model drew; '-' where the two models' calls overlapped "
+               "(async) or a call was not priced")
     for label, n in audit.unpriced.items():
         render.dim(f"{label}: {n} call(s) not priced (token speculation inside, or no "
                    "shape reported)")

@@ -69,14 +69,15 @@ def mean_prompt_tokens(lengths: Sequence[int]) -> float:
 
 def prepare_engines(target: Any, draft: Any | None, configs: Sequence[SpecConfig],
                     lengths: Sequence[int]) -> tuple[int, float]:
-    """Ready engines with a static or compiled decode path (``HFEngine.prepare``) for
-    every call that ``configs`` make on problems of prompt ``lengths``
-    (:func:`prompt_lengths`, the target's tokens), before any clock starts: their
-    static caches as long as the longest call (the longest prompt, ``max_steps`` + 1
-    steps of ``max_step_tokens``, and 64 positions for re-tokenizing) and, on the
-    compiled path, each batch size compiled (the target's 1 … k1 × width, the draft's
-    1 … width, the widest configuration's).  (those positions, the seconds it took);
-    0 seconds for engines on the eager path or without a decode path (vLLM, synthetic)."""
+    """Ready the transformers engines (``HFEngine.prepare``) for every call that
+    ``configs`` make on problems of prompt ``lengths`` (:func:`prompt_lengths`, the
+    target's tokens), before any clock starts: each batch size (the target's 1 … k1 ×
+    width, the draft's 1 … width, the widest configuration's) run once, so that no timed
+    call pays a first call's costs, and on a static or compiled path their static
+    caches as long as the longest call (the longest prompt, ``max_steps`` + 1 steps of
+    ``max_step_tokens``, and 64 positions for re-tokenizing), each batch size compiled
+    on the compiled path.  (those positions, the seconds it took); 0 seconds for
+    engines without a decode path (vLLM, synthetic)."""
     if not configs:
         raise ValueError("configs must not be empty")
     if not lengths:
@@ -86,7 +87,7 @@ def prepare_engines(target: Any, draft: Any | None, configs: Sequence[SpecConfig
     seconds = 0.0
     for engine, widest in ((target, max(c.k1 * c.width for c in configs)),
                            (draft, max(c.width for c in configs))):
-        if engine is not None and getattr(engine, "decode_path", "eager") != "eager":
+        if engine is not None and getattr(engine, "decode_path", None) is not None:
             seconds += engine.prepare(range(1, widest + 1), positions)
     return positions, seconds
 
@@ -100,6 +101,9 @@ def prepared_message(target: Any, positions: int, seconds: float,
     whole cache, so a longer cache costs more per token (docs/decoder.md)."""
     from profiler.engines.hf import cache_mismatch
 
+    if target.decode_path == "eager":
+        return (f"eager decode path prepared: every batch size run once in {seconds:.1f} s "
+                "(not timed)")
     length = target.cache_length(1)
     out = (f"{target.decode_path} decode path prepared for calls of up to {positions} "
            f"positions (static caches of {length}) in {seconds:.1f} s (not timed)")

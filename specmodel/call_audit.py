@@ -19,7 +19,13 @@ branch, and sets side by side:
 * measured seconds against priced (overhead, prefill and decode apart);
 * the tokens the batch generated against the longest row's step — the iterations the
   model counts (a row that ends its step inside a token, or a stop found a token late,
-  makes the batch run longer than its steps).
+  makes the batch run longer than its steps);
+
+and per configuration whose calls never overlapped, the speedup it would have measured
+had every call taken its price (all else — the verifier, the host between calls — as
+measured): what is left between that and the measured speedup is the price of calls;
+between it and the decoder model's prediction, the schedule, the step lengths and the
+acceptance the model drew instead of the run's.
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ from typing import Any
 from specmodel.formats.calibration import Calibration
 from specmodel.formats.run_record import CallRecord, RunRecord
 
-__all__ = ["CallAudit", "CallGroup", "call_audit", "overlap_shares"]
+__all__ = ["CallAudit", "CallGroup", "RunPriced", "call_audit", "overlap_shares"]
 
 
 @dataclass(frozen=True)
@@ -87,6 +93,45 @@ class CallGroup:
 
 
 @dataclass(frozen=True)
+class RunPriced:
+    """One configuration's run with each logged call's time replaced by its price."""
+
+    config: str
+    """The configuration's label."""
+    tokens: int
+    """Output tokens of its problems."""
+    wall: float
+    """Their measured wall time."""
+    calls: float
+    """Measured time inside its engine calls."""
+    priced: float | None
+    """The same calls priced (None where some call could not be)."""
+    verify: float
+    """Measured time inside the verifier."""
+    concurrent: bool
+    """Calls of the two models overlapped (async): the calls' times do not add up to
+    the wall time, so no wall time is priced."""
+
+    @property
+    def outside(self) -> float:
+        """Measured wall time outside engine and verifier calls (the host between calls;
+        meaningful only where no calls overlapped)."""
+        return self.wall - self.calls - self.verify
+
+    @property
+    def priced_wall(self) -> float | None:
+        """The wall time had every call taken its price, all else as measured (None where
+        calls overlapped or some call could not be priced)."""
+        if self.concurrent or self.priced is None:
+            return None
+        return self.priced + self.verify + self.outside
+
+    def to_dict(self) -> dict[str, Any]:
+        """Fields and the derived outside and priced wall time, for JSON."""
+        return {**asdict(self), "outside": self.outside, "priced_wall": self.priced_wall}
+
+
+@dataclass(frozen=True)
 class CallAudit:
     """Every configuration's logged engine calls against their price."""
 
@@ -100,11 +145,34 @@ class CallAudit:
     unlogged: list[str] = field(default_factory=list)
     """Configurations whose problems logged no call (records from before calls were
     logged)."""
+    runs: list[RunPriced] = field(default_factory=list)
+    """Per configuration that logged calls, its run with the calls priced."""
+    baseline: str | None = None
+    """The record's target-alone configuration."""
+
+    def speedups(self) -> dict[str, tuple[float, float | None]]:
+        """Configuration → (measured speedup, speedup had every call taken its price),
+        both over the baseline's run the same way (empty without a logged baseline)."""
+        base = next((r for r in self.runs if r.config == self.baseline), None)
+        if base is None or base.tokens == 0:
+            return {}
+        out = {}
+        for r in self.runs:
+            if r.tokens == 0:
+                continue
+            measured = (r.tokens / r.wall) / (base.tokens / base.wall)
+            pw, bw = r.priced_wall, base.priced_wall
+            out[r.config] = (measured, None if pw is None or bw is None
+                             else (r.tokens / pw) / (base.tokens / bw))
+        return out
 
     def to_dict(self) -> dict[str, Any]:
         """For JSON."""
-        return {"calibration": self.calibration,
+        return {"calibration": self.calibration, "baseline": self.baseline,
                 "groups": [g.to_dict() for g in self.groups],
+                "runs": [r.to_dict() for r in self.runs],
+                "speedups": {k: {"measured": m, "priced_calls": p}
+                             for k, (m, p) in self.speedups().items()},
                 "unpriced": dict(self.unpriced), "unlogged": list(self.unlogged)}
 
 
@@ -139,21 +207,28 @@ def call_audit(record: RunRecord, calibration: Calibration | None = None) -> Cal
     slowdown = {"target": costs.contention,
                 "draft": costs.contention if costs.draft_contention is None
                 else costs.draft_contention}
-    audit = CallAudit(cal.name)
+    audit = CallAudit(cal.name, baseline=record.baseline)
     for c in record.configs:
         if not any(p.calls for p in c.problems):
             audit.unlogged.append(c.label)
             continue
         acc: dict[tuple[str, int, bool], dict[str, float]] = {}
+        priced_calls: float | None = 0.0
+        concurrent = False
         for p in c.problems:
-            for call, share in zip(p.calls, overlap_shares(p.calls), strict=True):
+            shares = overlap_shares(p.calls)
+            concurrent = concurrent or any(x > 0 for x in shares)
+            for call, share in zip(p.calls, shares, strict=True):
                 if (call.prompt_tokens is None or call.prefilled_tokens is None
                         or call.iterations is None):
                     audit.unpriced[c.label] = audit.unpriced.get(c.label, 0) + 1
+                    priced_calls = None
                     continue
                 surface, prefill, over = costs.role_costs(call.role)
                 price = call_price(surface, prefill, over, call.prompt_tokens,
                                    call.prefilled_tokens, call.iterations)
+                if priced_calls is not None:
+                    priced_calls += price.total
                 g = acc.setdefault((call.role, call.rows, call.sampled), dict.fromkeys(
                     ("calls", "measured", "overhead", "prefill", "decode", "beside",
                      "overlap", "context", "prefilled", "iterations", "longest"), 0.0))
@@ -177,4 +252,10 @@ def call_audit(record: RunRecord, calibration: Calibration | None = None) -> Cal
                 overlap=g["overlap"] / g["measured"] if g["measured"] > 0 else 0.0,
                 context=g["context"] / n, prefilled=g["prefilled"] / n,
                 iterations=g["iterations"] / n, longest_step=g["longest"] / n))
+        audit.runs.append(RunPriced(
+            config=c.label, tokens=sum(p.output_tokens for p in c.problems),
+            wall=sum(p.seconds for p in c.problems),
+            calls=sum(k.seconds for p in c.problems for k in p.calls),
+            priced=priced_calls, verify=sum(p.verify_seconds for p in c.problems),
+            concurrent=concurrent))
     return audit

@@ -295,27 +295,30 @@ class HFEngine:
         return None if held is None or self.decode_path == "eager" else held.length
 
     def prepare(self, batches: Iterable[int], positions: int) -> float:
-        """Ready the static and compiled paths before a run; the seconds it took (0 on
-        the eager path).
+        """Ready the engine before a run; the seconds it took.
 
-        For every batch size in ``batches``, a static cache long enough for ``positions``
-        (the prompt and new tokens of the longest call the run will make), so that no
-        call grows it; on the compiled path also a short call of that size, so that
-        transformers compiles its decoding forward for the shape (and on CUDA records
-        its graph) now instead of inside the run's first timed calls.  A batch size not
-        prepared compiles when it first comes."""
+        For every batch size in ``batches``: on the static and compiled paths a static
+        cache long enough for ``positions`` (the prompt and new tokens of the longest
+        call the run will make), so that no call grows it; on every path a short call of
+        that size, so that what a first call of a shape costs once — allocating its
+        activations, choosing kernels; on the compiled path transformers compiling the
+        decoding forward (and on CUDA recording its graph) — is paid now instead of
+        inside the run's first timed call (unprepared, the 1.5B target's first call on
+        the 2-core Xeon took 14–19 s longer than its price, 2026-12-02).  A batch size
+        not prepared pays that when it first comes."""
         sizes = sorted(set(batches))
         if not sizes or min(sizes) < 1:
             raise ValueError(f"batches must be integers >= 1, got {sizes}")
         if positions < 1:
             raise ValueError(f"positions must be >= 1, got {positions}")
-        if self.decode_path == "eager":
-            return 0.0
         t0 = time.perf_counter()
+        plain = self if self.speculation is None else self.with_speculation(None)
         for b in sizes:
-            self._static_cache(b, min(positions, self.max_context))
-            if self.decode_path == "compiled":  # a prefill, then enough decoding forwards
-                self._generate(["Prepare the decoder."] * b, 6, exact=True)  # to record
+            if self.decode_path != "eager":
+                self._static_cache(b, min(positions, self.max_context))
+            # a prefill, then decoding forwards (on the compiled path enough to record)
+            plain._generate(["Prepare the decoder."] * b,
+                            6 if self.decode_path == "compiled" else 3, exact=True)
         if self.device == "cuda":
             self._torch.cuda.synchronize()
         return time.perf_counter() - t0

@@ -192,3 +192,38 @@ def test_cli_prints_the_audit_and_its_json(tmp_path, capsys) -> None:
     bare = _record(tmp_path, [("target", {"k1": 1, "k2": 1}, [[]])])
     assert main(["audit-calls", bare, "-c", cal]) == 2
     assert "no configuration logged a call" in capsys.readouterr().err
+
+
+def test_a_run_with_its_calls_at_their_price(tmp_path) -> None:
+    """Each configuration's wall time with every call replaced by its price (verifier
+    and the host between calls as measured), and the speedups both ways."""
+    plain = {"role": "target", "start": 0.0, "seconds": 2.0, "rows": 1, "step_tokens": [10],
+             "prompt_tokens": [100], "prefilled_tokens": 100, "iterations": 10}
+    target = {"role": "target", "start": 1.0, "seconds": 3.0, "rows": 2,
+              "step_tokens": [8, 9], **SHAPED}
+    draft = {"role": "draft", "start": 0.0, "seconds": 1.0, "rows": 1, "step_tokens": [7],
+             "prompt_tokens": [100], "prefilled_tokens": 20, "iterations": 9}
+    rec = load_run_record(_record(tmp_path, [
+        ("target", {"k1": 1, "k2": 1}, [[plain]]),
+        ("sync k1=2 k2=1", {"k1": 2, "k2": 1}, [[draft, target]])]))
+    audit = call_audit(rec, CAL)
+    runs = {r.config: r for r in audit.runs}
+    base, sync = runs["target"], runs["sync k1=2 k2=1"]
+    # the problem: 10 s of wall, 8 s in the target's calls (_problem's fields)
+    assert (base.wall, base.calls, base.verify, base.outside) == (10.0, 2.0, 0.0, 8.0)
+    assert base.priced == pytest.approx(0.05 + 0.1 + 10 * 0.1)
+    assert base.priced_wall == pytest.approx(1.15 + 8.0)
+    assert not sync.concurrent and sync.calls == 4.0
+    assert sync.priced == pytest.approx(2.29 + 0.01 + 20 * 2e-4 + 9 * 0.02)
+    measured, at_prices = audit.speedups()["sync k1=2 k2=1"]
+    assert measured == pytest.approx(1.0)  # the same tokens and wall in both records
+    assert at_prices == pytest.approx(base.priced_wall / sync.priced_wall)
+    assert audit.to_dict()["speedups"]["target"] == {"measured": 1.0, "priced_calls": 1.0}
+    # overlapping calls: no wall time priced
+    draft["seconds"] = 2.0
+    rec = load_run_record(_record(tmp_path, [
+        ("target", {"k1": 1, "k2": 1}, [[plain]]),
+        ("async k1=2 k2=1", {"mode": "async", "k1": 2, "k2": 1}, [[draft, target]])]))
+    audit = call_audit(rec, CAL)
+    assert audit.runs[1].concurrent and audit.runs[1].priced_wall is None
+    assert audit.speedups()["async k1=2 k2=1"][1] is None
