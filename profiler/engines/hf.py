@@ -304,7 +304,7 @@ class HFEngine:
         activations, choosing kernels; on the compiled path transformers compiling the
         decoding forward (and on CUDA recording its graph) — is paid now instead of
         inside the run's first timed call (unprepared, the 1.5B target's first call on
-        the 2-core Xeon took 14–19 s longer than its price, 2026-12-02).  A batch size
+        the 2-core Xeon took 16 s longer than its price, 2026-12-02).  A batch size
         not prepared pays that when it first comes."""
         sizes = sorted(set(batches))
         if not sizes or min(sizes) < 1:
