@@ -583,6 +583,7 @@ def report(a: argparse.Namespace, cal: Any, name: str, records: list[Path]
         errs = [abs(p / m - 1) for _, m, p in timed]
         print(f"registered time per token: mean |error| {percent(statistics.mean(errs))}, "
               f"max {percent(max(errs))} over {len(timed)} rows")
+    at_prices = calls_at_prices(cal, recs, {r.config: r.predicted_decoder for r in s.rows})
     if s.baseline_speed is not None:
         print(f"the target alone ran at {percent(s.baseline_speed)} of the time per token the "
               "decoder model gives it (calibration's absolute costs against the sweep's)")
@@ -597,8 +598,51 @@ def report(a: argparse.Namespace, cal: Any, name: str, records: list[Path]
             "token_passes": passes, "registered_from": a.registered,
             "registered_ms_per_token": [{"config": c, "measured": m, "registered": p}
                                         for c, m, p in timed],
-            "decoded_since_registration": since,
+            "decoded_since_registration": since, "calls_at_prices": at_prices,
             **s.model_dump(mode="json")}
+
+
+def calls_at_prices(cal: Any, recs: list[Any], decoder: dict[str, float | None]
+                    ) -> dict[str, Any] | None:
+    """Where the rounds logged their engine calls (records since 2026-12-02): each call
+    priced by the calibration at the shape it had (:func:`specmodel.call_audit.call_audit`),
+    printed per configuration — the measured speedup, the speedup had every call taken
+    its price, and the decoder model's — and per model and rows the measured over the
+    priced seconds, pooled over the rounds; None where no round logged calls."""
+    from specmodel.call_audit import call_audit
+
+    audits = [call_audit(r, cal) for r in recs if any(
+        p.calls for c in r.configs for p in c.problems)]
+    if not audits:
+        return None
+    speed: dict[str, list[tuple[float, float | None]]] = {}
+    for audit in audits:
+        for label, pair in audit.speedups().items():
+            speed.setdefault(label, []).append(pair)
+    rows = []
+    for label, pairs in speed.items():
+        priced = [p for _, p in pairs if p is not None]
+        rows.append({"config": label, "measured": statistics.mean(m for m, _ in pairs),
+                     "at_prices": statistics.mean(priced) if priced else None,
+                     "decoder": decoder.get(label)})
+    kinds: dict[str, list[float]] = {}
+    for audit in audits:
+        for g in audit.groups:
+            k = kinds.setdefault(f"{g.role}{' sampled' if g.sampled else ''} b={g.rows}",
+                                 [0.0, 0.0])
+            k[0] += g.measured
+            k[1] += g.priced
+    print_table(f"the rounds' engine calls at their price ({len(audits)} round(s) logged "
+                "calls; specmodel audit-calls ROUND.run.json for one round): measured "
+                "speedup / with every call at its price / the decoder model",
+                ["config", "measured", "at prices", "decoder"],
+                [[r["config"], f"{r['measured']:.3f}",
+                  "-" if r["at_prices"] is None else f"{r['at_prices']:.3f}",
+                  "-" if r["decoder"] is None else f"{r['decoder']:.3f}"] for r in rows])
+    print("measured ÷ priced seconds by call: " + ", ".join(
+        f"{k} {m / p:.3f}" for k, (m, p) in sorted(kinds.items()) if p > 0))
+    return {"rows": rows, "measured_over_priced": {k: m / p for k, (m, p) in kinds.items()
+                                                   if p > 0}}
 
 
 if __name__ == "__main__":

@@ -227,3 +227,28 @@ def test_a_run_with_its_calls_at_their_price(tmp_path) -> None:
     audit = call_audit(rec, CAL)
     assert audit.runs[1].concurrent and audit.runs[1].priced_wall is None
     assert audit.speedups()["async k1=2 k2=1"][1] is None
+
+
+def test_the_held_out_report_sets_the_rounds_calls_at_their_price(tmp_path, capsys) -> None:
+    """``bench_heldout --report``: the speedups at prices averaged over the rounds that
+    logged calls, beside the measured and the decoder model's; rounds without calls are
+    left out, and none at all prints nothing."""
+    from benchmarks.bench_heldout import calls_at_prices
+
+    plain = {"role": "target", "start": 0.0, "seconds": 2.0, "rows": 1, "step_tokens": [10],
+             "prompt_tokens": [100], "prefilled_tokens": 100, "iterations": 10}
+    target = {"role": "target", "start": 1.0, "seconds": 3.0, "rows": 2,
+              "step_tokens": [8, 9], **SHAPED}
+    logged = load_run_record(_record(tmp_path, [
+        ("target", {"k1": 1, "k2": 1}, [[plain]]),
+        ("sync k1=2 k2=1", {"k1": 2, "k2": 1}, [[target]])]))
+    (tmp_path / "old").mkdir()
+    old = load_run_record(_record(tmp_path / "old", [("target", {"k1": 1, "k2": 1}, [[]])]))
+    got = calls_at_prices(CAL, [logged, old], {"sync k1=2 k2=1": 0.9})
+    rows = {r["config"]: r for r in got["rows"]}
+    base = 1.15 + 8.0  # the baseline's call at its price, the rest of its wall as measured
+    assert rows["sync k1=2 k2=1"]["at_prices"] == pytest.approx(base / (2.29 + 7.0))
+    assert rows["sync k1=2 k2=1"]["decoder"] == 0.9 and rows["target"]["decoder"] is None
+    assert got["measured_over_priced"]["target b=2"] == pytest.approx(3.0 / 2.29)
+    assert "1 round(s) logged calls" in capsys.readouterr().out
+    assert calls_at_prices(CAL, [old], {}) is None
