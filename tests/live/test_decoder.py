@@ -218,10 +218,18 @@ def test_a_static_run_records_its_cache_and_validate_holds_it_against_the_costs(
     assert 0 < plain[1].prefilled_tokens < plain[1].prompt_tokens[0]
     assert all(c.iterations >= c.step_tokens[0] for c in plain)
     assert all(c.iterations is None and c.prompt_tokens for c in spec)
-    assert main(["audit-calls", str(out), "--calibration",
-                 str(results / "heldout_05b_calibration_static.json")]) == 0
+    costs = ["--calibration", str(results / "heldout_05b_calibration_static.json")]
+    assert main(["audit-calls", str(out), *costs]) == 0
     said = " ".join(capsys.readouterr().out.split())
-    assert "÷ priced" in said and "token k2=2: 2 call(s) not priced" in said
+    assert "logged engine calls against their price" in said
+    assert "token k2=2: 2 call(s) not priced" in said
+    assert main(["audit-calls", str(out), *costs, "--json"]) == 0
+    audit = json.loads(capsys.readouterr().out)
+    (group,) = audit["groups"]  # the target alone's one-row calls, priced
+    assert (group["role"], group["rows"], group["calls"]) == ("target", 1, 2)
+    assert group["priced"] > 0 and group["iterations"] >= group["longest_step"]
+    assert audit["unpriced"] == {"token k2=2": 2}
+    assert audit["speedups"]["token k2=2"]["priced_calls"] is None
     eager = tmp_path / "eager.json"
     assert main(["decode", "--target", str(smollm_path), "--k1", "1", "--k2", "2",
                  "--problems", "1", "--max-steps", "2", "--max-step-tokens", "8",
