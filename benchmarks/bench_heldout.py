@@ -243,13 +243,10 @@ def decode_rounds(a: argparse.Namespace, cal: Any, configs: list[Any],
                 "prompt_tokens": tokens, "execution": target.execution}
     base = baseline_like(configs[0])  # the sweep's step caps and delimiter
     everything = [base, *configs]
-    positions, seconds = prepare_engines(target, draft, everything, lengths)
+    positions, seconds = prepare_engines(target, draft, everything, lengths, verifier)
     settings["static_cache"] = target.cache_length(1)
     if a.decode_path != "eager":
         print(prepared_message(target, positions, seconds, cal), flush=True)
-    # The verifier's first call outside every timing too (prepare_engines ran every
-    # batch size of both engines once).
-    verifier.verify([("1. A step.\n", "1. A step.\n")])
     for r, path in enumerate(records):
         order = everything if r % 2 == 0 else everything[::-1]
         probes = []

@@ -215,9 +215,7 @@ def decode(
                 ver = make_verifier(cfg.verifier, threads=threads)
         lengths = prompt_lengths(tgt, probs)
         if getattr(tgt, "decode_path", None) is not None:  # the transformers engine
-            _prepare_paths(tgt, drf, cfg, lengths, cal)
-            if ver is not None:  # its first call too, outside every timing
-                ver.verify([("1. A step.\n", "1. A step.\n")])
+            _prepare_paths(tgt, drf, cfg, lengths, cal, ver)
         syn = None
         if synthetic:
             syn, cal = _prepare_synthetic(tgt, drf, ver, cfg, lengths, acc_cal, cal,
@@ -264,14 +262,15 @@ def decode(
     con.print(f"wrote {output}")
 
 
-def _prepare_paths(tgt: Any, drf: Any, cfg: Any, lengths: list[int], cal: Any) -> None:
+def _prepare_paths(tgt: Any, drf: Any, cfg: Any, lengths: list[int], cal: Any,
+                   ver: Any = None) -> None:
     """The transformers engines prepared before anything is timed (every batch size run
-    once; on ``--decode-path static|compiled`` their static caches too:
-    :func:`profiler.runs.prepare_engines`), what was prepared printed
+    once; on ``--decode-path static|compiled`` their static caches too), the verifier's
+    first call made (:func:`profiler.runs.prepare_engines`), what was prepared printed
     (:func:`profiler.runs.prepared_message`)."""
     from profiler.runs import prepare_engines, prepared_message
 
-    positions, seconds = prepare_engines(tgt, drf, [cfg], lengths)
+    positions, seconds = prepare_engines(tgt, drf, [cfg], lengths, ver)
     console(stderr=True).print(prepared_message(tgt, positions, seconds, cal),
                                soft_wrap=True)
 

@@ -17,6 +17,7 @@ under a :class:`specmodel.formats.lock.WriteLock` held for the whole run.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -68,7 +69,7 @@ def mean_prompt_tokens(lengths: Sequence[int]) -> float:
 
 
 def prepare_engines(target: Any, draft: Any | None, configs: Sequence[SpecConfig],
-                    lengths: Sequence[int]) -> tuple[int, float]:
+                    lengths: Sequence[int], verifier: Any | None = None) -> tuple[int, float]:
     """Ready the transformers engines (``HFEngine.prepare``) for every call that
     ``configs`` make on problems of prompt ``lengths`` (:func:`prompt_lengths`, the
     target's tokens), before any clock starts: each batch size (the target's 1 … k1 ×
@@ -76,8 +77,9 @@ def prepare_engines(target: Any, draft: Any | None, configs: Sequence[SpecConfig
     call pays a first call's costs, and on a static or compiled path their static
     caches as long as the longest call (the longest prompt, ``max_steps`` + 1 steps of
     ``max_step_tokens``, and 64 positions for re-tokenizing), each batch size compiled
-    on the compiled path.  (those positions, the seconds it took); 0 seconds for
-    engines without a decode path (vLLM, synthetic)."""
+    on the compiled path; and ``verifier``'s first call too, when given.  (those
+    positions, the seconds it took); 0 seconds for engines without a decode path (vLLM,
+    synthetic)."""
     if not configs:
         raise ValueError("configs must not be empty")
     if not lengths:
@@ -89,6 +91,10 @@ def prepare_engines(target: Any, draft: Any | None, configs: Sequence[SpecConfig
                            (draft, max(c.width for c in configs))):
         if engine is not None and getattr(engine, "decode_path", None) is not None:
             seconds += engine.prepare(range(1, widest + 1), positions)
+    if verifier is not None:
+        t0 = time.perf_counter()
+        verifier.verify([("1. A step.\n", "1. A step.\n")])
+        seconds += time.perf_counter() - t0
     return positions, seconds
 
 

@@ -231,13 +231,13 @@ class _Engine:
     def __init__(self, decode: Surface, prefill: float, costs: CostModel,
                  lengths: StepLengths, k2: int, acc: AcceptanceModel, segs: _Segments,
                  cap: int, rng: np.random.Generator, forwards: Forwards | None = None,
-                 drafter: Surface | None = None, overhead: float | None = None,
+                 drafter: Surface | None = None, *, overhead: float,
                  pass_multiplier: float | None = None) -> None:
         self.decode = decode
         self.pass_multiplier = pass_multiplier
         """A token-speculation pass in decode forwards T(1, L), measured (None: c2)."""
-        self.overhead = costs.call_overhead if overhead is None else overhead
-        """This engine's fixed time per call."""
+        self.overhead = overhead
+        """This engine's fixed time per call (:meth:`CostModel.role_costs`)."""
         self.forwards = forwards
         self.drafter = drafter
         self.known: set[tuple[int, ...]] = set()
@@ -697,16 +697,16 @@ class _Run:
         self.segs = _Segments(self.work.prompt_tokens)
         k2 = self.cfg.k2
         cap = self.work.max_step_tokens
-        self.target = _Engine(self.costs.target_decode, self.costs.prefill_per_token,
-                              self.costs, self.acc.target_steps, k2, self.acc, self.segs,
-                              cap, self.rng, self.costs.target_forwards,
-                              self.costs.token_drafter_decode,
+        decode, prefill, over = self.costs.role_costs("target")
+        self.target = _Engine(decode, prefill, self.costs, self.acc.target_steps, k2,
+                              self.acc, self.segs, cap, self.rng, self.costs.target_forwards,
+                              self.costs.token_drafter_decode, overhead=over,
                               pass_multiplier=self.costs.pass_multiplier(k2))
         dk2 = k2 if self.costs.engine.draft_token_speculation else 1
-        self.draft = _Engine(self.costs.draft_decode, self.costs.draft_prefill_per_token,
-                             self.costs, self.acc.draft_steps, dk2, self.acc, self.segs,
-                             cap, self.rng, self.costs.draft_forwards,
-                             overhead=self.costs.draft_call_overhead)
+        decode, prefill, over = self.costs.role_costs("draft")
+        self.draft = _Engine(decode, prefill, self.costs, self.acc.draft_steps, dk2,
+                             self.acc, self.segs, cap, self.rng, self.costs.draft_forwards,
+                             overhead=over)
         self.draft.role = 1
         self.paired = None
         sample = self.work.sample

@@ -128,8 +128,14 @@ def test_a_sweep_is_prepared_for_its_widest_and_longest_configuration(tiny_engin
     assert sorted(target._static) == [1, 2, 3, 4] and sorted(draft._static) == [1, 2]
     assert all(h.length >= positions for e in (target, draft) for h in e._static.values())
     eager = tiny_engine.with_decode_path("eager")
-    assert prepare_engines(eager, None, sweep, lengths)[1] > 0
-    assert not getattr(eager, "_static", None)
+    judged: list = []
+
+    class Verifier:  # its first call is made before the clock too
+        def verify(self, pairs):
+            judged.extend(pairs)
+
+    assert prepare_engines(eager, None, sweep, lengths, Verifier())[1] > 0
+    assert not getattr(eager, "_static", None) and len(judged) == 1
     with pytest.raises(ValueError, match="configs must not be empty"):
         prepare_engines(target, draft, [], lengths)
     with pytest.raises(ValueError, match="lengths must not be empty"):
