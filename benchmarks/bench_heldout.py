@@ -24,6 +24,10 @@ calibration's costs rescaled by them (:func:`specmodel.prediction.calibration_at
 (never overwritten; ``--register-as TAG`` for a further one), and ``--report
 --registered [TAG]`` holds them against the same means; every problem run records when
 it finished, so the report says which rows, if any, decoded before the registration.
+``--register --costs-at-run-time`` loads the trio, takes one cost probe first and
+registers from the calibration's costs rescaled by it (the probe goes into the
+registration): the drift the report's ``--costs-at-run-time`` corrects afterwards,
+corrected before the sweep decodes.
 
 The summary's ``machine`` is the one that wrote it (a report may be made elsewhere);
 ``decoded_on`` names the machine each round record was decoded on.
@@ -42,6 +46,7 @@ import json
 import statistics
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -149,7 +154,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="report: price with the calibration's engine costs rescaled by "
                          "the records' cost probes (specmodel.prediction."
                          "calibration_at_run_time), a separate prediction from the "
-                         "calibration's own")
+                         "calibration's own; with --register: load the trio, take one "
+                         "cost probe now and register from the costs it rescales")
     ap.add_argument("--drift-uniform", action="store_true",
                     help="with --costs-at-run-time: rescale every cost of a model by one "
                          "ratio instead of each batch size's cells by the probes' ratio at "
@@ -213,9 +219,26 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def decode_rounds(a: argparse.Namespace, cal: Any, configs: list[Any],
-                  records: list[Path]) -> None:
-    """Run (or resume) every round, interleaved: odd rounds reversed."""
+@dataclass
+class _Trio:
+    """The sweep's engines, loaded and prepared (every batch size's first call made)."""
+
+    target: Any
+    """The target's engine."""
+    draft: Any
+    """The step draft's engine."""
+    verifier: Any
+    """The step verifier."""
+    problems: list[Any]
+    """The held-out problems."""
+    tokens: float
+    """The problems' mean prompt length in the target's tokens."""
+    everything: list[Any]
+    """The target alone, then every configuration."""
+
+
+def load_trio(a: argparse.Namespace, cal: Any, configs: list[Any]) -> _Trio:
+    """Load the trio's engines and verifier and prepare them as the rounds decode."""
     from profiler.engines import HFEngine
     from profiler.packs import resolve_model
     from profiler.problems import load_problems
@@ -225,7 +248,6 @@ def decode_rounds(a: argparse.Namespace, cal: Any, configs: list[Any],
         prepare_engines,
         prepared_message,
         prompt_lengths,
-        run_configurations,
     )
     from profiler.verifiers import make_verifier
 
@@ -234,25 +256,35 @@ def decode_rounds(a: argparse.Namespace, cal: Any, configs: list[Any],
     target, draft = (HFEngine(resolve_model(trio[role]), threads=a.threads, delimiter="\n",
                               decode_path=a.decode_path) for role in ("target", "draft"))
     verifier = make_verifier(configs[0].verifier, threads=a.threads)
-    models = {"target": trio["target"], "draft": trio["draft"], "verifier": verifier.name}
     lengths = prompt_lengths(target, problems)
-    tokens = mean_prompt_tokens(lengths)  # validate reads it from the records
+    everything = [baseline_like(configs[0]), *configs]  # the sweep's step caps, delimiter
+    positions, seconds = prepare_engines(target, draft, everything, lengths, verifier)
+    if a.decode_path != "eager":
+        print(prepared_message(target, positions, seconds, cal), flush=True)
+    return _Trio(target, draft, verifier, problems, mean_prompt_tokens(lengths), everything)
+
+
+def decode_rounds(a: argparse.Namespace, cal: Any, configs: list[Any],
+                  records: list[Path]) -> None:
+    """Run (or resume) every round, interleaved: odd rounds reversed."""
+    from profiler.runs import run_configurations
+
+    t = load_trio(a, cal, configs)
+    target, draft, verifier, everything = t.target, t.draft, t.verifier, t.everything
+    trio = TRIOS[a.trio]
+    models = {"target": trio["target"], "draft": trio["draft"], "verifier": verifier.name}
+    tokens = t.tokens  # validate reads it from the records
     settings = {"dataset": "gsm_symbolic", "problems": a.problems, "seed": a.seed,
                 "threads": a.threads, "engine": "transformers", "max_steps": a.max_steps,
                 "max_step_tokens": a.max_step_tokens, "delimiter": "\n",
-                "prompt_tokens": tokens, "execution": target.execution}
-    base = baseline_like(configs[0])  # the sweep's step caps and delimiter
-    everything = [base, *configs]
-    positions, seconds = prepare_engines(target, draft, everything, lengths, verifier)
-    settings["static_cache"] = target.cache_length(1)
-    if a.decode_path != "eager":
-        print(prepared_message(target, positions, seconds, cal), flush=True)
+                "prompt_tokens": tokens, "execution": target.execution,
+                "static_cache": target.cache_length(1)}
     for r, path in enumerate(records):
         order = everything if r % 2 == 0 else everything[::-1]
         probes = []
         if a.cost_probe and not round_complete(path, order, a.resume):
             probes = [probe(a, target, draft, before=order[0].label, context=round(tokens))]
-        run_configurations(target, draft, verifier, order, problems, path, models=models,
+        run_configurations(target, draft, verifier, order, t.problems, path, models=models,
                            settings=settings, calibration=cal, include_baseline=False,
                            resume=a.resume, cost_probes=probes,
                            progress=pausing(printer(f"round {r + 1}"), a.pause_file))
@@ -262,9 +294,21 @@ def register(a: argparse.Namespace, cal: Any, configs: list[Any]) -> dict[str, A
     """The decoder model's predictions for the sweep, made before it decodes (the
     protocol's registered predictions), with what they were made from."""
     from specmodel.formats.jsonio import timestamp
-    from specmodel.prediction import decoder_prediction
+    from specmodel.prediction import calibration_at_run_time, decoder_prediction
 
-    tokens = prompt_tokens(a)
+    probed: dict[str, Any] = {}
+    if not a.costs_at_run_time:
+        tokens = prompt_tokens(a)
+    else:  # a probe now, before any decoding, rescales the costs
+        t = load_trio(a, cal, configs)
+        tokens = t.tokens
+        got = probe(a, t.target, t.draft, before="registration", context=round(t.tokens))
+        cal, drift = calibration_at_run_time(cal, [got], by_batch=not a.drift_uniform)
+        print(drift.summary())
+        probed = {"cost_probe": got.model_dump(mode="json"),
+                  "costs": "the calibration's rescaled by cost_probe"
+                           + (", one ratio per model" if a.drift_uniform
+                              else ", each batch size by its own")}
     rows = [registered_row(cfg, decoder_prediction(cal, cfg, prompt_tokens=tokens,
                                                    sample_problems=a.problems))
             for cfg in configs]
@@ -280,7 +324,7 @@ def register(a: argparse.Namespace, cal: Any, configs: list[Any]) -> dict[str, A
             "seed": a.seed, "max_steps": a.max_steps, "max_step_tokens": a.max_step_tokens,
             "prompt_tokens": tokens, "decode_path": a.decode_path,
             "speedup_over": "the target alone, same problems",
-            "rows": rows}
+            **probed, "rows": rows}
 
 
 def round_complete(path: Path, configs: list[Any], resume: bool) -> bool:

@@ -157,6 +157,18 @@ class _StaticCache:
     output), else None: the next single-prefix call reuses what it begins with."""
 
 
+@dataclass
+class _Call:
+    """What one ``generate`` call wrote and the shape it had."""
+
+    rows: list[list[int]]
+    """Each prompt's new token ids (padding included where a row ended early)."""
+    prompt_tokens: list[int]
+    """Each row's prompt tokens, padding excluded."""
+    prefilled: int
+    """Tokens the call prefilled: the padded batch less what a reused KV cache held."""
+
+
 def _common(ids: list[int], cached: list[int] | None) -> int:
     """How many of the ``cached`` tokens ``ids`` begins with, at most ``len(ids) - 1``
     (one token must go through the model); 0 without a cache."""
@@ -251,8 +263,6 @@ class HFEngine:
         self._prefix: tuple[list[int], Any] | None = None
         self._static: dict[int, _StaticCache] = {}
         """Batch size → the static cache its calls reuse (static and compiled paths)."""
-        self._shape: tuple[list[int], int] = ([], 0)
-        """The last call's prompt tokens per row and the tokens it prefilled."""
         self._compile: Any = None
         """transformers' ``CompileConfig`` of the compiled path, made on its first call."""
         self._assistant = self._assistant_for(speculation)
@@ -361,7 +371,7 @@ class HFEngine:
     def _generate(
         self, prompts: list[str], max_tokens: int, temperature: float = 0.0,
         seed: int | None = None, exact: bool = False,
-    ) -> list[list[int]]:
+    ) -> _Call:
         enc = self.tokenizer(prompts, return_tensors="pt", padding=True).to(self.device)
         n_prompt = enc.input_ids.shape[1]
         if n_prompt + max_tokens > self.max_context:
@@ -420,8 +430,6 @@ class HFEngine:
             kwargs["return_dict_in_generate"] = True
         with self._torch.inference_mode():
             out = self.model.generate(**enc, **kwargs)
-        self._shape = ([int(n) for n in enc.attention_mask.sum(dim=1).tolist()],
-                       len(prompts) * n_prompt - keep)
         if reuse:
             cache = held.cache if static else out.past_key_values
             written = out.sequences[0, : int(cache.get_seq_length())].tolist()
@@ -430,7 +438,9 @@ class HFEngine:
             else:
                 self._prefix = (written, cache)
             out = out.sequences
-        return [row[n_prompt:].tolist() for row in out]
+        return _Call([row[n_prompt:].tolist() for row in out],
+                     [int(n) for n in enc.attention_mask.sum(dim=1).tolist()],
+                     len(prompts) * n_prompt - keep)
 
     def _static_cache(self, batch: int, positions: int) -> _StaticCache:
         """The static cache of calls of ``batch`` prefixes, long enough for
@@ -468,7 +478,7 @@ class HFEngine:
         prompts, cap, _ = check_step_request(prompts, tokens, 0.0)
         plain = self if self.speculation is None else self.with_speculation(None)
         t0 = time.perf_counter()
-        rows = plain._generate(prompts, cap, exact=True)
+        rows = plain._generate(prompts, cap, exact=True).rows
         for row in rows:
             self.tokenizer.decode(row, skip_special_tokens=True)
         if self.device == "cuda":
@@ -487,15 +497,15 @@ class HFEngine:
         prompts, cap, temp = check_step_request(prefixes, max_tokens, temperature)
         t0 = time.perf_counter()
         if self.speculation is None:
-            rows = self._generate(prompts, cap, temp, seed)
-            prompt_tokens, prefilled = self._shape
-        else:
+            call = self._generate(prompts, cap, temp, seed)
+            rows, prompt_tokens, prefilled = call.rows, call.prompt_tokens, call.prefilled
+        else:  # one prefix per call: the calls' shapes add up
             rows, prompt_tokens, prefilled = [], [], 0
             for i, p in enumerate(prompts):
-                rows.append(self._generate([p], cap, temp,
-                                           None if seed is None else seed + i)[0])
-                prompt_tokens += self._shape[0]
-                prefilled += self._shape[1]
+                call = self._generate([p], cap, temp, None if seed is None else seed + i)
+                rows.append(call.rows[0])
+                prompt_tokens += call.prompt_tokens
+                prefilled += call.prefilled
         if self.device == "cuda":
             self._torch.cuda.synchronize()
         seconds = time.perf_counter() - t0

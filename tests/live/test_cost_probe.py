@@ -57,3 +57,37 @@ def test_a_probe_on_a_real_model_times_its_cells_and_reads_back_as_no_drift(
     kept = load_run_record(path)
     assert [p.before for p in kept.cost_probes] == ["target", None]
     assert len(kept.configs) == 2
+
+
+def test_a_registration_from_a_probe_prices_with_the_costs_it_rescales(
+        smollm_path, monkeypatch) -> None:
+    """``bench_heldout --register --costs-at-run-time``: one probe taken before anything
+    decodes, stored in the registration, and every row predicted from the calibration's
+    costs rescaled by it (SmolLM2 stands in for both models of the trio)."""
+    require("transformers")
+    import argparse
+
+    from benchmarks import bench_heldout
+    from profiler.engines import HFEngine
+    from specmodel.formats.calibration import load_calibration
+    from specmodel.formats.run_record import CostProbe
+    from specmodel.prediction import calibration_at_run_time, decoder_prediction
+
+    engine = HFEngine(smollm_path, threads=1)
+    cal = load_calibration("benchmarks/results/heldout_05b_calibration_xeon_s9_costs.json")
+    configs = bench_heldout.configurations("0.5b", max_steps=12, max_step_tokens=48,
+                                           delimiter="\n", threshold=0.85)[:2]
+    monkeypatch.setattr(bench_heldout, "load_trio", lambda a, c, cfgs: bench_heldout._Trio(
+        engine, engine, None, [], 40.0, []))
+    a = argparse.Namespace(trio="0.5b", calibration="cal.json", problems=3, seed=19,
+                           max_steps=12, max_step_tokens=48, decode_path="static", threads=1,
+                           costs_at_run_time=True, drift_uniform=False)
+    reg = bench_heldout.register(a, cal, configs)
+    probe = CostProbe.model_validate(reg["cost_probe"])
+    assert probe.before == "registration" and reg["prompt_tokens"] == 40.0
+    assert [(p.batch, p.context) for p in probe.costs.target.points] == [(1, 40), (2, 40)]
+    assert "rescaled by cost_probe, each batch size by its own" in reg["costs"]
+    rescaled, drift = calibration_at_run_time(cal, [probe])
+    assert drift.target != 1.0  # SmolLM2 is not the 0.5B target: the costs did move
+    assert reg["rows"] == [bench_heldout.registered_row(c, decoder_prediction(
+        rescaled, c, prompt_tokens=40.0, sample_problems=3)) for c in configs]
