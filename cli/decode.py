@@ -100,6 +100,12 @@ def decode(
         help="Decode problem by problem, the baseline and the configuration on each in "
              "turn, so that a slow spell of a shared machine falls on both alike (OUTPUT "
              "is written at the end; no --resume).")] = False,
+    cost_probe: Annotated[bool, typer.Option(
+        help="Before decoding, time a few engine-cost cells (b = 1 and 2 at the problems' "
+             "prompt length, target and draft; synthetic prose, not the problems) into the "
+             "record, so that `specmodel validate --costs-at-run-time` can price with the "
+             "calibration's costs rescaled to the machine as it was (--engine transformers)."
+    )] = False,
     json_out: JsonOut = False,
 ) -> None:
     """Run Lookahead Reasoning on real models and write a run record.
@@ -110,7 +116,12 @@ def decode(
     from profiler.engines import make_engine
     from profiler.packs import resolve_model
     from profiler.problems import load_problems
-    from profiler.runs import mean_prompt_tokens, prompt_lengths, run_configurations
+    from profiler.runs import (
+        baseline_like,
+        mean_prompt_tokens,
+        prompt_lengths,
+        run_configurations,
+    )
     from profiler.verifiers import make_verifier
     from specmodel.config import SpecConfig
     from specmodel.formats.calibration import resolve_calibration
@@ -120,6 +131,9 @@ def decode(
         raise ValueError("--resume cannot continue an --interleave run (its record is "
                          "written only at the end): drop one of them")
     check_device_options(device, dtype)
+    if cost_probe and engine != "transformers":
+        raise ValueError(f"--cost-probe is for --engine transformers only (got --engine "
+                         f"{engine}: the probe times the engine's exact-length calls)")
     synthetic = engine == "synthetic"
     acc_cal = _check_synthetic_options(engine, acceptance, verifier, verifier_cost)
     _check_decode_path(engine, decode_path)
@@ -216,6 +230,20 @@ def decode(
         lengths = prompt_lengths(tgt, probs)
         if getattr(tgt, "decode_path", None) is not None:  # the transformers engine
             _prepare_paths(tgt, drf, cfg, lengths, cal, ver)
+        probes = []
+        if cost_probe:
+            from profiler.engine_costs import probe_costs
+
+            first = baseline_like(cfg) if baseline else cfg  # what decodes first
+            probes = [probe_costs(tgt, drf, models=(target, draft if drf else None),
+                                  context=round(mean_prompt_tokens(lengths)), threads=threads,
+                                  before=first.label)]
+            console(stderr=True).print("cost probe: " + "; ".join(
+                f"{role} " + ", ".join(f"T({p.batch}, {p.context}) = "
+                                       f"{p.per_token * 1e3:.1f} ms" for p in m.points)
+                for role, m in (("target", probes[0].costs.target),
+                                ("draft", probes[0].costs.draft)) if m is not None),
+                soft_wrap=True)
         syn = None
         if synthetic:
             syn, cal = _prepare_synthetic(tgt, drf, ver, cfg, lengths, acc_cal, cal,
@@ -236,7 +264,7 @@ def decode(
                                                    if hasattr(tgt, "cache_length") else None),
                                      prompt_tokens=mean_prompt_tokens(lengths)),
                 calibration=cal, include_baseline=baseline, resume=resume, progress=bar,
-                interleave=interleave,
+                interleave=interleave, cost_probes=probes,
             )
     con = console()
     rows = [{"config": c.label, **c.totals.model_dump()} for c in record.configs]

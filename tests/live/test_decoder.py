@@ -230,12 +230,34 @@ def test_a_static_run_records_its_cache_and_validate_holds_it_against_the_costs(
     assert group["priced"] > 0 and group["iterations"] >= group["longest_step"]
     assert audit["unpriced"] == {"token k2=2": 2}
     assert audit["speedups"]["token k2=2"]["priced_calls"] is None
+    # --cost-probe: a probe before the first configuration decodes, kept in the record,
+    # and validate --costs-at-run-time prices with the costs it rescales
     eager = tmp_path / "eager.json"
     assert main(["decode", "--target", str(smollm_path), "--k1", "1", "--k2", "2",
                  "--problems", "1", "--max-steps", "2", "--max-step-tokens", "8",
-                 "--delimiter", "\\n", "-o", str(eager)]) == 0
-    capsys.readouterr()
-    assert load_run_record(eager).settings.static_cache is None  # the eager path
+                 "--delimiter", "\\n", "--cost-probe", "-o", str(eager)]) == 0
+    assert "cost probe: target T(1, " in capsys.readouterr().err
+    probed = load_run_record(eager)
+    assert probed.settings.static_cache is None  # the eager path
+    (probe,) = probed.cost_probes
+    context = round(probed.settings.prompt_tokens)
+    assert probe.before == "target" and probe.costs.draft is None
+    assert [(p.batch, p.context) for p in probe.costs.target.points] == [(1, context),
+                                                                         (2, context)]
+    # a calibration of another model is refused, named; one of this model whose costs
+    # are twice the probe's reads the machine at half of them
+    assert main(["validate", str(eager), *costs, "--costs-at-run-time"]) == 2
+    assert "the calibration's engine costs are of 'qwen2.5-coder-0.5b'" in " ".join(
+        capsys.readouterr().err.split())
+    from specmodel.formats.calibration import load_calibration, save_calibration
+
+    slow = load_calibration(results / "heldout_05b_calibration_static.json").model_copy(
+        update={"engine_costs": probe.costs.scaled(2.0)})
+    save_calibration(slow, tmp_path / "slow.json")
+    assert main(["validate", str(eager), "--calibration", str(tmp_path / "slow.json"),
+                 "--costs-at-run-time"]) == 0
+    said = " ".join(capsys.readouterr().out.split())
+    assert "cost probes (1, timed beside the run): the target's time per token x0.50" in said
 
 
 def test_a_model_that_will_not_load_is_one_line_and_exit_2(tmp_path, capsys) -> None:

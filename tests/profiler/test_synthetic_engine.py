@@ -315,6 +315,8 @@ def test_decode_synthetic_writes_a_record(arch: str, arch2: str, tmp_path: Path,
       "--decode-path", "static"], "--decode-path is for --engine transformers only"),
     (["--decode-path", "graphs"], "--decode-path must be one of eager, static, compiled"),
     (["--engine", "synthetic", "--acceptance", "lr-paper-gsm8k-deepseek", "--target", "ARCH",
+      "--cost-probe"], "--cost-probe is for --engine transformers only"),
+    (["--engine", "synthetic", "--acceptance", "lr-paper-gsm8k-deepseek", "--target", "ARCH",
       "--mode", "sync", "--k1", "2", "--target-batching", "continuous"],
      "--target-batching 'continuous' schedules async"),
 ])
