@@ -345,11 +345,7 @@ def probe(a: argparse.Namespace, target: Any, draft: Any, *, before: str,
     trio = TRIOS[a.trio]
     got = probe_costs(target, draft, models=(trio["target"], trio["draft"]), context=context,
                       threads=a.threads, before=before, progress=printer("cost probe"))
-    cells = "; ".join(f"{role} " + ", ".join(
-        f"T({p.batch}, {p.context}) = {p.per_token * 1e3:.0f} ms" for p in m.points)
-        for role, m in (("target", got.costs.target), ("draft", got.costs.draft))
-        if m is not None)
-    print(f"cost probe before {before}: {cells}", flush=True)
+    print(f"cost probe before {before}: {got.cells_text()}", flush=True)
     return got
 
 

@@ -238,12 +238,8 @@ def decode(
             probes = [probe_costs(tgt, drf, models=(target, draft if drf else None),
                                   context=round(mean_prompt_tokens(lengths)), threads=threads,
                                   before=first.label)]
-            console(stderr=True).print("cost probe: " + "; ".join(
-                f"{role} " + ", ".join(f"T({p.batch}, {p.context}) = "
-                                       f"{p.per_token * 1e3:.1f} ms" for p in m.points)
-                for role, m in (("target", probes[0].costs.target),
-                                ("draft", probes[0].costs.draft)) if m is not None),
-                soft_wrap=True)
+            console(stderr=True).print(f"cost probe: {probes[0].cells_text()}",
+                                       soft_wrap=True)
         syn = None
         if synthetic:
             syn, cal = _prepare_synthetic(tgt, drf, ver, cfg, lengths, acc_cal, cal,

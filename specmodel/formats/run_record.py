@@ -329,6 +329,15 @@ class CostProbe(_Record):
     """The cells it timed (a small grid of the calibration's ``engine_costs`` phase:
     target and draft, no contention, no speculative calls)."""
 
+    def cells_text(self) -> str:
+        """The cells it timed, one model after the other: ``target T(1, 87) = 481 ms,
+        T(2, 87) = 1020 ms; draft …`` (milliseconds per generated token)."""
+        return "; ".join(
+            f"{role} " + ", ".join(f"T({p.batch}, {p.context}) = {p.per_token * 1e3:.0f} ms"
+                                   for p in m.points)
+            for role, m in (("target", self.costs.target), ("draft", self.costs.draft))
+            if m is not None)
+
 
 class RunRecord(_Record):
     """A decoder run: configurations, measurements and the calibration that predicts them."""

@@ -248,3 +248,13 @@ def test_validate_prices_each_batch_size_unless_drift_uniform(
     assert sized[sync] > uniform[sync]
     assert main(["validate", str(path), "--calibration", str(CAL), "--drift-uniform"]) == 2
     assert "--drift-uniform goes with --costs-at-run-time" in capsys.readouterr().err
+
+
+def test_a_probe_lists_its_cells_in_milliseconds_per_token() -> None:
+    """``CostProbe.cells_text``: what ``decode --cost-probe`` and ``bench_heldout`` print,
+    here of seed 19's round probe (as that round's log printed it)."""
+    (probe,) = load_run_record(RESULTS / "heldout_15b_s19_epyc_round1.run.json").cost_probes
+    assert probe.cells_text() == ("target T(1, 87) = 413 ms, T(2, 87) = 848 ms; "
+                                  "draft T(1, 87) = 172 ms, T(2, 87) = 324 ms")
+    alone = probe.model_copy(update={"costs": probe.costs.model_copy(update={"draft": None})})
+    assert alone.cells_text() == "target T(1, 87) = 413 ms, T(2, 87) = 848 ms"
