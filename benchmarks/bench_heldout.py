@@ -89,6 +89,12 @@ def configurations(trio: str, *, max_steps: int, max_step_tokens: int, delimiter
             for mode, k1, k2, w in TRIOS[trio]["configs"]]
 
 
+def mode_of(config: Any) -> str:
+    """A sweep configuration's mode as ``--modes`` names it: ``token`` (token
+    speculation alone, k1 = 1), ``sync`` or ``async``."""
+    return "token" if config.k1 == 1 else config.mode
+
+
 PAUSE_FILE = "/tmp/specmodel-heldout.pause"
 """The default ``--pause-file``."""
 
@@ -150,6 +156,17 @@ def main(argv: list[str] | None = None) -> int:
                          "cells (b = 1, 2 at the problems' prompt length, target and draft) "
                          "into the round record, so the costs at run time can be held "
                          "against the calibration's")
+    ap.add_argument("--probe-contention", type=int, default=0, metavar="ROUNDS",
+                    help="every cost probe (--cost-probe's, and --register "
+                         "--costs-at-run-time's) also pairs the target's and the draft's "
+                         "calls for ROUNDS rounds, measuring each one's slowdown beside "
+                         "the other as the calibration's engine_costs phase does; a "
+                         "registration or report from the probes then prices the async "
+                         "configurations with it (0: no pairing)")
+    ap.add_argument("--modes", default=None, metavar="MODE[,MODE]",
+                    help="decode only these configurations' modes (token, sync, async; "
+                         "the target alone always runs); a registration still covers "
+                         "every configuration, the report the ones decoded")
     ap.add_argument("--costs-at-run-time", action="store_true",
                     help="report: price with the calibration's engine costs rescaled by "
                          "the records' cost probes (specmodel.prediction."
@@ -183,6 +200,15 @@ def main(argv: list[str] | None = None) -> int:
     if a.drift_uniform and not a.costs_at_run_time:
         print("error: --drift-uniform goes with --costs-at-run-time", file=sys.stderr)
         return 2
+    if a.probe_contention < 0:
+        print(f"error: --probe-contention takes a number of rounds >= 0, got "
+              f"{a.probe_contention}", file=sys.stderr)
+        return 2
+    modes = None if a.modes is None else {m.strip() for m in a.modes.split(",")}
+    if modes is not None and (not modes or not modes <= {"token", "sync", "async"}):
+        print(f"error: --modes takes token, sync and/or async, comma-separated, got "
+              f"{a.modes!r}", file=sys.stderr)
+        return 2
     name = a.out or f"heldout_{a.trio.replace('.', '')}"
     records = [RESULTS / f"{name}_round{r + 1}.run.json" for r in range(a.rounds)]
     if a.report_round is not None:
@@ -212,7 +238,8 @@ def main(argv: list[str] | None = None) -> int:
         write_json(reg_name, register(a, cal, configs))
         return 0
     if not a.report:
-        decode_rounds(a, cal, configs, records)
+        decode_rounds(a, cal, [c for c in configs if modes is None or mode_of(c) in modes],
+                      records)
     summary = report(a, cal, name, records)
     summary["decode_seconds_this_invocation"] = time.perf_counter() - t0
     write_json(a.summary or name, summary)
@@ -308,7 +335,9 @@ def register(a: argparse.Namespace, cal: Any, configs: list[Any]) -> dict[str, A
         probed = {"cost_probe": got.model_dump(mode="json"),
                   "costs": "the calibration's rescaled by cost_probe"
                            + (", one ratio per model" if a.drift_uniform
-                              else ", each batch size by its own")}
+                              else ", each batch size by its own")
+                           + (", each model's slowdown beside the other the probe's "
+                              "paired calls" if a.probe_contention else "")}
     rows = [registered_row(cfg, decoder_prediction(cal, cfg, prompt_tokens=tokens,
                                                    sample_problems=a.problems))
             for cfg in configs]
@@ -344,7 +373,8 @@ def probe(a: argparse.Namespace, target: Any, draft: Any, *, before: str,
 
     trio = TRIOS[a.trio]
     got = probe_costs(target, draft, models=(trio["target"], trio["draft"]), context=context,
-                      threads=a.threads, before=before, progress=printer("cost probe"))
+                      threads=a.threads, contention_rounds=a.probe_contention, before=before,
+                      progress=printer("cost probe"))
     print(f"cost probe before {before}: {got.cells_text()}", flush=True)
     return got
 

@@ -106,6 +106,12 @@ def decode(
              "record, so that `specmodel validate --costs-at-run-time` can price with the "
              "calibration's costs rescaled to the machine as it was (--engine transformers)."
     )] = False,
+    probe_contention: Annotated[int, typer.Option(
+        metavar="ROUNDS",
+        help="With --cost-probe: also pair the target's and the draft's calls for ROUNDS "
+             "rounds (as the profiler's engine_costs phase does), so the probe holds each "
+             "one's slowdown beside the other and `validate --costs-at-run-time` prices "
+             "async configurations with it (0: no pairing).")] = 0,
     json_out: JsonOut = False,
 ) -> None:
     """Run Lookahead Reasoning on real models and write a run record.
@@ -134,6 +140,10 @@ def decode(
     if cost_probe and engine != "transformers":
         raise ValueError(f"--cost-probe is for --engine transformers only (got --engine "
                          f"{engine}: the probe times the engine's exact-length calls)")
+    if probe_contention < 0 or (probe_contention and not cost_probe):
+        raise ValueError(f"--probe-contention takes a number of rounds >= 0 and goes with "
+                         f"--cost-probe (got --probe-contention {probe_contention}"
+                         f"{'' if cost_probe else ' without --cost-probe'})")
     synthetic = engine == "synthetic"
     acc_cal = _check_synthetic_options(engine, acceptance, verifier, verifier_cost)
     _check_decode_path(engine, decode_path)
@@ -181,6 +191,9 @@ def decode(
         else:
             cfg = cfg.replace(token={"model": str(resolve_model(cfg.token.model,
                                                               option="--token-draft"))})
+    if probe_contention and cfg.k1 == 1:
+        raise ValueError(f"--probe-contention {probe_contention} pairs the target's calls "
+                         "with the step draft's: it needs a step draft (--k1 >= 2)")
     cal = None
     if calibration is not None or preset is not None:
         cal = resolve_calibration(calibration, preset)
@@ -237,6 +250,7 @@ def decode(
             first = baseline_like(cfg) if baseline else cfg  # what decodes first
             probes = [probe_costs(tgt, drf, models=(target, draft if drf else None),
                                   context=round(mean_prompt_tokens(lengths)), threads=threads,
+                                  contention_rounds=probe_contention,
                                   before=first.label)]
             console(stderr=True).print(f"cost probe: {probes[0].cells_text()}",
                                        soft_wrap=True)

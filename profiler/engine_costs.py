@@ -290,15 +290,18 @@ def model_costs(model: str, cells: Sequence[CellTiming],
 def probe_costs(target: Any, draft: Any | None, *, models: tuple[str, str | None],
                 context: int, threads: int, widths: Sequence[int] = (1, 2),
                 tokens: tuple[int, int] = (4, 32), repeats: int = 2,
-                before: str | None = None,
+                contention_rounds: int = 0, before: str | None = None,
                 progress: ProgressCallback | None = None) -> Any:
     """A short engine-cost measurement beside a run: the cells ``widths`` × one
     ``context`` of ``target`` (and ``draft``), timed as the ``engine_costs`` phase times
-    them (:func:`measure_model`; no contention, no speculative calls), as a
+    them (:func:`measure_model`; no speculative calls), as a
     :class:`~specmodel.formats.run_record.CostProbe` for the run record.  ``models``
     names the two models as the calibration does (pack name or folder); ``before`` the
-    configuration the probe precedes.  The prompts are the phase's synthetic prose,
-    never the run's problems."""
+    configuration the probe precedes.  ``contention_rounds`` > 0 (a draft needed) also
+    measures each model's slowdown beside the other as the phase does
+    (:func:`measure_contention`: that many paired rounds of ``tokens[1]``-token calls
+    after ``context`` tokens) into the probe's ``concurrent_slowdown``; 0: none.  The
+    prompts are the phase's synthetic prose, never the run's problems."""
     from specmodel.formats.calibration import EngineCosts
     from specmodel.formats.jsonio import timestamp
     from specmodel.formats.run_record import CostProbe
@@ -306,14 +309,27 @@ def probe_costs(target: Any, draft: Any | None, *, models: tuple[str, str | None
     if len({b * context for b in widths}) < 2:
         raise ValueError(f"widths must give at least two distinct batch sizes (the fit of "
                          f"overhead and prefill needs two), got {list(widths)}")
+    if contention_rounds < 0:
+        raise ValueError(f"contention_rounds must be >= 0, got {contention_rounds}")
+    if contention_rounds and (draft is None or models[1] is None):
+        raise ValueError("contention_rounds > 0 needs a draft: the slowdown is each model's "
+                         "beside the other's calls")
     kw = {"contexts": [context], "widths": list(widths), "tokens": tokens,
           "repeats": repeats, "progress": progress}
     cells_t = measure_model(target, label="probe target ", **kw)
     cells_d = None if draft is None else measure_model(draft, label="probe draft ", **kw)
+    slow_t = slow_d = None
+    if contention_rounds:
+        if progress is not None:
+            progress(0, 1, f"probe contention, {contention_rounds} paired rounds")
+        slow_t, slow_d = measure_contention(target, draft, context=context, tokens=tokens[1],
+                                            repeats=contention_rounds)
     costs = EngineCosts(
         engine="transformers", device=target.device, dtype=target.dtype, threads=threads,
-        tokens=tokens, target=model_costs(models[0], cells_t),
-        draft=None if cells_d is None or models[1] is None else model_costs(models[1], cells_d))
+        tokens=tokens, target=model_costs(models[0], cells_t, slow_t),
+        draft=(None if cells_d is None or models[1] is None
+               else model_costs(models[1], cells_d, slow_d)),
+        contention_method="paired-calls")
     return CostProbe(date=timestamp(), before=before, costs=costs)
 
 
@@ -422,22 +438,11 @@ def measure_speculative_contention(engine: Any, other: Any, prefixes: Sequence[s
     return _measurement(slow)
 
 
-def _pooled(vs: Sequence[Any]) -> Any:
-    """Several measurements of one quantity as one: n-weighted mean, standard error at
-    least the spread between them over √k."""
-    from specmodel.formats.calibration import Measurement
-
-    n = sum(v.n for v in vs)
-    value = sum(v.value * v.n for v in vs) / n
-    within = math.sqrt(sum((v.n * (v.stderr or 0.0)) ** 2 for v in vs)) / n
-    between = statistics.stdev([v.value for v in vs]) / math.sqrt(len(vs)) \
-        if len(vs) > 1 else 0.0
-    return Measurement(value=value, n=n, stderr=max(within, between) or None)
-
-
 def _pool_model(models: Sequence[Any], tokens: tuple[int, int]) -> Any:
     """One model's :class:`~specmodel.formats.calibration.ModelEngineCosts` pooled over
     several measurements (see :func:`pool_engine_costs`)."""
+    from specmodel.formats.calibration import Measurement
+
     cells: dict[tuple[int, int], list[Any]] = {}
     for m in models:
         for p in m.points:
@@ -452,7 +457,7 @@ def _pool_model(models: Sequence[Any], tokens: tuple[int, int]) -> Any:
 
     def pooled(values: list[Any]) -> Any:
         got = [v for v in values if v is not None]
-        return _pooled(got) if got else None
+        return Measurement.pooled(got) if got else None
 
     out = model_costs(models[0].model, timings,
                       pooled([m.concurrent_slowdown for m in models]))
@@ -461,7 +466,8 @@ def _pool_model(models: Sequence[Any], tokens: tuple[int, int]) -> Any:
         for k2, v in (m.speculative_passes or {}).items():
             passes.setdefault(k2, []).append(v)
     return out.model_copy(update={
-        "speculative_passes": {k2: _pooled(vs) for k2, vs in sorted(passes.items())} or None,
+        "speculative_passes": {k2: Measurement.pooled(vs)
+                               for k2, vs in sorted(passes.items())} or None,
         "speculative_slowdown": pooled([m.speculative_slowdown for m in models])})
 
 
@@ -476,7 +482,7 @@ def pool_engine_costs(measured: Sequence[tuple[Any, Any]]) -> tuple[Any, Any]:
     (cells measured only by some of them pooled from those), call overhead and prefill
     refitted from the pooled cells; speculative passes (by k2) and slowdowns
     n-weighted, their standard error at least the spread between the measurements
-    over √k (:func:`_pooled`).
+    over √k (:meth:`~specmodel.formats.calibration.Measurement.pooled`).
     The settings are the first's with the union of the grids, the repeats summed, the
     latest date, and a description that gives every measurement's figures beside the
     pooled ones."""

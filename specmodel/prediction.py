@@ -29,7 +29,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from specmodel.config import SpecConfig
-from specmodel.formats.calibration import Calibration, MachineDetails
+from specmodel.formats.calibration import Calibration, MachineDetails, Measurement
 from specmodel.formats.run_record import CostProbe, RunRecord, SyntheticAcceptance
 
 __all__ = ["MODELS", "ConfigComparison", "CostDrift", "RoundsRow", "RoundsSummary",
@@ -743,18 +743,42 @@ class CostDrift(BaseModel):
     dearer against one sequence between the calibration and the run."""
     draft_by_batch: dict[int, float] = Field(default_factory=dict)
     """The same for the step draft (empty without its ratios)."""
+    target_contention: Measurement | None = None
+    """The target's slowdown beside the draft's calls as the probes that paired the two
+    models measured it (pooled over them: :meth:`Measurement.pooled`; None: no probe
+    did)."""
+    target_contention_calibrated: float | None = None
+    """The calibration's figure for the same slowdown (None: not measured there)."""
+    draft_contention: Measurement | None = None
+    """The draft's slowdown beside the target's calls, as the probes measured it."""
+    draft_contention_calibrated: float | None = None
+    """The calibration's figure for it."""
 
     def summary(self) -> str:
         """One sentence: each model's cost at run time over the calibration's, with the
-        range of its cells (what ``validate`` and the held-out report print)."""
+        range of its cells, and where the probes paired the models, each one's slowdown
+        beside the other against the calibration's (what ``validate`` and the held-out
+        report print)."""
         draft = ("" if self.draft is None or self.draft_range is None else
                  f", the draft's x{self.draft:.2f} (cells {self.draft_range[0]:.2f}-"
                  f"{self.draft_range[1]:.2f})")
         sizes = ("" if len(self.target_by_batch) < 2 else " (by batch size: " + ", ".join(
             f"b = {b} x{r:.2f}" for b, r in sorted(self.target_by_batch.items())) + ")")
+        beside = []
+        for role, got, cal in (
+                ("target", self.target_contention, self.target_contention_calibrated),
+                ("draft", self.draft_contention, self.draft_contention_calibrated)):
+            if got is not None:
+                se = "" if got.stderr is None else f" ± {got.stderr:.2f}"
+                was = "not calibrated" if cal is None else f"calibration {cal:.2f}x"
+                beside.append(f"{role} {got.value:.2f}{se}x ({was})")
+        paired = self.target_contention or self.draft_contention
+        contention = ("" if paired is None else
+                      f"; beside each other ({paired.n} paired round"
+                      f"{'s' * (paired.n != 1)}): " + ", ".join(beside))
         return (f"cost probes ({self.probes}, timed beside the run): the target's time per "
                 f"token x{self.target:.2f} the calibration's (cells {self.target_range[0]:.2f}-"
-                f"{self.target_range[1]:.2f}){sizes}{draft}")
+                f"{self.target_range[1]:.2f}){sizes}{draft}{contention}")
 
 
 def _ratios(calibrated: Any, probed: list[Any]) -> list[tuple[int, float]]:
@@ -796,27 +820,45 @@ def cost_drift(calibration: Calibration, probes: Sequence[CostProbe]) -> CostDri
     drafts = [p.costs.draft for p in probes if p.costs.draft is not None]
     draft_cells = _ratios(ec.draft, drafts) if ec.draft is not None and drafts else []
     target, draft = [r for _, r in cells], [r for _, r in draft_cells]
+
+    def slowdown(m: Any) -> float | None:
+        return None if m is None or m.concurrent_slowdown is None else m.concurrent_slowdown.value
+
     return CostDrift(
         target=_geomean(target), target_range=(min(target), max(target)),
         draft=_geomean(draft) if draft else None,
         draft_range=(min(draft), max(draft)) if draft else None,
         probes=len(probes), cells=len(target), target_by_batch=_by_batch(cells),
-        draft_by_batch=_by_batch(draft_cells))
+        draft_by_batch=_by_batch(draft_cells),
+        target_contention=_pooled_slowdown([p.costs.target for p in probes]),
+        target_contention_calibrated=slowdown(ec.target),
+        draft_contention=_pooled_slowdown(drafts),
+        draft_contention_calibrated=slowdown(ec.draft))
+
+
+def _pooled_slowdown(models: Sequence[Any]) -> Measurement | None:
+    """The probes' slowdowns beside the other model, pooled (None: no probe paired)."""
+    got = [m.concurrent_slowdown for m in models if m.concurrent_slowdown is not None]
+    return Measurement.pooled(got) if got else None
 
 
 def calibration_at_run_time(calibration: Calibration, probes: Sequence[CostProbe], *,
-                            by_batch: bool = True) -> tuple[Calibration, CostDrift]:
+                            by_batch: bool = True, contention: bool = True
+                            ) -> tuple[Calibration, CostDrift]:
     """``calibration`` with its engine costs rescaled to what the run's cost probes
     measured, and the drift applied: each cell of each model's decode surface by the
     probes' ratio at its batch size (beyond the largest size probed, that size's:
     :meth:`~specmodel.formats.calibration.ModelEngineCosts.scaled`), the call overhead
-    and prefill by the model's one ratio (:func:`cost_drift`), ratios such as slowdowns
-    and pass costs unchanged — a machine whose batches moved against one sequence, as
-    this VM's do within hours, is followed where one ratio per model is not.  Not
-    ``by_batch``: every time by the model's one ratio.  The probes
-    time synthetic prompts beside the run, never its problems, so a prediction from
-    this calibration still uses nothing the run decoded.  Raises ValueError without
-    probes or engine costs."""
+    and prefill by the model's one ratio (:func:`cost_drift`) — a machine whose batches
+    moved against one sequence, as this VM's do within hours, is followed where one
+    ratio per model is not.  Not ``by_batch``: every time by the model's one ratio.
+    Where probes paired the two models' calls and ``contention``, each model's slowdown
+    beside the other is theirs (pooled) instead of the calibration's, measured the
+    phase's way (``paired-calls``); other ratios (the target's speculative calls'
+    slowdown, pass costs in decode forwards) stay the calibration's.  The probes time
+    synthetic prompts beside the run, never its problems, so a prediction from this
+    calibration still uses nothing the run decoded.  Raises ValueError without probes
+    or engine costs."""
     drift = cost_drift(calibration, probes)
     if drift is None:
         raise ValueError("probes: the run record has no cost probes, or the calibration "
@@ -826,4 +868,11 @@ def calibration_at_run_time(calibration: Calibration, probes: Sequence[CostProbe
         drift.target, drift.draft,
         target_by_batch=drift.target_by_batch if by_batch else None,
         draft_by_batch=drift.draft_by_batch if by_batch else None)
+    if contention and drift.target_contention is not None:
+        costs = costs.model_copy(update={
+            "contention_method": "paired-calls",
+            "target": costs.target.model_copy(
+                update={"concurrent_slowdown": drift.target_contention}),
+            "draft": costs.draft if costs.draft is None or drift.draft_contention is None
+            else costs.draft.model_copy(update={"concurrent_slowdown": drift.draft_contention})})
     return calibration.model_copy(update={"engine_costs": costs}), drift

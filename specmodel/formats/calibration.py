@@ -11,7 +11,8 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-from collections.abc import Mapping
+import statistics
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from importlib import resources
 from pathlib import Path
@@ -126,6 +127,20 @@ class Measurement(_Strict):
     """Standard error of ``value``, when known."""
     ci95: tuple[float, float] | None = None
     """95 % confidence interval, when known."""
+
+    @classmethod
+    def pooled(cls, measurements: Sequence[Measurement]) -> Measurement:
+        """Several measurements of one quantity as one: the n-weighted mean, its standard
+        error at least the spread between them over √k (k measurements: a quantity that
+        moved between them is not known better than it moved)."""
+        if not measurements:
+            raise ValueError("measurements must hold at least one measurement")
+        n = sum(m.n for m in measurements)
+        value = sum(m.value * m.n for m in measurements) / n
+        within = math.sqrt(sum((m.n * (m.stderr or 0.0)) ** 2 for m in measurements)) / n
+        between = (statistics.stdev([m.value for m in measurements])
+                   / math.sqrt(len(measurements)) if len(measurements) > 1 else 0.0)
+        return cls(value=value, n=n, stderr=max(within, between) or None)
 
 
 class StepLevel(_Strict):

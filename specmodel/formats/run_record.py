@@ -327,16 +327,27 @@ class CostProbe(_Record):
     """The configuration it was taken just before (None: after the last one)."""
     costs: EngineCosts
     """The cells it timed (a small grid of the calibration's ``engine_costs`` phase:
-    target and draft, no contention, no speculative calls)."""
+    target and draft, no speculative calls), and where the probe paired the two models'
+    calls, each model's slowdown beside the other (``concurrent_slowdown``)."""
 
     def cells_text(self) -> str:
         """The cells it timed, one model after the other: ``target T(1, 87) = 481 ms,
-        T(2, 87) = 1020 ms; draft …`` (milliseconds per generated token)."""
-        return "; ".join(
+        T(2, 87) = 1020 ms; draft …`` (milliseconds per generated token), then the
+        slowdowns beside the other model where it measured them: ``; beside each other
+        (5 paired rounds): target 1.16 ± 0.04×, draft 1.05 ± 0.02×``."""
+        models = (("target", self.costs.target), ("draft", self.costs.draft))
+        text = "; ".join(
             f"{role} " + ", ".join(f"T({p.batch}, {p.context}) = {p.per_token * 1e3:.0f} ms"
                                    for p in m.points)
-            for role, m in (("target", self.costs.target), ("draft", self.costs.draft))
-            if m is not None)
+            for role, m in models if m is not None)
+        slow = [(role, m.concurrent_slowdown) for role, m in models
+                if m is not None and m.concurrent_slowdown is not None]
+        if slow:
+            n = slow[0][1].n
+            text += f"; beside each other ({n} paired round{'s' * (n != 1)}): " + ", ".join(
+                f"{role} {s.value:.2f}" + ("" if s.stderr is None else f" ± {s.stderr:.2f}")
+                + "×" for role, s in slow)
+        return text
 
 
 class RunRecord(_Record):

@@ -63,7 +63,9 @@ def test_a_registration_from_a_probe_prices_with_the_costs_it_rescales(
         smollm_path, monkeypatch) -> None:
     """``bench_heldout --register --costs-at-run-time``: one probe taken before anything
     decodes, stored in the registration, and every row predicted from the calibration's
-    costs rescaled by it (SmolLM2 stands in for both models of the trio)."""
+    costs rescaled by it; with ``--probe-contention`` the probe pairs the two models'
+    calls and the rows take its slowdowns (SmolLM2, loaded twice, stands in for both
+    models of the trio)."""
     require("transformers")
     import argparse
 
@@ -73,15 +75,15 @@ def test_a_registration_from_a_probe_prices_with_the_costs_it_rescales(
     from specmodel.formats.run_record import CostProbe
     from specmodel.prediction import calibration_at_run_time, decoder_prediction
 
-    engine = HFEngine(smollm_path, threads=1)
+    engine, other = HFEngine(smollm_path, threads=1), HFEngine(smollm_path, threads=1)
     cal = load_calibration("benchmarks/results/heldout_05b_calibration_xeon_s9_costs.json")
     configs = bench_heldout.configurations("0.5b", max_steps=12, max_step_tokens=48,
                                            delimiter="\n", threshold=0.85)[:2]
     monkeypatch.setattr(bench_heldout, "load_trio", lambda a, c, cfgs: bench_heldout._Trio(
-        engine, engine, None, [], 40.0, []))
+        engine, other, None, [], 40.0, []))
     a = argparse.Namespace(trio="0.5b", calibration="cal.json", problems=3, seed=19,
                            max_steps=12, max_step_tokens=48, decode_path="static", threads=1,
-                           costs_at_run_time=True, drift_uniform=False)
+                           costs_at_run_time=True, drift_uniform=False, probe_contention=0)
     reg = bench_heldout.register(a, cal, configs)
     probe = CostProbe.model_validate(reg["cost_probe"])
     assert probe.before == "registration" and reg["prompt_tokens"] == 40.0
@@ -90,4 +92,19 @@ def test_a_registration_from_a_probe_prices_with_the_costs_it_rescales(
     rescaled, drift = calibration_at_run_time(cal, [probe])
     assert drift.target != 1.0  # SmolLM2 is not the 0.5B target: the costs did move
     assert reg["rows"] == [bench_heldout.registered_row(c, decoder_prediction(
+        rescaled, c, prompt_tokens=40.0, sample_problems=3)) for c in configs]
+    # --probe-contention: the probe pairs the models; async rows price its slowdowns
+    configs = bench_heldout.configurations("0.5b", max_steps=12, max_step_tokens=48,
+                                           delimiter="\n", threshold=0.85)[1:3]
+    paired = bench_heldout.register(argparse.Namespace(**{**vars(a), "probe_contention": 1}),
+                                    cal, configs)
+    probe = CostProbe.model_validate(paired["cost_probe"])
+    slow = probe.costs.target.concurrent_slowdown
+    assert slow is not None and slow.n == 1 and slow.value > 0
+    assert probe.costs.draft is not None and probe.costs.draft.concurrent_slowdown is not None
+    assert "slowdown beside the other the probe's paired calls" in paired["costs"]
+    rescaled, drift = calibration_at_run_time(cal, [probe])
+    assert drift.target_contention == slow
+    assert rescaled.engine_costs.target.concurrent_slowdown == slow
+    assert paired["rows"] == [bench_heldout.registered_row(c, decoder_prediction(
         rescaled, c, prompt_tokens=40.0, sample_problems=3)) for c in configs]

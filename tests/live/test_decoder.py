@@ -147,6 +147,7 @@ def test_vllm_sync_and_async_decoding_are_lossless(smollm_path, qwen05_path, pro
 def test_decode_and_validate_commands(smollm_path, qwen05_path, tmp_path, capsys,
                                       monkeypatch) -> None:
     from cli.main import main
+    from specmodel.formats.run_record import load_run_record
 
     monkeypatch.setenv("SPECMODEL_CACHE", str(smollm_path.parent))
     out = tmp_path / "run.json"
@@ -155,8 +156,15 @@ def test_decode_and_validate_commands(smollm_path, qwen05_path, tmp_path, capsys
             "--token-draft", str(smollm_path), "--problems", "1",
             "--max-steps", "2", "--max-step-tokens", "8", "--delimiter", "\\n",
             "--preset", "lr-paper-gsm8k-deepseek", "-o", str(out), "--json"]
-    assert main(args) == 0
-    rows = json.loads(capsys.readouterr().out)
+    assert main([*args, "--cost-probe", "--probe-contention", "1"]) == 0
+    captured = capsys.readouterr()
+    # the probe paired the target's calls with the draft's: one round, both slowdowns
+    assert "; beside each other (1 paired round): target " in " ".join(captured.err.split())
+    (probe,) = load_run_record(out).cost_probes
+    assert probe.costs.contention_method == "paired-calls"
+    assert probe.costs.target.concurrent_slowdown.n == 1
+    assert probe.costs.draft.concurrent_slowdown.value > 0
+    rows = json.loads(captured.out)
     assert [r["config"] for r in rows] == ["target", "sync k1=2 k2=2"]
     record = json.loads(out.read_text())
     assert record["kind"] == "specmodel-run" and record["versions"]["torch"]

@@ -371,3 +371,33 @@ def test_a_cost_probe_times_a_small_grid_of_both_models_for_the_run_record() -> 
     assert alone.costs.draft is None and alone.before is None
     with pytest.raises(ValueError, match="two distinct batch sizes"):
         probe_costs(tgt, None, models=("tgt", None), context=30, threads=1, widths=(1,))
+
+
+def test_a_cost_probe_can_pair_the_models_for_their_slowdowns_beside_each_other() -> None:
+    """``contention_rounds``: the probe also measures each model's slowdown beside the
+    other as the engine_costs phase does (paired calls), into its costs and its text;
+    without a draft, or with a negative count, it is refused."""
+    from profiler.engine_costs import probe_costs
+
+    pair = _Pair({"target": 1.5, "draft": 1.2})
+    tgt, drf = _PairClock(pair, "target", per=0.004), _PairClock(pair, "draft", per=0.002)
+    for eng in (tgt, drf):
+        eng.device, eng.dtype = "cpu", "float32"
+    got = probe_costs(tgt, drf, models=("tgt", "drf"), context=8, threads=1, tokens=(2, 4),
+                      repeats=1, contention_rounds=2)
+    assert got.costs.contention_method == "paired-calls"
+    slow_t, slow_d = got.costs.target.concurrent_slowdown, got.costs.draft.concurrent_slowdown
+    assert slow_t.value == pytest.approx(1.5, rel=1e-9) and slow_t.n == 2
+    assert slow_d.value == pytest.approx(1.2, rel=1e-9)
+    assert got.cells_text().endswith("; beside each other (2 paired rounds): target "
+                                     "1.50 ± 0.00×, draft 1.20 ± 0.00×")
+    plain = probe_costs(tgt, drf, models=("tgt", "drf"), context=8, threads=1, tokens=(2, 4),
+                        repeats=1)
+    assert plain.costs.target.concurrent_slowdown is None
+    assert "beside" not in plain.cells_text()
+    with pytest.raises(ValueError, match="contention_rounds > 0 needs a draft"):
+        probe_costs(tgt, None, models=("tgt", None), context=8, threads=1,
+                    contention_rounds=1)
+    with pytest.raises(ValueError, match="contention_rounds must be >= 0, got -1"):
+        probe_costs(tgt, drf, models=("tgt", "drf"), context=8, threads=1,
+                    contention_rounds=-1)

@@ -15,6 +15,7 @@ from specmodel.decodermodel.costs import Surface
 from specmodel.formats.calibration import (
     Calibration,
     EngineCallPoint,
+    Measurement,
     ModelEngineCosts,
     load_calibration,
 )
@@ -34,7 +35,7 @@ def _probe_of(m: ModelEngineCosts, factor: float, context: int) -> ModelEngineCo
     """Cells b = 1, 2 at ``context``: ``factor`` times what the calibration's surface
     gives there (as a probe on a machine ``factor`` times as slow would time them)."""
     surface = Surface.from_points(m.decode_points())
-    return m.model_copy(update={"points": [
+    return m.model_copy(update={"concurrent_slowdown": None, "points": [
         EngineCallPoint(batch=b, context=context, per_token=factor * surface.time(b, context),
                         intercept=0.1, n=2) for b in (1, 2)]})
 
@@ -168,7 +169,7 @@ def _probe_by_batch(cal: Calibration, one: float, two: float, context: int = 88
 
     def cells(m: ModelEngineCosts) -> ModelEngineCosts:
         surface = Surface.from_points(m.decode_points())
-        return m.model_copy(update={"points": [
+        return m.model_copy(update={"concurrent_slowdown": None, "points": [
             EngineCallPoint(batch=b, context=context, per_token=f * surface.time(b, context),
                             intercept=0.1, n=2) for b, f in ((1, one), (2, two))]})
 
@@ -258,3 +259,89 @@ def test_a_probe_lists_its_cells_in_milliseconds_per_token() -> None:
                                   "draft T(1, 87) = 172 ms, T(2, 87) = 324 ms")
     alone = probe.model_copy(update={"costs": probe.costs.model_copy(update={"draft": None})})
     assert alone.cells_text() == "target T(1, 87) = 413 ms, T(2, 87) = 848 ms"
+
+
+def _paired(probe: CostProbe, target: float, draft: float, n: int = 4,
+            stderr: float = 0.03) -> CostProbe:
+    """``probe`` as one that also paired the models' calls: slowdowns ``target`` and
+    ``draft`` beside each other over ``n`` rounds."""
+    c = probe.costs
+    assert c.draft is not None
+    slow = {role: Measurement(value=v, n=n, stderr=stderr)
+            for role, v in (("target", target), ("draft", draft))}
+    return probe.model_copy(update={"costs": c.model_copy(update={
+        "contention_method": "paired-calls",
+        "target": c.target.model_copy(update={"concurrent_slowdown": slow["target"]}),
+        "draft": c.draft.model_copy(update={"concurrent_slowdown": slow["draft"]})})})
+
+
+def test_probes_that_paired_the_models_give_the_slowdowns_at_run_time(cal: Calibration
+                                                                     ) -> None:
+    """The drift pools the probes' slowdowns beside each other and holds them against
+    the calibration's; the rescaled calibration takes them (``paired-calls``), keeps the
+    rest of its ratios, and its async prediction moves while sync's cannot."""
+    ec = cal.engine_costs
+    assert ec is not None and ec.draft is not None
+    probes = [_paired(_probe(cal, 1.0, 1.0), 1.3, 1.1),
+              _paired(_probe(cal, 1.0, 1.0, 64), 1.5, 1.3, n=2)]
+    d = cost_drift(cal, probes)
+    assert d is not None and d.target_contention is not None
+    assert d.target_contention.value == pytest.approx((4 * 1.3 + 2 * 1.5) / 6)
+    assert d.target_contention.n == 6 and d.draft_contention is not None
+    assert d.draft_contention.value == pytest.approx((4 * 1.1 + 2 * 1.3) / 6)
+    assert d.target_contention_calibrated == ec.target.concurrent_slowdown.value
+    assert d.draft_contention_calibrated == ec.draft.concurrent_slowdown.value
+    assert (f"beside each other (6 paired rounds): target 1.37 ± "
+            f"{d.target_contention.stderr:.2f}x (calibration "
+            f"{ec.target.concurrent_slowdown.value:.2f}x), draft 1.17") in d.summary()
+    rescaled, _ = calibration_at_run_time(cal, probes)
+    new = rescaled.engine_costs
+    assert new is not None and new.draft is not None
+    assert new.contention_method == "paired-calls"
+    assert new.target.concurrent_slowdown == d.target_contention
+    assert new.draft.concurrent_slowdown == d.draft_contention
+    assert new.target.speculative_slowdown == ec.target.speculative_slowdown
+    kept, _ = calibration_at_run_time(cal, probes, contention=False)
+    assert kept.engine_costs is not None
+    assert kept.engine_costs.target.concurrent_slowdown == ec.target.concurrent_slowdown
+    assert kept.engine_costs.contention_method == ec.contention_method
+    # probes without pairs leave the calibration's slowdowns and say nothing of them
+    plain = cost_drift(cal, [_probe(cal, 1.0, 1.0)])
+    assert plain is not None and plain.target_contention is None
+    assert "beside each other" not in plain.summary()
+    # the model reads them: async slower beside a slower draft, sync untouched
+    from specmodel.config import SpecConfig
+    from specmodel.prediction import decoder_prediction
+
+    def speedup(c: Calibration, mode: str) -> float:
+        cfg = SpecConfig(mode=mode, k1=2, k2=1, max_steps=12, max_step_tokens=48)
+        return decoder_prediction(c, cfg, prompt_tokens=88, problems=40).speedup
+
+    assert speedup(rescaled, "async") < speedup(kept, "async")
+    assert speedup(rescaled, "sync") == pytest.approx(speedup(kept, "sync"), rel=1e-12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.floats(0.5, 3.0), st.integers(1, 20),
+                          st.one_of(st.none(), st.floats(0.0, 0.5))), min_size=1, max_size=6))
+def test_pooled_measurements_weigh_by_n_and_keep_the_spread_between_them(
+        parts: list[tuple[float, int, float | None]]) -> None:
+    """``Measurement.pooled``: the n-weighted mean, over all the observations, with a
+    standard error no smaller than the spread between the measurements over √k or the
+    combined standard errors; one measurement pools to itself."""
+    import math
+    import statistics
+
+    ms = [Measurement(value=v, n=n, stderr=se) for v, n, se in parts]
+    got = Measurement.pooled(ms)
+    n = sum(m.n for m in ms)
+    assert got.n == n
+    assert got.value == pytest.approx(sum(m.value * m.n for m in ms) / n, rel=1e-12)
+    within = math.sqrt(sum((m.n * (m.stderr or 0)) ** 2 for m in ms)) / n
+    between = statistics.stdev([m.value for m in ms]) / math.sqrt(len(ms)) if len(ms) > 1 else 0
+    assert (got.stderr or 0.0) == pytest.approx(max(within, between), rel=1e-9, abs=1e-15)
+    if len(ms) == 1:
+        assert got.value == pytest.approx(ms[0].value)
+        assert got.stderr == (None if not ms[0].stderr else pytest.approx(ms[0].stderr))
+    with pytest.raises(ValueError, match="at least one measurement"):
+        Measurement.pooled([])
