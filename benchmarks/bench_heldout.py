@@ -173,6 +173,9 @@ def main(argv: list[str] | None = None) -> int:
                          "calibration_at_run_time), a separate prediction from the "
                          "calibration's own; with --register: load the trio, take one "
                          "cost probe now and register from the costs it rescales")
+    ap.add_argument("--keep-times", action="store_true",
+                    help="with --costs-at-run-time: keep the calibration's times and take "
+                         "only the probes' slowdowns beside each other (--probe-contention)")
     ap.add_argument("--drift-uniform", action="store_true",
                     help="with --costs-at-run-time: rescale every cost of a model by one "
                          "ratio instead of each batch size's cells by the probes' ratio at "
@@ -199,6 +202,9 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     if a.drift_uniform and not a.costs_at_run_time:
         print("error: --drift-uniform goes with --costs-at-run-time", file=sys.stderr)
+        return 2
+    if a.keep_times and not a.costs_at_run_time:
+        print("error: --keep-times goes with --costs-at-run-time", file=sys.stderr)
         return 2
     if a.probe_contention < 0:
         print(f"error: --probe-contention takes a number of rounds >= 0, got "
@@ -330,14 +336,19 @@ def register(a: argparse.Namespace, cal: Any, configs: list[Any]) -> dict[str, A
         t = load_trio(a, cal, configs)
         tokens = t.tokens
         got = probe(a, t.target, t.draft, before="registration", context=round(t.tokens))
-        cal, drift = calibration_at_run_time(cal, [got], by_batch=not a.drift_uniform)
+        try:
+            cal, drift = calibration_at_run_time(cal, [got], by_batch=not a.drift_uniform,
+                                                 times=not a.keep_times)
+        except ValueError as e:
+            raise SystemExit(f"--costs-at-run-time: {e}") from e
         print(drift.summary())
+        times = ("the calibration's times" if a.keep_times else
+                 "the calibration's rescaled by cost_probe" + (
+                     ", one ratio per model" if a.drift_uniform
+                     else ", each batch size by its own"))
         probed = {"cost_probe": got.model_dump(mode="json"),
-                  "costs": "the calibration's rescaled by cost_probe"
-                           + (", one ratio per model" if a.drift_uniform
-                              else ", each batch size by its own")
-                           + (", each model's slowdown beside the other the probe's "
-                              "paired calls" if a.probe_contention else "")}
+                  "costs": times + (", each model's slowdown beside the other the probe's "
+                                    "paired calls" if a.probe_contention else "")}
     rows = [registered_row(cfg, decoder_prediction(cal, cfg, prompt_tokens=tokens,
                                                    sample_problems=a.problems))
             for cfg in configs]
@@ -574,12 +585,17 @@ def report(a: argparse.Namespace, cal: Any, name: str, records: list[Path]
         print(drift.summary())
     if a.costs_at_run_time:
         try:
-            cal, drift = calibration_at_run_time(cal, probes, by_batch=not a.drift_uniform)
+            cal, drift = calibration_at_run_time(cal, probes, by_batch=not a.drift_uniform,
+                                                 times=not a.keep_times)
         except ValueError as e:
             raise SystemExit(f"--costs-at-run-time: {e}") from e
-        print("--costs-at-run-time: the decoder model prices with the engine costs "
-              "rescaled by those ratios" + (", one per model" if a.drift_uniform
-                                            else ", each batch size by its own"))
+        beside = ("" if drift.target_contention is None else
+                  " and the probes' slowdowns beside each other")
+        print("--costs-at-run-time: the decoder model prices with "
+              + ("the calibration's times" if a.keep_times else
+                 "the engine costs rescaled by those ratios"
+                 + (", one per model" if a.drift_uniform else ", each batch size by its own"))
+              + beside)
     registration = load_registration(a, name)
     reg = since = times = None
     if registration is not None:  # the configurations every round has run so far

@@ -843,8 +843,8 @@ def _pooled_slowdown(models: Sequence[Any]) -> Measurement | None:
 
 
 def calibration_at_run_time(calibration: Calibration, probes: Sequence[CostProbe], *,
-                            by_batch: bool = True, contention: bool = True
-                            ) -> tuple[Calibration, CostDrift]:
+                            by_batch: bool = True, contention: bool = True,
+                            times: bool = True) -> tuple[Calibration, CostDrift]:
     """``calibration`` with its engine costs rescaled to what the run's cost probes
     measured, and the drift applied: each cell of each model's decode surface by the
     probes' ratio at its batch size (beyond the largest size probed, that size's:
@@ -857,14 +857,19 @@ def calibration_at_run_time(calibration: Calibration, probes: Sequence[CostProbe
     phase's way (``paired-calls``); other ratios (the target's speculative calls'
     slowdown, pass costs in decode forwards) stay the calibration's.  The probes time
     synthetic prompts beside the run, never its problems, so a prediction from this
-    calibration still uses nothing the run decoded.  Raises ValueError without probes
-    or engine costs."""
+    calibration still uses nothing the run decoded.  Not ``times``: the calibration's
+    times kept, only the slowdowns taken (two short passes of a probe can be as noisy
+    as the drift they measure).  Raises ValueError without probes or engine costs."""
     drift = cost_drift(calibration, probes)
     if drift is None:
         raise ValueError("probes: the run record has no cost probes, or the calibration "
                          "has no engine_costs section to rescale")
+    if not times and (not contention or drift.target_contention is None):
+        raise ValueError("times kept: the probes' slowdowns beside each other are all that "
+                         "is left to take, and " + ("contention is off" if not contention
+                                                    else "no probe paired the models' calls"))
     assert calibration.engine_costs is not None
-    costs = calibration.engine_costs.scaled(
+    costs = calibration.engine_costs if not times else calibration.engine_costs.scaled(
         drift.target, drift.draft,
         target_by_batch=drift.target_by_batch if by_batch else None,
         draft_by_batch=drift.draft_by_batch if by_batch else None)

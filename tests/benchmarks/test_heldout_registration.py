@@ -105,3 +105,24 @@ def test_report_round_names_its_range(capsys) -> None:
     assert code == 2
     assert "--report-round goes with --report and takes 1 to --rounds (2), got 3" in (
         capsys.readouterr().err)
+
+
+@pytest.mark.parametrize("args, said", [
+    (["--keep-times"], "--keep-times goes with --costs-at-run-time"),
+    (["--probe-contention", "-1"], "--probe-contention takes a number of rounds >= 0, got -1"),
+    (["--modes", "async,tree"], "--modes takes token, sync and/or async"),
+])
+def test_probe_and_mode_options_are_checked_before_anything_loads(capsys, args, said) -> None:
+    code = main(["--trio", "1.5b", "--problems", "6", "--seed", "3", "--out",
+                 "heldout_15b_s3", "--calibration", CAL, "--report", *args])
+    assert code == 2 and said in capsys.readouterr().err
+
+
+def test_modes_pick_the_sweeps_configurations_by_what_they_speculate() -> None:
+    from benchmarks.bench_heldout import configurations, mode_of
+
+    got = {c.label: mode_of(c) for c in configurations(
+        "1.5b", max_steps=12, max_step_tokens=48, delimiter="\n", threshold=0.85)}
+    assert got == {"token k2=3": "token", "sync k1=2 k2=1": "sync", "async k1=2 k2=1": "async",
+                   "sync k1=2 k2=3": "sync", "async k1=2 k2=3": "async",
+                   "sync k1=2 k2=1 W=2": "sync"}

@@ -305,6 +305,17 @@ def test_probes_that_paired_the_models_give_the_slowdowns_at_run_time(cal: Calib
     assert kept.engine_costs is not None
     assert kept.engine_costs.target.concurrent_slowdown == ec.target.concurrent_slowdown
     assert kept.engine_costs.contention_method == ec.contention_method
+    # times kept: the calibration's every time, the probes' slowdowns
+    slowed, _ = calibration_at_run_time(cal, [_paired(_probe(cal, 1.3, 0.8), 1.3, 1.1)],
+                                        times=False)
+    assert slowed.engine_costs is not None
+    assert slowed.engine_costs.target.points == ec.target.points
+    assert slowed.engine_costs.draft.call_overhead == ec.draft.call_overhead
+    assert slowed.engine_costs.target.concurrent_slowdown.value == pytest.approx(1.3)
+    with pytest.raises(ValueError, match="no probe paired the models' calls"):
+        calibration_at_run_time(cal, [_probe(cal, 1.0, 1.0)], times=False)
+    with pytest.raises(ValueError, match="contention is off"):
+        calibration_at_run_time(cal, probes, times=False, contention=False)
     # probes without pairs leave the calibration's slowdowns and say nothing of them
     plain = cost_drift(cal, [_probe(cal, 1.0, 1.0)])
     assert plain is not None and plain.target_contention is None
