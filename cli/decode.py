@@ -451,6 +451,10 @@ def validate(
         help="With --costs-at-run-time: rescale every cost of a model by one ratio (the "
              "geometric mean of its probe cells) instead of each batch size's cells by the "
              "probes' ratio at that size.")] = False,
+    keep_times: Annotated[bool, typer.Option(
+        "--keep-times",
+        help="With --costs-at-run-time: keep the calibration's times and take only the "
+             "probes' slowdowns beside each other (decode --probe-contention).")] = False,
     prompt_tokens: Annotated[float | None, typer.Option(
         "--prompt-tokens",
         help="The run's mean prompt length in the target's tokens, for a record that does "
@@ -501,16 +505,23 @@ def validate(
         raise SpecmodelError(
             "the run record carries no calibration: pass --calibration or --preset"
         )
-    if drift_uniform and not costs_at_run_time:
-        raise SpecmodelError("--drift-uniform goes with --costs-at-run-time")
+    for flag, given in (("--drift-uniform", drift_uniform), ("--keep-times", keep_times)):
+        if given and not costs_at_run_time:
+            raise SpecmodelError(f"{flag} goes with --costs-at-run-time")
     drift = cost_drift(cal or record.calibration, record.cost_probes)  # type: ignore[arg-type]
     if costs_at_run_time:
         if drift is None:
             raise SpecmodelError(
                 "--costs-at-run-time: the run record has no cost probes, or the calibration "
                 "has no engine_costs section to rescale")
-        cal, drift = calibration_at_run_time(cal or record.calibration,  # type: ignore[arg-type]
-                                             record.cost_probes, by_batch=not drift_uniform)
+        try:
+            cal, drift = calibration_at_run_time(
+                cal or record.calibration,  # type: ignore[arg-type]
+                record.cost_probes, by_batch=not drift_uniform, times=not keep_times)
+        except ValueError as e:
+            if not keep_times:
+                raise
+            raise SpecmodelError(f"--keep-times: {e}") from e
     drawn, reproduces = _run_draws(record) if on_draws else (None, None)
     rows = compare(record, cal, prompt_tokens=prompt_tokens,
                    acceptance_as_run=acceptance_as_run, on_draws=drawn)
@@ -641,7 +652,9 @@ def validate(
                    "speedups)")
     if drift is not None:
         render.dim(drift.summary()
-                   + ("; the decoder column prices with costs rescaled to them"
+                   + ("; the decoder column prices with the calibration's times and "
+                      "these slowdowns beside each other" if keep_times else
+                      "; the decoder column prices with costs rescaled to them"
                       if costs_at_run_time else
                       "; --costs-at-run-time prices the decoder model with them"))
     syn = record.settings.synthetic

@@ -249,6 +249,25 @@ def test_validate_prices_each_batch_size_unless_drift_uniform(
     assert sized[sync] > uniform[sync]
     assert main(["validate", str(path), "--calibration", str(CAL), "--drift-uniform"]) == 2
     assert "--drift-uniform goes with --costs-at-run-time" in capsys.readouterr().err
+    # --keep-times: nothing to take from probes that paired no calls; one that paired
+    # them moves only the async rows (the sync rows never run the two models together)
+    assert main([*args, "--keep-times"]) == 2
+    assert "--keep-times: times kept" in capsys.readouterr().err
+    paired = tmp_path / "paired.run.json"
+    paired.write_text(record.model_copy(update={"cost_probes": [
+        _paired(_probe_by_batch(cal, 1.0, 0.8), 1.6, 1.2)]}).model_dump_json())
+    assert main(["validate", str(paired), "--calibration", str(CAL), "--json"]) == 0
+    plain = {r["config"]: r["predicted_decoder"] for r in json.loads(capsys.readouterr().out)}
+    assert main(["validate", str(paired), "--calibration", str(CAL), "--json",
+                 "--costs-at-run-time", "--keep-times"]) == 0
+    slowed = {r["config"]: r["predicted_decoder"] for r in json.loads(capsys.readouterr().out)}
+    assert all(slowed[k] == plain[k] for k in plain if k.startswith("sync"))
+    # (async k2 = 3's target calls speculate: their slowdown stays the calibration's)
+    assert all(slowed[k] < plain[k] for k in plain if k.startswith("async") and "k2=1" in k)
+    assert main(["validate", str(paired), "--calibration", str(CAL), "--costs-at-run-time",
+                 "--keep-times"]) == 0
+    assert "the calibration's times and these slowdowns beside each other" in " ".join(
+        capsys.readouterr().out.split())
 
 
 def test_a_probe_lists_its_cells_in_milliseconds_per_token() -> None:
