@@ -83,7 +83,8 @@ def test_a_registration_from_a_probe_prices_with_the_costs_it_rescales(
         engine, other, None, [], 40.0, []))
     a = argparse.Namespace(trio="0.5b", calibration="cal.json", problems=3, seed=19,
                            max_steps=12, max_step_tokens=48, decode_path="static", threads=1,
-                           costs_at_run_time=True, drift_uniform=False, probe_contention=0)
+                           costs_at_run_time=True, drift_uniform=False, probe_contention=0,
+                           keep_times=False)
     reg = bench_heldout.register(a, cal, configs)
     probe = CostProbe.model_validate(reg["cost_probe"])
     assert probe.before == "registration" and reg["prompt_tokens"] == 40.0
