@@ -90,9 +90,9 @@ def configurations(trio: str, *, max_steps: int, max_step_tokens: int, delimiter
 
 
 def mode_of(config: Any) -> str:
-    """A sweep configuration's mode as ``--modes`` names it: ``token`` (token
-    speculation alone, k1 = 1), ``sync`` or ``async``."""
-    return "token" if config.k1 == 1 else config.mode
+    """A sweep configuration's mode as ``--modes`` names it: its label's first word,
+    ``token`` (token speculation alone, k1 = 1), ``sync`` or ``async``."""
+    return config.label.split()[0]
 
 
 PAUSE_FILE = "/tmp/specmodel-heldout.pause"
@@ -200,12 +200,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="another name for the summary only (e.g. a report of the same "
                          "rounds with another calibration)")
     a = ap.parse_args(argv)
-    if a.drift_uniform and not a.costs_at_run_time:
-        print("error: --drift-uniform goes with --costs-at-run-time", file=sys.stderr)
-        return 2
-    if a.keep_times and not a.costs_at_run_time:
-        print("error: --keep-times goes with --costs-at-run-time", file=sys.stderr)
-        return 2
+    for flag, given in (("--drift-uniform", a.drift_uniform), ("--keep-times", a.keep_times)):
+        if given and not a.costs_at_run_time:
+            print(f"error: {flag} goes with --costs-at-run-time", file=sys.stderr)
+            return 2
     if a.probe_contention < 0:
         print(f"error: --probe-contention takes a number of rounds >= 0, got "
               f"{a.probe_contention}", file=sys.stderr)

@@ -455,12 +455,8 @@ def _pool_model(models: Sequence[Any], tokens: tuple[int, int]) -> Any:
         timings.append(CellTiming(b, L, icept + slope * tokens[0], icept + slope * tokens[1],
                                  tokens, n))
 
-    def pooled(values: list[Any]) -> Any:
-        got = [v for v in values if v is not None]
-        return Measurement.pooled(got) if got else None
-
     out = model_costs(models[0].model, timings,
-                      pooled([m.concurrent_slowdown for m in models]))
+                      Measurement.pooled_or_none([m.concurrent_slowdown for m in models]))
     passes: dict[int, list[Any]] = {}
     for m in models:
         for k2, v in (m.speculative_passes or {}).items():
@@ -468,7 +464,8 @@ def _pool_model(models: Sequence[Any], tokens: tuple[int, int]) -> Any:
     return out.model_copy(update={
         "speculative_passes": {k2: Measurement.pooled(vs)
                                for k2, vs in sorted(passes.items())} or None,
-        "speculative_slowdown": pooled([m.speculative_slowdown for m in models])})
+        "speculative_slowdown": Measurement.pooled_or_none(
+            [m.speculative_slowdown for m in models])})
 
 
 def pool_engine_costs(measured: Sequence[tuple[Any, Any]]) -> tuple[Any, Any]:

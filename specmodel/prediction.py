@@ -830,16 +830,11 @@ def cost_drift(calibration: Calibration, probes: Sequence[CostProbe]) -> CostDri
         draft_range=(min(draft), max(draft)) if draft else None,
         probes=len(probes), cells=len(target), target_by_batch=_by_batch(cells),
         draft_by_batch=_by_batch(draft_cells),
-        target_contention=_pooled_slowdown([p.costs.target for p in probes]),
+        target_contention=Measurement.pooled_or_none(
+            [p.costs.target.concurrent_slowdown for p in probes]),
         target_contention_calibrated=slowdown(ec.target),
-        draft_contention=_pooled_slowdown(drafts),
+        draft_contention=Measurement.pooled_or_none([m.concurrent_slowdown for m in drafts]),
         draft_contention_calibrated=slowdown(ec.draft))
-
-
-def _pooled_slowdown(models: Sequence[Any]) -> Measurement | None:
-    """The probes' slowdowns beside the other model, pooled (None: no probe paired)."""
-    got = [m.concurrent_slowdown for m in models if m.concurrent_slowdown is not None]
-    return Measurement.pooled(got) if got else None
 
 
 def calibration_at_run_time(calibration: Calibration, probes: Sequence[CostProbe], *,

@@ -142,6 +142,14 @@ class Measurement(_Strict):
                    / math.sqrt(len(measurements)) if len(measurements) > 1 else 0.0)
         return cls(value=value, n=n, stderr=max(within, between) or None)
 
+    @classmethod
+    def pooled_or_none(cls, measurements: Sequence[Measurement | None]
+                       ) -> Measurement | None:
+        """:meth:`pooled` over the measurements given (None entries: not measured there);
+        None where none was."""
+        got = [m for m in measurements if m is not None]
+        return cls.pooled(got) if got else None
+
 
 class StepLevel(_Strict):
     """Step-level (Lookahead Reasoning) numbers."""

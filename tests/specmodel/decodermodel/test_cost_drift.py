@@ -375,3 +375,6 @@ def test_pooled_measurements_weigh_by_n_and_keep_the_spread_between_them(
         assert got.stderr == (None if not ms[0].stderr else pytest.approx(ms[0].stderr))
     with pytest.raises(ValueError, match="at least one measurement"):
         Measurement.pooled([])
+    # pooled_or_none: the entries given, None where none was
+    assert Measurement.pooled_or_none([None, *ms, None]) == got
+    assert Measurement.pooled_or_none([None]) is None
