@@ -137,7 +137,7 @@ class Measurement(_Strict):
             raise ValueError("measurements must hold at least one measurement")
         n = sum(m.n for m in measurements)
         value = sum(m.value * m.n for m in measurements) / n
-        within = math.sqrt(sum((m.n * (m.stderr or 0.0)) ** 2 for m in measurements)) / n
+        within = math.hypot(*(m.n * (m.stderr or 0.0) for m in measurements)) / n
         between = (statistics.stdev([m.value for m in measurements])
                    / math.sqrt(len(measurements)) if len(measurements) > 1 else 0.0)
         return cls(value=value, n=n, stderr=max(within, between) or None)
