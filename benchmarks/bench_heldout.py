@@ -299,6 +299,7 @@ def decode_rounds(a: argparse.Namespace, cal: Any, configs: list[Any],
                   records: list[Path]) -> None:
     """Run (or resume) every round, interleaved: odd rounds reversed."""
     from profiler.runs import run_configurations
+    from specmodel.prediction import cost_drift
 
     t = load_trio(a, cal, configs)
     target, draft, verifier, everything = t.target, t.draft, t.verifier, t.everything
@@ -315,6 +316,9 @@ def decode_rounds(a: argparse.Namespace, cal: Any, configs: list[Any],
         probes = []
         if a.cost_probe and not round_complete(path, order, a.resume):
             probes = [probe(a, target, draft, before=order[0].label, context=round(tokens))]
+            drift = cost_drift(cal, probes)
+            if drift is not None:  # before the round: a machine that is not the calibration's
+                print(f"round {r + 1}: {drift.summary()}", flush=True)
         run_configurations(target, draft, verifier, order, t.problems, path, models=models,
                            settings=settings, calibration=cal, include_baseline=False,
                            resume=a.resume, cost_probes=probes,

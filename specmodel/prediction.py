@@ -32,8 +32,9 @@ from specmodel.config import SpecConfig
 from specmodel.formats.calibration import Calibration, MachineDetails, Measurement
 from specmodel.formats.run_record import CostProbe, RunRecord, SyntheticAcceptance
 
-__all__ = ["MODELS", "ConfigComparison", "CostDrift", "RoundsRow", "RoundsSummary",
-           "ValidationRow", "at_run_acceptance", "baseline_speed", "calibration_at_run_time",
+__all__ = ["DRIFT_TOLERANCE", "MODELS", "ConfigComparison", "CostDrift", "RoundsRow",
+           "RoundsSummary", "ValidationRow", "at_run_acceptance", "baseline_speed",
+           "calibration_at_run_time",
            "calibration_mismatches", "cost_drift", "compare", "compare_rounds",
            "draws_predictions", "predict", "reproduces_on_draws"]
 
@@ -720,6 +721,14 @@ def _summarize(rows: list[RoundsRow], rounds: int) -> RoundsSummary:
                          baseline_speed=baseline_speed(rows))
 
 
+DRIFT_TOLERANCE = 1.25
+"""How far (as a ratio, either way) a cost probe may read the machine from the
+calibration's engine costs before :meth:`CostDrift.summary` says the calibration is
+not this machine's.  A two-pass probe on these 2-core VMs moves by 10-20 % within
+minutes (docs/results.md, seed 19), so smaller departures are the probe's own noise;
+seed 21's VM read the target 1.5-1.9x the calibration's."""
+
+
 class CostDrift(BaseModel):
     """The engines' call costs measured while a run ran (its cost probes) over the
     calibration's, per model: 1 where the calibration's costs held at run time."""
@@ -754,11 +763,41 @@ class CostDrift(BaseModel):
     draft_contention_calibrated: float | None = None
     """The calibration's figure for it."""
 
+    def departures(self, tolerance: float = DRIFT_TOLERANCE) -> list[str]:
+        """What of the machine at run time lies more than ``tolerance`` times (either
+        way) from the calibration's costs: the target's time per token, the draft's,
+        the draft's relative to the target's (every speculative configuration pays
+        it: a drift both models share cancels in the speedups, this one does not) and
+        the target's batch of the largest size probed relative to one sequence (what
+        batching saves).  Empty: the calibration's costs are this machine's within the
+        tolerance.  Pure; ``tolerance`` must be a finite number > 1."""
+        if not (math.isfinite(tolerance) and tolerance > 1):
+            raise ValueError(f"tolerance must be a finite number > 1, got {tolerance}")
+
+        def off(r: float) -> bool:
+            return not 1 / tolerance <= r <= tolerance
+
+        found = []
+        if off(self.target):
+            found.append(f"the target's time per token x{self.target:.2f}")
+        if self.draft is not None:
+            if off(self.draft):
+                found.append(f"the draft's x{self.draft:.2f}")
+            if off(self.draft / self.target):
+                found.append(f"the draft relative to the target x{self.draft / self.target:.2f}")
+        if len(self.target_by_batch) >= 2:
+            one, *_, big = sorted(self.target_by_batch)
+            r = self.target_by_batch[big] / self.target_by_batch[one]
+            if off(r):
+                found.append(f"a batch of {big} relative to one sequence x{r:.2f}")
+        return found
+
     def summary(self) -> str:
         """One sentence: each model's cost at run time over the calibration's, with the
         range of its cells, and where the probes paired the models, each one's slowdown
         beside the other against the calibration's (what ``validate`` and the held-out
-        report print)."""
+        report print); where the machine departs from the calibration by more than
+        :data:`DRIFT_TOLERANCE` (:meth:`departures`), what departs and what to do."""
         draft = ("" if self.draft is None or self.draft_range is None else
                  f", the draft's x{self.draft:.2f} (cells {self.draft_range[0]:.2f}-"
                  f"{self.draft_range[1]:.2f})")
@@ -776,9 +815,15 @@ class CostDrift(BaseModel):
         contention = ("" if paired is None else
                       f"; beside each other ({paired.n} paired round"
                       f"{'s' * (paired.n != 1)}): " + ", ".join(beside))
+        away = self.departures()
+        advice = ("" if not away else
+                  "; this machine is not the calibration's (" + ", ".join(away) +
+                  f", beyond x{DRIFT_TOLERANCE:g}): time the engine costs here (specmodel "
+                  "profile engine-costs) before predicting, or price at run time "
+                  "(--costs-at-run-time)")
         return (f"cost probes ({self.probes}, timed beside the run): the target's time per "
                 f"token x{self.target:.2f} the calibration's (cells {self.target_range[0]:.2f}-"
-                f"{self.target_range[1]:.2f}){sizes}{draft}{contention}")
+                f"{self.target_range[1]:.2f}){sizes}{draft}{contention}{advice}")
 
 
 def _ratios(calibrated: Any, probed: list[Any]) -> list[tuple[int, float]]:

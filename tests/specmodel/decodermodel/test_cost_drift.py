@@ -379,3 +379,54 @@ def test_pooled_measurements_weigh_by_n_and_keep_the_spread_between_them(
     # pooled_or_none: the entries given, None where none was
     assert Measurement.pooled_or_none([None, *ms, None]) == got
     assert Measurement.pooled_or_none([None]) is None
+
+
+@settings(max_examples=60, deadline=None)
+@given(target=st.floats(0.3, 3.0), draft=st.floats(0.3, 3.0),
+       tolerance=st.floats(1.01, 2.0))
+def test_departures_name_what_lies_beyond_the_tolerance(target: float, draft: float,
+                                                        tolerance: float) -> None:
+    """A probe reading the machine ``target`` and ``draft`` times the calibration: each
+    ratio, and the draft's relative to the target's, is named exactly when it lies
+    outside [1/tolerance, tolerance]; the summary says so at the default tolerance."""
+    from specmodel.prediction import DRIFT_TOLERANCE
+
+    c = load_calibration(CAL)
+    d = cost_drift(c, [_probe(c, target, draft)])
+    assert d is not None and d.draft is not None
+
+    def off(r: float) -> bool:
+        return not 1 / tolerance <= r <= tolerance
+
+    found = d.departures(tolerance)
+    assert any(f.startswith("the target's") for f in found) == off(d.target)
+    assert any(f.startswith("the draft's") for f in found) == off(d.draft)
+    assert any(f.startswith("the draft relative") for f in found) == off(d.draft / d.target)
+    assert not any(f.startswith("a batch") for f in found)  # both sizes drift alike
+    stale = bool(d.departures(DRIFT_TOLERANCE))
+    assert ("is not the calibration's" in d.summary()) == stale
+    if stale:
+        assert "specmodel profile engine-costs" in d.summary()
+
+
+def test_departures_see_a_batch_that_got_dearer(cal: Calibration) -> None:
+    """Seed 21's VM read the target 1.5-1.9x the calibration: named.  A machine whose
+    batch of two costs 1.5x what it did relative to one sequence is named too, though
+    one sequence costs the calibration's."""
+    d = cost_drift(cal, [_probe(cal, 1.77, 2.09)])
+    assert d is not None
+    assert d.departures() == ["the target's time per token x1.77", "the draft's x2.09"]
+    probe = _probe(cal, 1.0, 1.0)
+    cells = [p.model_copy(update={"per_token": (1.5 if p.batch == 2 else 1.0) * p.per_token})
+             for p in probe.costs.target.points]
+    batchy = probe.model_copy(update={"costs": probe.costs.model_copy(update={
+        "target": probe.costs.target.model_copy(update={"points": cells})})})
+    d = cost_drift(cal, [batchy])
+    assert d is not None
+    assert d.departures() == ["a batch of 2 relative to one sequence x1.50"]
+    calm = cost_drift(cal, [_probe(cal, 1.1, 0.95)])
+    assert calm is not None and calm.departures() == []
+    assert "not the calibration's" not in calm.summary()
+    for bad in (1.0, 0.5, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="tolerance must be a finite number > 1"):
+            d.departures(bad)
