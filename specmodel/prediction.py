@@ -34,9 +34,8 @@ from specmodel.formats.run_record import CostProbe, RunRecord, SyntheticAcceptan
 
 __all__ = ["DRIFT_TOLERANCE", "MODELS", "ConfigComparison", "CostDrift", "RoundsRow",
            "RoundsSummary", "ValidationRow", "at_run_acceptance", "baseline_speed",
-           "calibration_at_run_time",
-           "calibration_mismatches", "cost_drift", "compare", "compare_rounds",
-           "draws_predictions", "predict", "reproduces_on_draws"]
+           "calibration_at_run_time", "calibration_mismatches", "cost_drift", "compare",
+           "compare_rounds", "draws_predictions", "predict", "reproduces_on_draws"]
 
 MODELS = {
     "predicted_speedup": "papers' f(k1)·g(k2) (flat batch cost, free verifier, i.i.d.)",
