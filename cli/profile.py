@@ -423,6 +423,36 @@ def contention(
     _write_rederived(output, cal, got, "the engine costs", "contention measured again")
 
 
+@profile_app.command("passes")
+def passes(
+    calibration_file: Annotated[Path, typer.Argument(
+        help="A calibration whose engine_costs phase timed the target.")],
+    output: Output,
+    speculation_k2: Annotated[str, typer.Option(
+        help="k2 values at which the target's speculative step calls are timed; default: "
+        "those the phase timed, else 2,3,5.")] = "",
+    max_step_tokens: MaxStepTokens = 48,
+) -> None:
+    """Measure a calibration's prompt-lookup pass again, into a copy.
+
+    On the phase's step prefixes, each speculative step call against the forward of a
+    plain step call on the same prefix timed just before it, so that the machine's pace
+    since the grid was timed cancels; every other figure of the engine costs kept."""
+    from profiler.calibrate import remeasure_passes
+    from specmodel.formats.calibration import load_calibration
+
+    ks = _widths(speculation_k2, "--speculation-k2")
+    if ks and min(ks) < 2:
+        raise ValueError(f"--speculation-k2 must be integers >= 2, got {speculation_k2!r}")
+    cal = load_calibration(calibration_file)
+    ec = cal.engine_costs
+    names = {} if ec is None else {"target": ec.target.model}
+    with ProgressBar(description="passes") as bar, _models_named(**names):
+        got = remeasure_passes(cal, k2s=ks or None, max_step_tokens=max_step_tokens,
+                               progress=bar)
+    _write_rederived(output, cal, got, "the engine costs", "passes measured again")
+
+
 def _write_rederived(output: Path, cal: Any, got: Any, section: str, done: str) -> None:
     """``cal`` with the phase ``got`` derived again, written to ``output`` (the
     ``rederive-*`` commands), and one line saying so."""

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from profiler.environment import machine_description, package_versions
-from profiler.progress import NoteCallback, ProgressCallback
+from profiler.progress import NoteCallback, ProgressCallback, no_progress
 from specmodel.formats.calibration import (
     BaseCalibrationRef,
     BatchCost,
@@ -766,11 +766,11 @@ def engine_costs_phase(
                 f"; {_slowdown(m.concurrent_slowdown)} slower beside the other model's "
                 "calls")
         if m.speculative_passes:
-            slow += ("; a prompt-lookup pass inside a step call costs " + ", ".join(
-                f"{v.value:.2f} +/- {v.stderr or 0:.2f} (k2 = {k}, {v.n} calls)"
-                for k, v in sorted(m.speculative_passes.items()))
-                + f" decode forwards (step prefixes of {speculation_problems} gsm_symbolic "
-                f"problems (seed {seed}), passes replayed)")
+            slow += ("; a prompt-lookup pass inside a step call costs "
+                     + _passes_said(m.speculative_passes)
+                     + f" decode forwards (step prefixes of {speculation_problems} "
+                     f"gsm_symbolic problems (seed {seed}), passes replayed; each against a "
+                     "plain step call's forward on the same prefix, timed just before)")
         if m.speculative_slowdown is not None:
             slow += (f"; those calls {_slowdown(m.speculative_slowdown)} slower beside "
                      "the other model's calls")
@@ -879,15 +879,13 @@ def _with_speculation(engine: Any, costs: Any, k2s: list[int], problems: int, se
         measure_speculative_contention,
         measure_speculative_passes,
     )
-    from specmodel.decodermodel import Surface
     from specmodel.formats.calibration import Measurement
 
-    surface = Surface.from_points(costs.decode_points())
     prefixes = _speculation_prefixes(engine, problems, seed, max_step_tokens)
     got = measure_speculative_passes(
         engine, prefixes, k2s=k2s, max_step_tokens=max_step_tokens,
-        decode=lambda L: surface.time(1, L), overhead=costs.call_overhead.value,
-        prefill=costs.prefill_per_token.value, progress=progress)
+        overhead=costs.call_overhead.value, prefill=costs.prefill_per_token.value,
+        progress=progress)
     slow = None
     if beside is not None:
         slow = measure_speculative_contention(engine, beside, prefixes, k2=_middle(k2s),
@@ -895,6 +893,38 @@ def _with_speculation(engine: Any, costs: Any, k2s: list[int], problems: int, se
     return costs.model_copy(update={"speculative_passes": {
         k: Measurement(value=m, stderr=se, n=n) for k, (m, se, n) in got.items()},
         "speculative_slowdown": slow})
+
+
+def _phase_to_measure_again(cal: Calibration, what: str) -> tuple[Any, Any]:
+    """``cal``'s engine costs and their phase settings, to measure ``what`` of them
+    again here: a ValueError where there is no engine_costs phase, or where it was
+    measured on another processor (``what`` measured here would not be its)."""
+    ec, phase = cal.engine_costs, cal.phase_settings("engine_costs")
+    if ec is None or phase is None:
+        raise ValueError(f"calibration {cal.name!r} has no engine_costs phase (profile "
+                         "engine-costs measures one)")
+    here = MachineDetails.model_validate(machine_description(phase.device))
+    if phase.machine is not None and phase.machine.processor != here.processor:
+        raise ValueError(f"calibration {cal.name!r}: its engine costs were measured on "
+                         f"{phase.machine.processor}, this is {here.processor}: {what} "
+                         "measured here would not be theirs (profile engine-costs measures "
+                         "them all here)")
+    return ec, phase
+
+
+def _phase_engines(phase: Any, draft: bool) -> tuple[Any, Any]:
+    """The phase's target (and, with ``draft``, its draft) loaded as it timed them: its
+    threads, decode path, device, dtype, delimiter and static caches."""
+    from profiler.engines import HFEngine
+    from profiler.packs import resolve_model
+
+    where = {"threads": phase.threads, "decode_path": phase.decode_path,
+             "device": phase.device, "dtype": phase.dtype}
+    eng_t = HFEngine(resolve_model(phase.target), delimiter=phase.delimiter or "\n\n",
+                     **where)
+    eng_d = HFEngine(resolve_model(phase.draft), **where) if draft else None
+    _prepare_caches((eng_t, eng_d), phase.widths, phase.cache_positions)
+    return eng_t, eng_d
 
 
 def remeasure_contention(cal: Calibration, *, repeats: int = 5, max_step_tokens: int = 48,
@@ -906,34 +936,19 @@ def remeasure_contention(cal: Calibration, *, repeats: int = 5, max_step_tokens:
     speculative step calls, those on its step prefixes at its middle k2); every other
     figure kept, the description saying what was replaced."""
     from profiler.engine_costs import measure_contention, measure_speculative_contention
-    from profiler.engines import HFEngine
-    from profiler.packs import resolve_model
     from specmodel import __version__
 
     ec, phase = cal.engine_costs, cal.phase_settings("engine_costs")
-    if ec is None or phase is None:
-        raise ValueError(f"calibration {cal.name!r} has no engine_costs phase (profile "
-                         "engine-costs measures one)")
-    if ec.draft is None or phase.draft is None:
+    if ec is not None and phase is not None and (ec.draft is None or phase.draft is None):
         raise ValueError(f"calibration {cal.name!r}: its engine costs have no draft, so no "
                          "contention to measure")
     if repeats < 1:
         raise ValueError(f"repeats must be >= 1, got {repeats}")
     if max_step_tokens < 1:
         raise ValueError(f"max_step_tokens must be >= 1, got {max_step_tokens}")
-    here = MachineDetails.model_validate(machine_description(phase.device))
-    if phase.machine is not None and phase.machine.processor != here.processor:
-        raise ValueError(f"calibration {cal.name!r}: its engine costs were measured on "
-                         f"{phase.machine.processor}, this is {here.processor}: slowdowns "
-                         "measured here would not be theirs (profile engine-costs measures "
-                         "them all here)")
+    ec, phase = _phase_to_measure_again(cal, "slowdowns")
     say = progress or (lambda done, total, message: None)
-    where = {"threads": phase.threads, "decode_path": phase.decode_path,
-             "device": phase.device, "dtype": phase.dtype}
-    eng_t = HFEngine(resolve_model(phase.target), delimiter=phase.delimiter or "\n\n",
-                     **where)
-    eng_d = HFEngine(resolve_model(phase.draft), **where)
-    _prepare_caches((eng_t, eng_d), phase.widths, phase.cache_positions)
+    eng_t, eng_d = _phase_engines(phase, draft=True)
     say(0, 2, f"paired calls, {repeats} rounds")
     slow_t, slow_d = measure_contention(eng_t, eng_d, context=phase.contexts[0],
                                         tokens=phase.tokens[1], repeats=repeats)
@@ -969,6 +984,59 @@ def remeasure_contention(cal: Calibration, *, repeats: int = 5, max_step_tokens:
     return PhaseResult("engine_costs", costs, settings,
                        {"target": phase.target, "draft": phase.draft},
                        f"contention (paired calls): {what}")
+
+
+def remeasure_passes(cal: Calibration, *, k2s: list[int] | None = None,
+                     max_step_tokens: int = 48,
+                     progress: ProgressCallback | None = None) -> PhaseResult:
+    """The ``engine_costs`` phase of ``cal`` with the target's prompt-lookup pass
+    measured again (:func:`profiler.engine_costs.measure_speculative_passes`: each
+    speculative step call against a plain step call's forward on the same prefix,
+    timed just before it) at ``k2s`` (default: the k2 the phase timed, else 2, 3, 5),
+    on the phase's model, settings and step prefixes; every other figure kept, the
+    description saying what was replaced.  Calibrations whose passes were counted in
+    the grid's T(1, L) (before 2026-12-03) take a pass measured this way."""
+    from profiler.engine_costs import measure_speculative_passes
+    from specmodel import __version__
+    from specmodel.formats.calibration import Measurement
+
+    if k2s is not None and (not k2s or min(k2s) < 2):
+        raise ValueError(f"k2s must be integers >= 2, got {k2s}")
+    if max_step_tokens < 1:
+        raise ValueError(f"max_step_tokens must be >= 1, got {max_step_tokens}")
+    ec, phase = _phase_to_measure_again(cal, "speculative passes")
+    ks = sorted(set(k2s or phase.speculation_k2 or [2, 3, 5]))
+    problems, seed = phase.speculation_problems or 2, phase.speculation_seed or 0
+    say = progress or no_progress
+    eng_t, _ = _phase_engines(phase, draft=False)
+    say(0, 1, "step prefixes")
+    prefixes = _speculation_prefixes(eng_t, problems, seed, max_step_tokens)
+    got = measure_speculative_passes(
+        eng_t, prefixes, k2s=ks, max_step_tokens=max_step_tokens,
+        overhead=ec.target.call_overhead.value, prefill=ec.target.prefill_per_token.value,
+        progress=progress)
+    passes = {k: Measurement(value=m, stderr=se, n=n) for k, (m, se, n) in got.items()}
+    costs = _rebuilt(ec, target=_rebuilt(ec.target, speculative_passes=passes))
+    now = timestamp()
+    was = ("not measured" if not ec.target.speculative_passes
+           else _passes_said(ec.target.speculative_passes))
+    desc = (f"{phase.description} (Prompt-lookup passes measured again on {now} with "
+            f"specmodel {__version__}, on step prefixes of {problems} gsm_symbolic problems "
+            f"(seed {seed}), passes replayed, each speculative call against a plain step "
+            f"call's forward on the same prefix timed just before: "
+            f"{_passes_said(passes)} decode forwards; they replace: {was}.)")
+    settings = phase.model_copy(update={
+        "description": desc, "date": now, "speculation_k2": ks,
+        "speculation_problems": problems, "speculation_seed": seed})
+    models = {"target": phase.target, **({"draft": phase.draft} if phase.draft else {})}
+    return PhaseResult("engine_costs", costs, settings, models,
+                       f"prompt-lookup passes: {_passes_said(passes)} decode forwards")
+
+
+def _passes_said(passes: dict[int, Any]) -> str:
+    """Measured prompt-lookup passes in words: value ± stderr (k2, calls) each."""
+    return ", ".join(f"{v.value:.2f} +/- {v.stderr or 0:.2f} (k2 = {k}, {v.n} calls)"
+                     for k, v in sorted(passes.items()))
 
 
 def machines_line(phases: dict[str, Any], fallback: str | None = None) -> str | None:

@@ -31,8 +31,9 @@ Last, token speculation as the decoder runs it (prompt lookup inside a step, one
 prefix per call, no KV reuse): the target's real step calls with speculation at each
 k2, on real step prefixes of the calibration's problems, timed; the passes each call
 made are replayed exactly (:func:`profiler.ngram_replay.replay_counters`), and what
-the call cost beyond its overhead and prefill, over passes × T(1, L), is the time of
-one speculative pass in decode forwards (ratio of sums over the calls).
+the call cost beyond its overhead and prefill, per pass, over what a plain step call
+on the same prefix, just before, cost per forward beyond the same, is the time of one
+speculative pass in decode forwards (ratio of sums over the prefixes).
 """
 
 from __future__ import annotations
@@ -358,14 +359,21 @@ def step_prefixes(engine: Any, prompts: Sequence[str], *, steps: Sequence[int],
 
 def measure_speculative_passes(
     engine: Any, prefixes: Sequence[str], *, k2s: Sequence[int], max_step_tokens: int,
-    decode: Any, overhead: float, prefill: float, prompt_lookup_max: int = 3,
+    overhead: float, prefill: float, prompt_lookup_max: int = 3,
     progress: ProgressCallback | None = None,
 ) -> dict[int, tuple[float, float, int]]:
-    """k2 → (one speculative pass in decode forwards T(1, L), its standard error over
-    the calls, calls): the engine's step calls with prompt-lookup speculation of k2 − 1
-    tokens on ``prefixes``, each call's passes replayed (module docstring).
-    ``decode(L)`` is T(1, L) in seconds; ``overhead`` and ``prefill`` (per token) are
-    the fitted call costs."""
+    """k2 → (one speculative pass in decode forwards, its standard error over the
+    prefixes, prefixes): the engine's step calls with prompt-lookup speculation of
+    k2 − 1 tokens on ``prefixes``, each call's passes replayed (module docstring).
+
+    The forward a pass is counted in is timed beside it, not taken from the grid: on
+    each prefix a plain step call of the same engine (no speculation) runs first, then
+    the speculative call at every k2, and a pass costs what the speculative call spent
+    beyond ``overhead`` and its prefill (``prefill`` per prefilled token), per pass,
+    over what the plain call spent per forward beyond the same.  So a machine that ran
+    faster or slower than when the grid was timed, or a grid cell a neighbour
+    disturbed, moves both and not their ratio (on the Intel Xeon VM of 2026-12-03 the
+    grid's T(1, L) gave 0.78 forwards per pass at k2 = 3 where the run paid 1.04)."""
     from profiler.ngram_replay import replay_counters
     from specmodel.config import TokenDrafter, TokenSpeculation
 
@@ -375,33 +383,43 @@ def measure_speculative_passes(
         raise ValueError(f"k2s must be integers >= 2, got {list(k2s)}")
     say = progress or no_progress
     tok = engine.tokenizer
-    out: dict[int, tuple[float, float, int]] = {}
     todo = sorted(set(k2s))
-    for i, k2 in enumerate(todo):
-        spec = engine.with_speculation(TokenSpeculation(
-            drafter=TokenDrafter(method="ngram", prompt_lookup_max=prompt_lookup_max),
-            num_speculative_tokens=k2 - 1))
+    plain = engine.with_speculation(None)
+    specs = {k2: engine.with_speculation(TokenSpeculation(
+        drafter=TokenDrafter(method="ngram", prompt_lookup_max=prompt_lookup_max),
+        num_speculative_tokens=k2 - 1)) for k2 in todo}
+    for spec in specs.values():
         spec.generate_steps([prefixes[0]], 4)  # warm-up of the assisted path
-        beyond, forwards, ratios = 0.0, 0.0, []
-        for prefix in prefixes:
+    ratios: dict[int, list[tuple[float, float]]] = {k2: [] for k2 in todo}
+    for i, prefix in enumerate(prefixes):
+        ref = plain.generate_steps([prefix], max_step_tokens)
+        if not ref.iterations or ref.prefilled_tokens is None:
+            raise ValueError("the plain step call reported no forwards: the reference "
+                             "of a speculative pass needs an engine that counts them")
+        forward = (ref.seconds - overhead - prefill * ref.prefilled_tokens) / ref.iterations
+        if forward <= 0:
+            raise ValueError(f"the plain step call on prefix {i} took {ref.seconds:.3g} s, "
+                             "no more than its overhead and prefill: no forward to count "
+                             "a pass in")
+        ctx = tok(prefix, add_special_tokens=False).input_ids
+        for k2, spec in specs.items():
             batch = spec.generate_steps([prefix], max_step_tokens)
-            ctx = tok(prefix, add_special_tokens=False).input_ids
             ids = tok(batch.outputs[0].text, add_special_tokens=False).input_ids
             if not ids:
                 continue
             passes = replay_counters(ctx, ids, k2 - 1, prompt_lookup_max)[
                 "num_target_passes"]
-            b = batch.seconds - overhead - prefill * len(ctx)
-            f = passes * decode(len(ctx))
-            beyond += b
-            forwards += f
-            ratios.append(b / f)
-        if not ratios:
-            raise ValueError("no speculative call wrote a token")
-        mean = beyond / forwards
-        se = statistics.stdev(ratios) / math.sqrt(len(ratios)) if len(ratios) > 1 else 0.0
-        out[k2] = (mean, se, len(ratios))
-        say(i + 1, len(todo), f"k2={k2}: a pass costs {mean:.2f} decode forwards")
+            ratios[k2].append((batch.seconds - overhead - prefill * len(ctx),
+                               passes * forward))
+        say(i + 1, len(prefixes), f"prefix {i + 1}: a plain forward {forward * 1e3:.0f} ms")
+    out: dict[int, tuple[float, float, int]] = {}
+    for k2, got in ratios.items():
+        if not got:
+            raise ValueError(f"no speculative call at k2={k2} wrote a token")
+        mean = sum(b for b, _ in got) / sum(f for _, f in got)
+        each = [b / f for b, f in got]
+        se = statistics.stdev(each) / math.sqrt(len(each)) if len(each) > 1 else 0.0
+        out[k2] = (mean, se, len(each))
     return out
 
 

@@ -47,8 +47,8 @@ __all__ = ["PASS_FLOOR", "CallPrice", "CostModel", "EngineBehaviour", "Forwards"
 PASS_FLOOR = 0.5
 """The least a token-speculation pass is priced at, in decode forwards T(1, L): a pass
 reads every weight once, as a forward does, and a measured or drawn multiplier below
-half of one is taken for noise (the lowest measured: 0.83, at k2 = 2 on the Intel
-Xeon's static path)."""
+half of one is taken for noise (the lowest measured: 0.78, at k2 = 3 on an Intel
+Xeon's static path, counted in the grid's T(1, L))."""
 
 
 @dataclass(frozen=True)
@@ -407,10 +407,11 @@ class CostModel:
         """m(k2) from :attr:`pass_multipliers`: linear in k2 between measured values and
         from m(1) = 1 below the first, extended with the last two's slope above the last
         (at least :data:`PASS_FLOOR`); None when not measured or k2 = 1.  Below 1 is
-        kept: a pass can cost less than the decode forward it is counted in, where the
-        two run on different paths (assisted generation crops its cache, so its passes
-        run on the dynamic cache while a static-path decode forward attends over the
-        whole static cache: 0.83–0.94 at k2 = 2 and 3 on the Intel Xeon)."""
+        kept: the two run on different paths (assisted generation's passes on the
+        dynamic cache, a static-path forward over the whole static cache).  Files before
+        2026-12-03 counted a pass in the grid's T(1, L), so the machine's pace since the
+        grid moved it: 0.78–0.94 at k2 = 2 and 3 on the Intel Xeon VMs, where passes
+        against forwards timed beside them read 0.96 and 1.01."""
         if self.pass_multipliers is None or k2 <= 1:
             return None
         pts = [(1, 1.0), *sorted(self.pass_multipliers)]

@@ -692,8 +692,10 @@ class ModelEngineCosts(_Strict):
     speculative_passes: dict[int, Measurement] | None = None
     """k2 → the time of one token-speculation pass (prompt lookup of k2 − 1 tokens, the
     engine's assisted generation inside a step call) in decode forwards T(1, L),
-    measured on real step prefixes with each call's passes replayed exactly; None if
-    not measured (the decoder model then prices a pass by c2)."""
+    measured on real step prefixes with each call's passes replayed exactly (since
+    2026-12-03 against the forward of a plain step call on the same prefix timed just
+    before it; earlier files against the grid's T(1, L)); None if not measured (the
+    decoder model then prices a pass by c2)."""
     speculative_slowdown: Measurement | None = None
     """The same for the speculative step calls (at the middle k2 timed) beside the other
     model, over the step prefixes; None if not measured (async token speculation then

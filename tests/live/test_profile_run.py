@@ -151,22 +151,17 @@ def test_profile_engine_costs_prices_the_engine_and_feeds_the_decoder_model(
     assert any(g.startswith("the draft's engine call costs") for g in gaps)
 
 
-def test_profile_contention_measures_the_slowdowns_again_on_real_models(
-    qwen05_path, smollm_path, tmp_path, capsys
-) -> None:
-    """A calibration whose engine costs name a real target and draft (every other figure
-    made up): `profile contention` measures both slowdowns and the speculative step
-    calls' by paired calls on the real models, and keeps everything else."""
-    from cli.main import main
+def _made_up_engine_costs(tmp_path, target: str, draft: str) -> tuple:
+    """A calibration whose engine costs name a real target and draft, every figure made
+    up (the speculative passes 1.5 forwards at k2 = 3): (its file, the section, its
+    phase settings)."""
     from profiler import calibrate
-    from specmodel.decodermodel import CostModel
     from specmodel.formats.calibration import (
         EngineCallPoint,
         EngineCosts,
         EngineCostsSettings,
         Measurement,
         ModelEngineCosts,
-        load_calibration,
         load_preset,
     )
 
@@ -180,19 +175,35 @@ def test_profile_contention_measures_the_slowdowns_again_on_real_models(
             speculative_passes={3: Measurement(value=1.5, n=3)} if speculative else None,
             speculative_slowdown=1.8 if speculative else None)
 
-    t, d = str(qwen05_path), str(smollm_path)
     section = EngineCosts(engine="transformers", device="cpu", dtype="float32", threads=1,
-                          tokens=(2, 5), target=costs(t, True), draft=costs(d, False))
+                          tokens=(2, 5), target=costs(target, True),
+                          draft=costs(draft, False))
     settings = EngineCostsSettings(
         description="engine_costs: made up.", date="2026-11-20T10:00:00+00:00",
-        **calibrate.engine_costs_key(target=t, draft=d, contexts=[16], widths=[1, 2],
-                                     tokens=[2, 5], repeats=1, threads=1,
+        **calibrate.engine_costs_key(target=target, draft=draft, contexts=[16],
+                                     widths=[1, 2], tokens=[2, 5], repeats=1, threads=1,
                                      speculation_k2=[3], speculation_problems=1, seed=1,
                                      delimiter="\n"))
-    src, out = tmp_path / "made.json", tmp_path / "paired.json"
+    src = tmp_path / "made.json"
     with calibrate.Recorder(src, load_preset("measured-qwen2.5-coder-0.5b-smollm2-135m")) as rec:
         rec.add(calibrate.PhaseResult("engine_costs", section, settings,
-                                      {"target": t, "draft": d}, "made up"))
+                                      {"target": target, "draft": draft}, "made up"))
+    return src, section, settings
+
+
+def test_profile_contention_measures_the_slowdowns_again_on_real_models(
+    qwen05_path, smollm_path, tmp_path, capsys
+) -> None:
+    """A calibration whose engine costs name a real target and draft (every other figure
+    made up): `profile contention` measures both slowdowns and the speculative step
+    calls' by paired calls on the real models, and keeps everything else."""
+    from cli.main import main
+    from specmodel.decodermodel import CostModel
+    from specmodel.formats.calibration import load_calibration
+
+    src, section, settings = _made_up_engine_costs(tmp_path, str(qwen05_path),
+                                                   str(smollm_path))
+    out = tmp_path / "paired.json"
     assert load_calibration(src).engine_costs.contention_method == "beside-a-loop"
     assert main(["profile", "contention", str(src), "-o", str(out), "--repeats", "2",
                  "--max-step-tokens", "8"]) == 0
@@ -216,3 +227,38 @@ def test_profile_contention_measures_the_slowdowns_again_on_real_models(
     assert model.contention == pytest.approx(max(1.0, ec.target.concurrent_slowdown.value))
     assert "paired calls, n = 2" in model.sources["contention"]
     assert model.stderrs["contention"] == pytest.approx(ec.target.concurrent_slowdown.stderr)
+
+
+def test_profile_passes_measures_the_pass_again_against_forwards_timed_beside_it(
+    qwen05_path, smollm_path, tmp_path, capsys
+) -> None:
+    """`profile passes` times the real target's speculative step calls beside plain ones
+    on the phase's step prefixes and replaces the made-up pass (at the k2 asked), keeping
+    every other figure; the description says what it replaced."""
+    from cli.main import main
+    from specmodel.formats.calibration import load_calibration
+
+    src, section, settings = _made_up_engine_costs(tmp_path, str(qwen05_path),
+                                                   str(smollm_path))
+    out = tmp_path / "passes.json"
+    assert main(["profile", "passes", str(src), "-o", str(out), "--speculation-k2", "2,3",
+                 "--max-step-tokens", "8"]) == 0
+    assert "passes measured again: prompt-lookup passes: " in capsys.readouterr().out
+    cal = load_calibration(out)
+    ec = cal.engine_costs
+    spec = ec.target.speculative_passes
+    assert set(spec) == {2, 3}
+    for m in spec.values():
+        assert 1 <= m.n <= 3 and 0.2 < m.value < 5 and m.stderr is not None  # steps 0, 4, 8
+    assert ec.target.points == section.target.points
+    assert ec.target.concurrent_slowdown == section.target.concurrent_slowdown
+    assert ec.target.speculative_slowdown == section.target.speculative_slowdown
+    assert ec.draft == section.draft
+    phase = cal.provenance.settings.phases.engine_costs
+    assert phase.speculation_k2 == [2, 3] and phase.date > settings.date
+    assert phase.description.startswith("engine_costs: made up. (Prompt-lookup passes "
+                                        "measured again on ")
+    assert "they replace: 1.50 +/- 0.00 (k2 = 3, 3 calls).)" in phase.description
+    assert main(["profile", "passes", str(src), "-o", str(tmp_path / "x.json"),
+                 "--speculation-k2", "1"]) == 2
+    assert "--speculation-k2 must be integers >= 2" in capsys.readouterr().err

@@ -401,3 +401,81 @@ def test_a_cost_probe_can_pair_the_models_for_their_slowdowns_beside_each_other(
     with pytest.raises(ValueError, match="contention_rounds must be >= 0, got -1"):
         probe_costs(tgt, drf, models=("tgt", "drf"), context=8, threads=1,
                     contention_rounds=-1)
+
+
+class _SpecEngine(_Clock):
+    """A model whose step calls cost ``pre`` per prefilled token plus ``per`` per forward
+    (plain) or ``per · mult[k2]`` per prompt-lookup pass (speculative, the passes
+    replayed), all times ``pace(prefix)``: a machine whose pace moves between the
+    prefixes' calls."""
+
+    def __init__(self, pre: float, per: float, mult: dict[int, float], pace, k2: int = 1):
+        super().__init__(0.0, pre, per)
+        self.mult, self.pace, self.k2 = mult, pace, k2
+
+    def with_speculation(self, speculation):
+        k2 = 1 if speculation is None else speculation.num_speculative_tokens + 1
+        return type(self)(self.pre, self.per, self.mult, self.pace, k2)
+
+    def generate_steps(self, prefixes, max_tokens):
+        from profiler.engines import StepBatch, StepOutput
+        from profiler.ngram_replay import replay_counters
+
+        ctx = prefixes[0].split()
+        text = " ".join((ctx[-3:] * 4)[:max_tokens])  # a continuation prompt lookup finds
+        n, pace = len(text.split()), self.pace(prefixes[0])
+        if self.k2 == 1:
+            t = pace * (self.pre * len(ctx) + self.per * n)
+            return StepBatch([StepOutput(text, n, "stop")], t, prompt_tokens=[len(ctx)],
+                             prefilled_tokens=len(ctx), iterations=n)
+        passes = replay_counters(ctx, text.split(), self.k2 - 1, 3)["num_target_passes"]
+        t = pace * (self.pre * len(ctx) + self.per * self.mult[self.k2] * passes)
+        return StepBatch([StepOutput(text, n, "stop")], t, prompt_tokens=[len(ctx)])
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.floats(0.5, 2.0), st.floats(0.5, 2.0),
+       st.lists(st.floats(0.3, 3.0), min_size=4, max_size=4))
+def test_a_pass_is_counted_in_the_forward_timed_beside_it(m2, m3, paces) -> None:
+    """The pass multiplier is recovered whatever pace the machine keeps from one prefix
+    to the next (no prefill to mis-scale): the reference forward moves with it."""
+    from profiler.engine_costs import measure_speculative_passes
+
+    prefixes = [f"a b c d e f g {i} x y" for i in range(4)]
+    pace = dict(zip(prefixes, paces, strict=True))
+    eng = _SpecEngine(0.0, 0.01, {2: m2, 3: m3}, pace.__getitem__)
+    got = measure_speculative_passes(eng, prefixes, k2s=[3, 2], max_step_tokens=12,
+                                     overhead=0.0, prefill=0.0)
+    assert set(got) == {2, 3}
+    assert got[2][0] == pytest.approx(m2) and got[3][0] == pytest.approx(m3)
+    assert got[2][2] == got[3][2] == 4 and got[3][1] == pytest.approx(0.0, abs=1e-9)
+
+
+def test_a_pass_takes_the_prefill_off_both_calls_and_refuses_bad_input() -> None:
+    from dataclasses import replace
+
+    from profiler.engine_costs import measure_speculative_passes
+
+    eng = _SpecEngine(0.002, 0.01, {3: 1.3}, lambda prefix: 1.0)
+    prefixes = ["a b c d e f g h i j k l m n o p q r s t", "u v w u v w u v"]
+    got = measure_speculative_passes(eng, prefixes, k2s=[3], max_step_tokens=10,
+                                     overhead=0.0, prefill=0.002)
+    assert got[3][0] == pytest.approx(1.3) and got[3][2] == 2
+    with pytest.raises(ValueError, match="prefixes must not be empty"):
+        measure_speculative_passes(eng, [], k2s=[3], max_step_tokens=8, overhead=0.0,
+                                   prefill=0.0)
+    with pytest.raises(ValueError, match="k2s must be integers >= 2"):
+        measure_speculative_passes(eng, prefixes, k2s=[1], max_step_tokens=8,
+                                   overhead=0.0, prefill=0.0)
+    with pytest.raises(ValueError, match="no more than its overhead and prefill"):
+        measure_speculative_passes(eng, prefixes, k2s=[3], max_step_tokens=8,
+                                   overhead=5.0, prefill=0.0)
+
+    class _Uncounted(_SpecEngine):
+        def generate_steps(self, prefixes, max_tokens):
+            return replace(super().generate_steps(prefixes, max_tokens), iterations=None)
+
+    bare = _Uncounted(0.0, 0.01, {3: 1.0}, lambda prefix: 1.0)
+    with pytest.raises(ValueError, match="reported no forwards"):
+        measure_speculative_passes(bare, prefixes, k2s=[3], max_step_tokens=8,
+                                   overhead=0.0, prefill=0.0)
