@@ -892,7 +892,7 @@ def _with_speculation(engine: Any, costs: Any, k2s: list[int], problems: int, se
                                               max_step_tokens=max_step_tokens)
     return costs.model_copy(update={"speculative_passes": {
         k: Measurement(value=m, stderr=se, n=n) for k, (m, se, n) in got.items()},
-        "speculative_slowdown": slow})
+        "passes_counted_in": "plain-calls", "speculative_slowdown": slow})
 
 
 def _phase_to_measure_again(cal: Calibration, what: str) -> tuple[Any, Any]:
@@ -1016,7 +1016,8 @@ def remeasure_passes(cal: Calibration, *, k2s: list[int] | None = None,
         overhead=ec.target.call_overhead.value, prefill=ec.target.prefill_per_token.value,
         progress=progress)
     passes = {k: Measurement(value=m, stderr=se, n=n) for k, (m, se, n) in got.items()}
-    costs = _rebuilt(ec, target=_rebuilt(ec.target, speculative_passes=passes))
+    costs = _rebuilt(ec, target=_rebuilt(ec.target, speculative_passes=passes,
+                                         passes_counted_in="plain-calls"))
     now = timestamp()
     was = ("not measured" if not ec.target.speculative_passes
            else _passes_said(ec.target.speculative_passes))

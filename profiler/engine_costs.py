@@ -482,6 +482,9 @@ def _pool_model(models: Sequence[Any], tokens: tuple[int, int]) -> Any:
     return out.model_copy(update={
         "speculative_passes": {k2: Measurement.pooled(vs)
                                for k2, vs in sorted(passes.items())} or None,
+        "passes_counted_in": None if not passes else (
+            "plain-calls" if all(m.passes_counted_in == "plain-calls"
+                                 for m in models if m.speculative_passes) else "grid"),
         "speculative_slowdown": Measurement.pooled_or_none(
             [m.speculative_slowdown for m in models])})
 

@@ -777,7 +777,9 @@ def _engine_fits(ec: Any, prefill: bool, overhead: bool, contention: bool,
         src["pass_multipliers"] = _engine_source(
             ec, t, "a prompt-lookup pass = " + ", ".join(f"{m.value:.3g} (k2 = {k})"
                                                          for k, m in sp)
-            + " decode forwards, passes replayed")
+            + " decode forwards, passes replayed, counted in "
+            + ("forwards timed beside them" if t.passes_counted_in == "plain-calls"
+               else "the grid's T(1, L)"))
     return out
 
 

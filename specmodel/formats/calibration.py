@@ -696,6 +696,12 @@ class ModelEngineCosts(_Strict):
     2026-12-03 against the forward of a plain step call on the same prefix timed just
     before it; earlier files against the grid's T(1, L)); None if not measured (the
     decoder model then prices a pass by c2)."""
+    passes_counted_in: Literal["grid", "plain-calls"] | None = None
+    """What :attr:`speculative_passes` counts a pass in: ``plain-calls``, the forward of
+    a plain step call on the same prefix timed just before the speculative ones (the
+    phase since 2026-12-03, and ``profile passes``); ``grid``, the grid's T(1, L) timed
+    earlier, which the machine's pace since moves; None where no pass was measured, and
+    in files from before 2026-12-03, whose passes were all counted in the grid."""
     speculative_slowdown: Measurement | None = None
     """The same for the speculative step calls (at the middle k2 timed) beside the other
     model, over the step prefixes; None if not measured (async token speculation then
@@ -1118,6 +1124,11 @@ class Calibration(_Strict):
                        + ("from batch_cost" if self.batch_cost is not None else "flat"))
         elif self.engine_costs.draft is None:
             out.append("the draft's engine call costs: not measured; the target's × c1")
+        if (self.engine_costs is not None and self.engine_costs.target.speculative_passes
+                and self.engine_costs.target.passes_counted_in != "plain-calls"):
+            out.append("prompt-lookup passes: counted in the grid's T(1, L), which the "
+                       "machine's pace since the grid was timed moves (profile passes CAL "
+                       "-o OUT counts them in forwards timed beside them); taken as they are")
         if self.step.verifier_cost is None:
             out.append("verifier cost: not measured; the verifier is free")
         if not self.step.step_tokens_histogram:

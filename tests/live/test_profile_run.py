@@ -121,6 +121,9 @@ def test_profile_engine_costs_prices_the_engine_and_feeds_the_decoder_model(
     assert m.call_overhead.value >= 0 and m.prefill_per_token.value >= 0
     spec = m.speculative_passes
     assert spec is not None and set(spec) == {3} and spec[3].value > 0 and spec[3].n >= 1
+    assert m.passes_counted_in == "plain-calls"
+    assert "counted in forwards timed beside them" in CostModel.from_calibration(
+        cal).sources["pass_multipliers"]
     phase = cal.provenance.settings.phases.engine_costs
     assert phase.contexts == [16, 48] and phase.widths == [1, 2] and phase.repeats == 1
     assert phase.speculation_k2 == [3] and phase.speculation_seed == 1
@@ -247,7 +250,10 @@ def test_profile_passes_measures_the_pass_again_against_forwards_timed_beside_it
     cal = load_calibration(out)
     ec = cal.engine_costs
     spec = ec.target.speculative_passes
-    assert set(spec) == {2, 3}
+    assert set(spec) == {2, 3} and ec.target.passes_counted_in == "plain-calls"
+    assert not any(g.startswith("prompt-lookup passes") for g in cal.decoder_gaps())
+    assert any(g.startswith("prompt-lookup passes: counted in the grid's T(1, L)")
+               for g in load_calibration(src).decoder_gaps())
     for m in spec.values():
         assert 1 <= m.n <= 3 and 0.2 < m.value < 5 and m.stderr is not None  # steps 0, 4, 8
     assert ec.target.points == section.target.points

@@ -246,7 +246,7 @@ def test_speculative_contention_is_those_calls_paired_with_the_others() -> None:
 
 
 def _measured(per: float, over: float, pre: float, passes: dict[int, tuple[float, float]],
-              slowdown: float, date: str, n: int = 3):
+              slowdown: float, date: str, n: int = 3, counted_in: str | None = None):
     """An engine_costs section and its settings whose cells lie exactly on
     over + pre · b · L + n · per · b."""
     from profiler import calibrate
@@ -257,6 +257,7 @@ def _measured(per: float, over: float, pre: float, passes: dict[int, tuple[float
     target = model_costs("tgt", cells, slowdown).model_copy(update={
         "speculative_passes": {k: Measurement(value=v, n=6, stderr=se)
                                for k, (v, se) in passes.items()},
+        "passes_counted_in": counted_in,
         "speculative_slowdown": Measurement(value=slowdown, n=1)})
     costs = EngineCosts(engine="transformers", device="cpu", dtype="float32", threads=1,
                         tokens=(4, 32), target=target)
@@ -292,6 +293,21 @@ def test_pooling_averages_cells_refits_and_keeps_the_spread_between_measurements
     assert settings.repeats == 4 and settings.date == "2026-11-23T20:00:00+00:00"
     assert "pooled from 2 measurements" in settings.description
     assert "2026-11-23T18:00:00+00:00: T(1, 64) = 200 ms" in settings.description
+    assert costs.target.passes_counted_in == "grid"  # files before 2026-12-03 say nothing
+
+
+def test_pooled_passes_are_counted_in_plain_calls_only_where_every_one_was() -> None:
+    from profiler.engine_costs import pool_engine_costs
+
+    def one(counted_in: str | None, date: str):
+        return _measured(0.2, 0.05, 0.01, {3: (1.0, 0.1)}, 1.0, date,
+                         counted_in=counted_in)
+
+    plain = [one("plain-calls", "2026-12-03T10:00:00+00:00"),
+             one("plain-calls", "2026-12-03T11:00:00+00:00")]
+    assert pool_engine_costs(plain)[0].target.passes_counted_in == "plain-calls"
+    mixed = [plain[0], one(None, "2026-11-23T18:00:00+00:00")]
+    assert pool_engine_costs(mixed)[0].target.passes_counted_in == "grid"
 
 
 def test_pooling_refuses_other_setups_and_single_measurements() -> None:

@@ -404,3 +404,28 @@ def test_a_bare_slowdown_loads_as_a_measurement_of_one_and_a_bad_one_is_refused(
                 "engine": "transformers", "device": "cpu", "dtype": "float32",
                 "threads": 1, "tokens": [4, 32], "target": {**model,
                                                             "concurrent_slowdown": bad}})
+
+
+def test_passes_counted_in_the_grid_are_a_gap_and_those_counted_beside_them_are_not() -> None:
+    """The Dec-03 Xeon calibration counted its passes in the grid's T(1, L) (a file from
+    before the marker: it says nothing); the copy whose passes `profile passes` measured
+    again counts them in plain calls' forwards, and the cost model says which."""
+    from pathlib import Path
+
+    from specmodel.decodermodel.costs import CostModel
+
+    results = Path(__file__).resolve().parents[3] / "benchmarks" / "results"
+    grid = load_calibration(results / "heldout_15b_calibration30_xeon1203.json")
+    beside = load_calibration(results / "heldout_15b_calibration30_xeon1203_passes.json")
+    assert grid.engine_costs.target.passes_counted_in is None
+    assert beside.engine_costs.target.passes_counted_in == "plain-calls"
+    assert beside.engine_costs.draft.passes_counted_in is None  # no passes measured
+    said = "prompt-lookup passes: counted in the grid's T(1, L)"
+    assert any(g.startswith(said) for g in grid.decoder_gaps())
+    assert not any(g.startswith("prompt-lookup passes") for g in beside.decoder_gaps())
+    assert CostModel.from_calibration(grid).sources["pass_multipliers"].endswith(
+        "counted in the grid's T(1, L))")
+    assert CostModel.from_calibration(beside).sources["pass_multipliers"].endswith(
+        "counted in forwards timed beside them)")
+    assert beside.engine_costs.target.speculative_passes[3].value > (
+        grid.engine_costs.target.speculative_passes[3].value)
