@@ -142,7 +142,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--report", action="store_true", help="compare the records only")
     ap.add_argument("--pause-file", default=PAUSE_FILE,
                     help="while this file exists the sweep waits between problems (each "
-                         "problem is timed on its own), so heavy work can share the machine")
+                         "problem is timed on its own), so heavy work can share the machine; "
+                         "every problem decoded before a pause is in the round record, so a "
+                         "sweep stopped while paused goes on with --resume")
     ap.add_argument("--out", default=None,
                     help="name of the round records and the summary under "
                          "benchmarks/results (default heldout_<trio>)")

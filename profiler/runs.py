@@ -200,9 +200,12 @@ def run_configurations(
     """Decode ``problems`` with every configuration (the target-only baseline first).
 
     ``progress(done, total, message)`` is called after every problem, counting
-    over all configurations.  ``cost_probes`` (engine-cost probes taken for this
-    invocation, :func:`profiler.engine_costs.probe_costs`) are added to the record's
-    (a resumed record keeps its earlier ones).  ``interleave``: decode problem by
+    over all configurations; after a configuration's last problem only once the record
+    holds that configuration (a sweep paused there, as ``bench_heldout --pause-file``
+    does, and stopped, resumes without decoding it again).  ``cost_probes``
+    (engine-cost probes taken for this invocation,
+    :func:`profiler.engine_costs.probe_costs`) are added to the record's (a resumed
+    record keeps its earlier ones).  ``interleave``: decode problem by
     problem, every configuration on each (forwards on even problems, backwards on odd
     ones), so that a slow spell of a shared machine lands on every configuration alike
     and not on one configuration's minutes; the record (``settings.order``
@@ -262,17 +265,18 @@ def run_configurations(
                                                verifier if cfg.k1 > 1 else None, cfg)
 
         def decode(cfg: SpecConfig, dec: LookaheadDecoder, p: Problem) -> ProblemRun:
-            nonlocal count
             for eng in (target, draft):  # a problem starts with a cold prefix cache
                 forget = getattr(eng, "forget", None)
                 if forget is not None:
                     forget()
-            r = dec.decode(p)
+            return dec.decode(p)
+
+        def report(cfg: SpecConfig, p: Problem, r: ProblemRun) -> None:
+            nonlocal count
             count += 1
             if progress is not None:
                 progress(count, total, f"{cfg.label}: problem {p.index}, {r.output_tokens} "
                          f"tokens in {r.seconds:.1f} s")
-            return r
 
         def finish(finished_runs: list[tuple[SpecConfig, list[ProblemRun]]]) -> None:
             nonlocal record
@@ -289,9 +293,17 @@ def run_configurations(
             for i, p in enumerate(problems):
                 for cfg, dec in decs if i % 2 == 0 else decs[::-1]:
                     by_config[cfg.label].append(decode(cfg, dec, p))
+                    report(cfg, p, by_config[cfg.label][-1])
             finish([(cfg, by_config[cfg.label]) for cfg in pending])  # one write
         else:
             for cfg in pending:
                 dec = decoder(cfg)
-                finish([(cfg, [decode(cfg, dec, p) for p in problems])])
+                runs: list[ProblemRun] = []
+                for p in problems:
+                    runs.append(decode(cfg, dec, p))
+                    if p is not problems[-1]:
+                        report(cfg, p, runs[-1])
+                finish([(cfg, runs)])
+                if runs:  # reported once written: a sweep stopped here loses nothing
+                    report(cfg, problems[-1], runs[-1])
         return record if record is not None else RunRecord(**meta, configs=done)

@@ -203,3 +203,34 @@ def test_a_run_resumes_only_on_the_decode_path_it_was_measured_on(tmp_path) -> N
     assert load_run_record(out).configs == first.configs
     with pytest.raises(ValueError, match="execution"):
         run("transformers static KV cache, eager")
+
+
+def test_a_configurations_last_problem_is_reported_once_the_record_holds_it(tmp_path) -> None:
+    """A sweep paused at the report of a configuration's last problem and stopped there
+    resumes without decoding that configuration again: by then the record holds it."""
+    import dataclasses
+
+    from profiler.runs import run_configurations
+
+    target = Scripted(frozenset(), delimiter="\n")
+    draft = Scripted(frozenset(), delimiter="\n")
+    out = tmp_path / "run.json"
+    configs = [SpecConfig(mode="sync", k1=2, step_delimiter="\n", max_steps=4),
+               SpecConfig(mode="async", k1=2, step_delimiter="\n", max_steps=4)]
+    settings = {"engine": "transformers", "problems": 2, "max_steps": 4, "delimiter": "\n"}
+    second = dataclasses.replace(PROBLEM, index=1)
+    seen: list[tuple[str, set[str]]] = []
+
+    def progress(done: int, total: int, message: str) -> None:
+        held = ({c.label for c in load_run_record(out).configs} if out.is_file() else set())
+        seen.append((message, held))
+
+    run_configurations(target, draft, _Named(configs[0].verifier), configs,
+                       [PROBLEM, second], out, models={"target": "t", "draft": "d"},
+                       settings=settings, progress=progress)
+    labels = [c.label for c in load_run_record(out).configs]
+    assert len(seen) == 2 * len(labels)
+    for i, (message, held) in enumerate(seen):
+        label = labels[i // 2]
+        assert message.startswith(f"{label}: problem ")
+        assert (label in held) == (i % 2 == 1)  # the last problem's report: written
