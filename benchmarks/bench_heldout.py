@@ -143,8 +143,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pause-file", default=PAUSE_FILE,
                     help="while this file exists the sweep waits between problems (each "
                          "problem is timed on its own), so heavy work can share the machine; "
-                         "every problem decoded before a pause is in the round record, so a "
-                         "sweep stopped while paused goes on with --resume")
+                         "the record is written per configuration, and the pause after a "
+                         "configuration's last problem comes once it is written, so a sweep "
+                         "stopped there goes on with --resume without decoding it again")
     ap.add_argument("--out", default=None,
                     help="name of the round records and the summary under "
                          "benchmarks/results (default heldout_<trio>)")
