@@ -938,16 +938,15 @@ def remeasure_contention(cal: Calibration, *, repeats: int = 5, max_step_tokens:
     from profiler.engine_costs import measure_contention, measure_speculative_contention
     from specmodel import __version__
 
-    ec, phase = cal.engine_costs, cal.phase_settings("engine_costs")
-    if ec is not None and phase is not None and (ec.draft is None or phase.draft is None):
-        raise ValueError(f"calibration {cal.name!r}: its engine costs have no draft, so no "
-                         "contention to measure")
     if repeats < 1:
         raise ValueError(f"repeats must be >= 1, got {repeats}")
     if max_step_tokens < 1:
         raise ValueError(f"max_step_tokens must be >= 1, got {max_step_tokens}")
     ec, phase = _phase_to_measure_again(cal, "slowdowns")
-    say = progress or (lambda done, total, message: None)
+    if ec.draft is None or phase.draft is None:
+        raise ValueError(f"calibration {cal.name!r}: its engine costs have no draft, so no "
+                         "contention to measure")
+    say = progress or no_progress
     eng_t, eng_d = _phase_engines(phase, draft=True)
     say(0, 2, f"paired calls, {repeats} rounds")
     slow_t, slow_d = measure_contention(eng_t, eng_d, context=phase.contexts[0],

@@ -373,7 +373,8 @@ def measure_speculative_passes(
     over what the plain call spent per forward beyond the same.  So a machine that ran
     faster or slower than when the grid was timed, or a grid cell a neighbour
     disturbed, moves both and not their ratio (on the Intel Xeon VM of 2026-12-03 the
-    grid's T(1, L) gave 0.78 forwards per pass at k2 = 3 where the run paid 1.04)."""
+    grid's T(1, L) gave 0.78 forwards per pass at k2 = 3, this 0.99, and two runs paid
+    1.04 and 0.85)."""
     from profiler.ngram_replay import replay_counters
     from specmodel.config import TokenDrafter, TokenSpeculation
 
