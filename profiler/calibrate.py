@@ -767,10 +767,8 @@ def engine_costs_phase(
                 "calls")
         if m.speculative_passes:
             slow += ("; a prompt-lookup pass inside a step call costs "
-                     + _passes_said(m.speculative_passes)
-                     + f" decode forwards (step prefixes of {speculation_problems} "
-                     f"gsm_symbolic problems (seed {seed}), passes replayed; each against a "
-                     "plain step call's forward on the same prefix, timed just before)")
+                     f"{_passes_said(m.speculative_passes)} decode forwards "
+                     f"({_passes_how(speculation_problems, seed)})")
         if m.speculative_slowdown is not None:
             slow += (f"; those calls {_slowdown(m.speculative_slowdown)} slower beside "
                      "the other model's calls")
@@ -1021,9 +1019,7 @@ def remeasure_passes(cal: Calibration, *, k2s: list[int] | None = None,
     was = ("not measured" if not ec.target.speculative_passes
            else _passes_said(ec.target.speculative_passes))
     desc = (f"{phase.description} (Prompt-lookup passes measured again on {now} with "
-            f"specmodel {__version__}, on step prefixes of {problems} gsm_symbolic problems "
-            f"(seed {seed}), passes replayed, each speculative call against a plain step "
-            f"call's forward on the same prefix timed just before: "
+            f"specmodel {__version__}, on {_passes_how(problems, seed)}: "
             f"{_passes_said(passes)} decode forwards; they replace: {was}.)")
     settings = phase.model_copy(update={
         "description": desc, "date": now, "speculation_k2": ks,
@@ -1037,6 +1033,14 @@ def _passes_said(passes: dict[int, Any]) -> str:
     """Measured prompt-lookup passes in words: value ± stderr (k2, calls) each."""
     return ", ".join(f"{v.value:.2f} +/- {v.stderr or 0:.2f} (k2 = {k}, {v.n} calls)"
                      for k, v in sorted(passes.items()))
+
+
+def _passes_how(problems: int, seed: int) -> str:
+    """How the prompt-lookup passes were measured, in words (the phase's description
+    and ``profile passes``')."""
+    return (f"step prefixes of {problems} gsm_symbolic problems (seed {seed}), passes "
+            "replayed, each speculative call against a plain step call's forward on the "
+            "same prefix timed just before")
 
 
 def machines_line(phases: dict[str, Any], fallback: str | None = None) -> str | None:

@@ -299,9 +299,9 @@ def run_configurations(
             for cfg in pending:
                 dec = decoder(cfg)
                 runs: list[ProblemRun] = []
-                for p in problems:
+                for i, p in enumerate(problems):
                     runs.append(decode(cfg, dec, p))
-                    if p is not problems[-1]:
+                    if i < len(problems) - 1:
                         report(cfg, p, runs[-1])
                 finish([(cfg, runs)])
                 if runs:  # reported once written: a sweep stopped here loses nothing
