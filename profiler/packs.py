@@ -44,6 +44,7 @@ imported only inside the function that converts.  Nothing here ever passes
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import errno
 import hashlib
@@ -59,10 +60,10 @@ import sys
 import tempfile
 import time
 import zipfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Literal
+from typing import Any, Literal
 
 from specmodel.errors import SpecmodelError
 from specmodel.formats.jsonio import timestamp
@@ -661,9 +662,9 @@ def _apply_special_token_flags(source: Path, tokenizer: object) -> None:
     needs its BOS token (without it gemma-3-270m's perplexity on plain English goes from
     about 6 to about 160).
     """
-    from gguf import GGUFReader
+    import gguf
 
-    fields = GGUFReader(source).fields
+    fields = gguf.GGUFReader(source).fields
     for flag in ("add_bos_token", "add_eos_token"):
         field = fields.get(f"tokenizer.ggml.{flag}")
         if field is None or not hasattr(tokenizer, flag):
@@ -671,6 +672,36 @@ def _apply_special_token_flags(source: Path, tokenizer: object) -> None:
         wanted = bool(field.contents())
         if getattr(tokenizer, flag) != wanted:
             setattr(tokenizer, flag, wanted)
+
+
+@contextlib.contextmanager
+def _one_gguf_parse(source: Path) -> Iterator[None]:
+    """Within the block, every ``gguf.GGUFReader(source)`` returns one reader of
+    ``source``, parsed once.  transformers builds a reader of its own for the tokenizer,
+    the config and the weights, and the special-token flags read a fourth; parsing a
+    GGUF file's metadata goes element by element through a memory map, about 14 s per
+    reader for Qwen2.5's 151,646-token vocabulary on a 2-core VM, so the conversion
+    spent most of its time parsing the same file four times.  The reader is only read
+    (fields, and tensors dequantised into new arrays); other paths get readers of their
+    own."""
+    import gguf
+
+    real = gguf.GGUFReader
+    want = source.resolve()
+    shared: list[Any] = []
+
+    def reader(path: Any, *args: Any, **kwargs: Any) -> Any:
+        if args or kwargs or Path(path).resolve() != want:
+            return real(path, *args, **kwargs)
+        if not shared:
+            shared.append(real(path))
+        return shared[0]
+
+    gguf.GGUFReader = reader  # type: ignore[misc,assignment]
+    try:
+        yield
+    finally:
+        gguf.GGUFReader = real  # type: ignore[misc]
 
 
 def _convert_gguf(source: Path, out: Path, progress: Progress) -> dict[str, str]:
@@ -687,22 +718,23 @@ def _convert_gguf(source: Path, out: Path, progress: Progress) -> dict[str, str]
             f"(pip install 'specmodel[live]'): {e}"
         ) from e
     try:
-        tokenizer = AutoTokenizer.from_pretrained(
-            source.parent, gguf_file=source.name, local_files_only=True, trust_remote_code=False
-        )
-        _apply_special_token_flags(source, tokenizer)
-        model = AutoModelForCausalLM.from_pretrained(
-            source.parent,
-            gguf_file=source.name,
-            dtype=torch.float32,
-            local_files_only=True,
-            trust_remote_code=False,
-        )
-        model.hf_quantizer = None
-        if hasattr(model.config, "quantization_config"):
-            del model.config.quantization_config
-        model.save_pretrained(out, safe_serialization=True)
-        tokenizer.save_pretrained(out)
+        with _one_gguf_parse(source):
+            tokenizer = AutoTokenizer.from_pretrained(
+                source.parent, gguf_file=source.name, local_files_only=True, trust_remote_code=False
+            )
+            _apply_special_token_flags(source, tokenizer)
+            model = AutoModelForCausalLM.from_pretrained(
+                source.parent,
+                gguf_file=source.name,
+                dtype=torch.float32,
+                local_files_only=True,
+                trust_remote_code=False,
+            )
+            model.hf_quantizer = None
+            if hasattr(model.config, "quantization_config"):
+                del model.config.quantization_config
+            model.save_pretrained(out, safe_serialization=True)
+            tokenizer.save_pretrained(out)
     except Exception as e:
         raise PackError(f"conversion of {source.name} failed: {type(e).__name__}: {e}") from e
     if not (out / "config.json").is_file() or not any(out.glob("*.safetensors")):

@@ -58,3 +58,36 @@ def quick_profiling(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(hardware, "measure", quick_measure)
     monkeypatch.setattr(synthetic, "measure_contention", quick_contention)
+
+
+@pytest.fixture
+def quick_decoder_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Simulate fewer problems in the decoder model's predictions for one test
+    (``pytest.mark.usefixtures("quick_decoder_model")``): where a call of
+    :func:`specmodel.prediction.decoder_prediction` leaves them to their defaults (200
+    problems, 16 calibration draws of 50), 60 problems and 4 draws of 20 — about a
+    seventh of the simulation; :func:`specmodel.prediction.at_run_acceptance`'s
+    simulations 500 problems instead of 2000.  For tests that check what ``validate``
+    and ``compare`` print, take and refuse, or how two predictions from the same seed
+    order: none of their assertions reads the simulation's precision.  Calls that name
+    their sizes (registrations, benchmarks) keep them."""
+    import functools
+
+    import specmodel.prediction as prediction
+
+    full, shift = prediction.decoder_prediction, prediction.at_run_acceptance
+
+    @functools.wraps(full)
+    def quick(*args, **kwargs):
+        kwargs.setdefault("problems", 60)
+        kwargs.setdefault("draws", 4)
+        kwargs.setdefault("draw_problems", 20)
+        return full(*args, **kwargs)
+
+    @functools.wraps(shift)
+    def quick_shift(*args, **kwargs):
+        kwargs.setdefault("problems", 500)
+        return shift(*args, **kwargs)
+
+    monkeypatch.setattr(prediction, "decoder_prediction", quick)
+    monkeypatch.setattr(prediction, "at_run_acceptance", quick_shift)

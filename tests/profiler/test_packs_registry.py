@@ -688,3 +688,37 @@ def test_a_killed_fetch_leaves_a_folder_the_next_fetch_removes(
     with pytest.raises(PackError):
         fetch_pack(pack.name, cache)
     assert list(cache.iterdir()) == []
+
+
+def test_a_conversion_parses_its_gguf_file_once(tmp_path) -> None:
+    """Inside the conversion every reader of the pack's GGUF file is one reader (the
+    tokenizer, the config, the weights and the special-token flags each asked for their
+    own); another file gets its own reader; afterwards ``gguf.GGUFReader`` is the
+    library's again, also when the block raised."""
+    gguf = pytest.importorskip("gguf")
+    import numpy as np
+
+    def write(name: str) -> Path:
+        path = tmp_path / name
+        w = gguf.GGUFWriter(str(path), "llama")
+        w.add_string("tokenizer.ggml.model", "gpt2")
+        w.add_bool("tokenizer.ggml.add_bos_token", True)
+        w.add_tensor("w", np.arange(8, dtype=np.float32))
+        w.write_header_to_file()
+        w.write_kv_data_to_file()
+        w.write_tensors_to_file()
+        w.close()
+        return path
+
+    source, other = write("a.gguf"), write("b.gguf")
+    real = gguf.GGUFReader
+    with packs._one_gguf_parse(source):
+        first = gguf.GGUFReader(source)
+        assert gguf.GGUFReader(str(tmp_path / "." / "a.gguf")) is first
+        assert isinstance(first, real) and first.fields["tokenizer.ggml.add_bos_token"]
+        assert np.array_equal(first.tensors[0].data, np.arange(8, dtype=np.float32))
+        assert gguf.GGUFReader(other) is not gguf.GGUFReader(other)
+    assert gguf.GGUFReader is real
+    with pytest.raises(RuntimeError), packs._one_gguf_parse(source):
+        raise RuntimeError("conversion failed")
+    assert gguf.GGUFReader is real

@@ -88,6 +88,7 @@ def test_at_run_acceptance_simulates_the_runs_rate_and_moves_the_speedup_its_way
             at_run_acceptance(cal, cfg, **args)
 
 
+@pytest.mark.usefixtures("quick_decoder_model")
 def test_compare_at_run_acceptance_on_a_committed_sweep() -> None:
     """On a committed synthetic sweep (seed 12, 24 problems; its runs accepted 0.55–0.57
     of the draft steps, the calibration 0.63): the shifted decoder model accepts as each
@@ -119,6 +120,7 @@ def test_compare_at_run_acceptance_on_a_committed_sweep() -> None:
                 r.decoder_at_run_acceptance / r.measured_mean - 1)
 
 
+@pytest.mark.usefixtures("quick_decoder_model")
 def test_validate_acceptance_as_run(capsys) -> None:
     """`validate --acceptance-as-run` prints the diagnosis table and puts its fields in
     the JSON rows; without it the JSON fields are null; a synthetic record's prompt

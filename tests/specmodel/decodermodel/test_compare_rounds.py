@@ -166,6 +166,7 @@ def test_the_baseline_speed_compares_absolute_costs_with_the_run() -> None:
     assert compare_rounds([_record(ROUND1)], decoder=False).baseline_speed is None
 
 
+@pytest.mark.usefixtures("quick_decoder_model")
 def test_validate_says_how_the_calibrations_absolute_costs_held(capsys) -> None:
     """`specmodel validate` on a committed held-out round: the target alone's measured
     time per token over the decoder model's, printed as the summary computes it."""
@@ -185,6 +186,7 @@ def test_validate_says_how_the_calibrations_absolute_costs_held(capsys) -> None:
     assert f"the target alone ran at {speed:.0%} of the time per token" in out
 
 
+@pytest.mark.usefixtures("quick_decoder_model")
 def test_validate_takes_the_prompt_length_a_record_lacks(tmp_path, capsys) -> None:
     """A record without its prompts' length: validate says the decoder model assumed one
     and `--prompt-tokens` gives it (the decoder column changes); a record that stores it

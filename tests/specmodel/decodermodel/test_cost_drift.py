@@ -103,6 +103,7 @@ def test_a_probe_of_another_target_is_refused(cal: Calibration) -> None:
         cost_drift(cal, [other])
 
 
+@pytest.mark.usefixtures("quick_decoder_model")
 def test_the_rescaled_calibration_prices_the_target_alone_by_the_drift(
         cal: Calibration) -> None:
     """The baseline is the target alone: its predicted time per token moves by exactly
@@ -131,6 +132,7 @@ def test_records_keep_their_probes_and_older_records_have_none(cal: Calibration,
         == "target"
 
 
+@pytest.mark.usefixtures("quick_decoder_model")
 def test_validate_prints_the_drift_and_prices_with_it_when_asked(cal: Calibration,
                                                                  tmp_path: Path,
                                                                  capsys) -> None:
@@ -230,6 +232,7 @@ def test_by_batch_factors_are_validated_and_below_the_smallest_take_it(
             ec.target.scaled(1.0, bad)
 
 
+@pytest.mark.usefixtures("quick_decoder_model")
 def test_validate_prices_each_batch_size_unless_drift_uniform(
         cal: Calibration, tmp_path: Path, capsys) -> None:
     from cli.main import main
