@@ -1,6 +1,7 @@
 """Shared test configuration: the hypothesis profiles."""
 
 import os
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -30,6 +31,16 @@ def require(module: str):
         return importlib.import_module(module)
     return pytest.importorskip(module)
 
+
+
+
+def shared_pack_root(tmp_path_factory: pytest.TempPathFactory) -> Path | None:
+    """Under pytest-xdist, the folder that holds every worker's temp folder, where the
+    live tests' model packs are fetched once for all workers (tests/live/conftest.py);
+    None in a run without workers."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return None
+    return tmp_path_factory.getbasetemp().parent
 
 
 @pytest.fixture
@@ -91,3 +102,25 @@ def quick_decoder_model(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(prediction, "decoder_prediction", quick)
     monkeypatch.setattr(prediction, "at_run_acceptance", quick_shift)
+
+
+@pytest.fixture
+def quick_cost_probe(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Shorter cost probes for one test (``pytest.mark.usefixtures("quick_cost_probe")``):
+    where a caller of :func:`profiler.engine_costs.probe_costs` leaves them to their
+    defaults (calls of 4 and 32 tokens, two repeats), calls of 2 and 6 tokens, one
+    repeat.  Every cell still runs on the real engines and is timed; the tests read the
+    probe's shape and that it is stored, priced and printed, not its precision."""
+    import functools
+
+    import profiler.engine_costs as engine_costs
+
+    full = engine_costs.probe_costs
+
+    @functools.wraps(full)
+    def quick(*args, **kwargs):
+        kwargs.setdefault("tokens", (2, 6))
+        kwargs.setdefault("repeats", 1)
+        return full(*args, **kwargs)
+
+    monkeypatch.setattr(engine_costs, "probe_costs", quick)

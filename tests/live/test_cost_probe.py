@@ -59,6 +59,7 @@ def test_a_probe_on_a_real_model_times_its_cells_and_reads_back_as_no_drift(
     assert len(kept.configs) == 2
 
 
+@pytest.mark.usefixtures("quick_cost_probe", "quick_decoder_model")
 def test_a_registration_from_a_probe_prices_with_the_costs_it_rescales(
         smollm_path, monkeypatch) -> None:
     """``bench_heldout --register --costs-at-run-time``: one probe taken before anything

@@ -144,6 +144,7 @@ def test_vllm_sync_and_async_decoding_are_lossless(smollm_path, qwen05_path, pro
     gc.collect()
 
 
+@pytest.mark.usefixtures("quick_cost_probe", "quick_decoder_model")
 def test_decode_and_validate_commands(smollm_path, qwen05_path, tmp_path, capsys,
                                       monkeypatch) -> None:
     from cli.main import main
@@ -187,6 +188,7 @@ def test_decode_and_validate_commands(smollm_path, qwen05_path, tmp_path, capsys
     assert json.loads(out.read_text())["configs"] == json.loads(before)["configs"]
 
 
+@pytest.mark.usefixtures("quick_cost_probe", "quick_decoder_model")
 def test_a_static_run_records_its_cache_and_validate_holds_it_against_the_costs(
         smollm_path, tmp_path, capsys) -> None:
     """``decode --decode-path static`` records the length of the static caches its calls
