@@ -1,4 +1,6 @@
-"""Shared test configuration: the hypothesis profiles."""
+"""Shared test configuration: the hypothesis profiles, optional imports, the live tests'
+shared pack folder under pytest-xdist, and the fixtures that shorten what no assertion
+reads (profiling burn-in, the decoder model's simulation size, cost probes)."""
 
 import os
 from pathlib import Path
@@ -30,8 +32,6 @@ def require(module: str):
     if os.environ.get("SPECMODEL_STRICT") == "1":
         return importlib.import_module(module)
     return pytest.importorskip(module)
-
-
 
 
 def shared_pack_root(tmp_path_factory: pytest.TempPathFactory) -> Path | None:
