@@ -19,32 +19,34 @@ checks a fresh fetch's messages without downloading the pack a second time)."""
 def _pack(name: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """``name`` fetched into $SPECMODEL_CACHE, or into a session temp cache.
 
-    Under pytest-xdist (the README's test command runs two workers) the temp cache is
-    shared: ``packs-<name>`` beside the workers' own temp folders, fetched by the first
-    worker that asks while the others wait on a lock, so each pack is downloaded and
-    converted once a session (a worker fetching on its own would convert it again, about
-    a minute for Qwen2.5-Coder-0.5B, and double the 4 GB on disk).  The fetch's messages
-    are kept beside it for every worker (``FETCH_MESSAGES``).  The shared folder is the
-    controller's temp folder: the retention policy removes it when the session passes.
+    Under pytest-xdist (the README's test command runs two workers) the workers fetch
+    one after another, the first that asks while the others wait on a lock, so each
+    pack is downloaded and converted once a session (a worker fetching on its own would
+    convert it again, about a minute for Qwen2.5-Coder-0.5B, and, in the temp cache,
+    double the 4 GB on disk).  The temp cache is then shared: ``packs-<name>`` in the
+    controller's temp folder, beside the workers' own (the retention policy removes it
+    when the session passes), with the fetch's messages kept beside it for every worker
+    (``FETCH_MESSAGES``).
     """
     require("transformers")
     from profiler.packs import fetch_pack
 
     env = os.environ.get("SPECMODEL_CACHE")
     shared = shared_pack_root(tmp_path_factory)
-    if env or shared is None:
+    if shared is None:
         cache = Path(env) if env else tmp_path_factory.mktemp(f"packs-{name}")
         messages = FETCH_MESSAGES.setdefault(name, [])
         return fetch_pack(name, cache, progress=messages.append)
+    cache = Path(env) if env else shared / f"packs-{name}"
     log = shared / f"packs-{name}.messages.json"
     with open(shared / f"packs-{name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
         if log.is_file():  # another worker fetched it: ready at once
-            folder = fetch_pack(name, shared / f"packs-{name}")
+            folder = fetch_pack(name, cache)
             messages = json.loads(log.read_text())
         else:
             messages = []
-            folder = fetch_pack(name, shared / f"packs-{name}", progress=messages.append)
+            folder = fetch_pack(name, cache, progress=messages.append)
             log.write_text(json.dumps(messages))
     FETCH_MESSAGES[name] = messages
     return folder
