@@ -43,6 +43,21 @@ def shared_pack_root(tmp_path_factory: pytest.TempPathFactory) -> Path | None:
     return tmp_path_factory.getbasetemp().parent
 
 
+def _defaults(monkeypatch: pytest.MonkeyPatch, module: object, name: str,
+              **defaults: object) -> None:
+    """Replace ``module.name`` for one test by the same function with other defaults:
+    a keyword the caller leaves out takes the value given here."""
+    import functools
+
+    full = getattr(module, name)
+
+    @functools.wraps(full)
+    def wrapped(*args, **kwargs):
+        return full(*args, **{**defaults, **kwargs})
+
+    monkeypatch.setattr(module, name, wrapped)
+
+
 @pytest.fixture
 def quick_profiling(monkeypatch: pytest.MonkeyPatch) -> None:
     """Shorten the untimed parts of a profiling pass for one test
@@ -56,18 +71,13 @@ def quick_profiling(monkeypatch: pytest.MonkeyPatch) -> None:
     import profiler.engines.synthetic as synthetic
     import profiler.hardware as hardware
 
-    measure, contention = hardware.measure, synthetic.measure_contention
-
-    @functools.wraps(measure)
-    def quick_measure(*args, **kwargs):
-        kwargs.setdefault("burn_in", 0.02)
-        return measure(*args, **kwargs)
+    _defaults(monkeypatch, hardware, "measure", burn_in=0.02)
+    contention = synthetic.measure_contention
 
     @functools.wraps(contention)
     def quick_contention(*args, seconds: float = 1.0, **kwargs):
         return contention(*args, seconds=min(seconds, 0.1), **kwargs)
 
-    monkeypatch.setattr(hardware, "measure", quick_measure)
     monkeypatch.setattr(synthetic, "measure_contention", quick_contention)
 
 
@@ -82,26 +92,11 @@ def quick_decoder_model(monkeypatch: pytest.MonkeyPatch) -> None:
     and ``compare`` print, take and refuse, or how two predictions from the same seed
     order: none of their assertions reads the simulation's precision.  Calls that name
     their sizes (registrations, benchmarks) keep them."""
-    import functools
-
     import specmodel.prediction as prediction
 
-    full, shift = prediction.decoder_prediction, prediction.at_run_acceptance
-
-    @functools.wraps(full)
-    def quick(*args, **kwargs):
-        kwargs.setdefault("problems", 60)
-        kwargs.setdefault("draws", 4)
-        kwargs.setdefault("draw_problems", 20)
-        return full(*args, **kwargs)
-
-    @functools.wraps(shift)
-    def quick_shift(*args, **kwargs):
-        kwargs.setdefault("problems", 500)
-        return shift(*args, **kwargs)
-
-    monkeypatch.setattr(prediction, "decoder_prediction", quick)
-    monkeypatch.setattr(prediction, "at_run_acceptance", quick_shift)
+    _defaults(monkeypatch, prediction, "decoder_prediction", problems=60, draws=4,
+              draw_problems=20)
+    _defaults(monkeypatch, prediction, "at_run_acceptance", problems=500)
 
 
 @pytest.fixture
@@ -111,16 +106,6 @@ def quick_cost_probe(monkeypatch: pytest.MonkeyPatch) -> None:
     defaults (calls of 4 and 32 tokens, two repeats), calls of 2 and 6 tokens, one
     repeat.  Every cell still runs on the real engines and is timed; the tests read the
     probe's shape and that it is stored, priced and printed, not its precision."""
-    import functools
-
     import profiler.engine_costs as engine_costs
 
-    full = engine_costs.probe_costs
-
-    @functools.wraps(full)
-    def quick(*args, **kwargs):
-        kwargs.setdefault("tokens", (2, 6))
-        kwargs.setdefault("repeats", 1)
-        return full(*args, **kwargs)
-
-    monkeypatch.setattr(engine_costs, "probe_costs", quick)
+    _defaults(monkeypatch, engine_costs, "probe_costs", tokens=(2, 6), repeats=1)
