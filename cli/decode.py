@@ -215,6 +215,8 @@ def decode(
     from specmodel.formats.lock import WriteLock
 
     # The record is locked before any model loads: a second writer is refused at once.
+    what = (f"synthetic acceptance from {acceptance}, {target} / {draft} on {device}"
+            if synthetic else engine)
     with WriteLock(output), saving(lambda: _decode_saved(output, interleave)):
         probs = load_problems(problems, seed)
         where: dict[str, Any] = {"threads": threads, "delimiter": cfg.step_delimiter,
@@ -225,6 +227,30 @@ def decode(
                 return {"decode_path": decode_path}
             return {"acceptance": acc_cal, "role": role, "seed": seed} if synthetic else None
 
+        def settings(**measured: Any) -> RunSettings:
+            """The run's settings; ``measured``: what the built engines say."""
+            return RunSettings(problems=problems, seed=seed, threads=threads, engine=engine,
+                               max_steps=cfg.max_steps, max_step_tokens=cfg.max_step_tokens,
+                               delimiter=cfg.step_delimiter,
+                               config_file=str(config) if config is not None else None,
+                               device=device, dtype=dtype, **measured)
+
+        if resume and output.is_file():  # a record of other settings is refused, and a
+            # complete one printed, before any model loads
+            from profiler.engines import execution_of
+            from profiler.runs import resume_before_loading
+
+            held = resume_before_loading(
+                output, engine=engine, problems=[p.index for p in probs],
+                models={"target": target, "draft": draft if cfg.k1 > 1 else ""},
+                settings=settings(execution=execution_of(engine, device, opts("target"))),
+                configs=[cfg], include_baseline=baseline)
+            if held is not None:
+                console(stderr=True).print(
+                    f"{output} already holds every configuration of this run: nothing "
+                    "decoded, no model loaded", soft_wrap=True)
+                _print_record(held, json_out, what, output)
+                return
         tgt = make_engine(engine, target if synthetic else
                           resolve_model(target, option="--target"),
                           **where, options=opts("target"))
@@ -263,19 +289,19 @@ def decode(
                 tgt, drf, ver, [cfg], probs, output,
                 models={"target": target, "draft": draft if drf else "",
                         "verifier": ver.name if ver else ""},
-                settings=RunSettings(problems=problems, seed=seed, threads=threads,
-                                     engine=engine, max_steps=cfg.max_steps,
-                                     max_step_tokens=cfg.max_step_tokens,
-                                     delimiter=cfg.step_delimiter,
-                                     config_file=str(config) if config is not None else None,
-                                     device=device, dtype=dtype, synthetic=syn,
-                                     execution=getattr(tgt, "execution", None),
-                                     static_cache=(tgt.cache_length(1)
-                                                   if hasattr(tgt, "cache_length") else None),
-                                     prompt_tokens=mean_prompt_tokens(lengths)),
+                settings=settings(synthetic=syn, execution=getattr(tgt, "execution", None),
+                                  static_cache=(tgt.cache_length(1)
+                                                if hasattr(tgt, "cache_length") else None),
+                                  prompt_tokens=mean_prompt_tokens(lengths)),
                 calibration=cal, include_baseline=baseline, resume=resume, progress=bar,
                 interleave=interleave, cost_probes=probes,
             )
+    _print_record(record, json_out, what, output)
+
+
+def _print_record(record: Any, json_out: bool, what: str, output: Path) -> None:
+    """``decode``'s table (or JSON rows) of ``record``'s configurations (``what``: the
+    engine, in the title), then where it was written."""
     con = console()
     rows = [{"config": c.label, **c.totals.model_dump()} for c in record.configs]
     base = next((c for c in record.configs if c.label == record.baseline), None)
@@ -285,9 +311,8 @@ def decode(
     if json_out:
         emit_json(rows)
         return
-    what = (f"synthetic acceptance from {acceptance}, {target} / {draft} on {device}"
-            if synthetic else engine)
-    t = table(f"decode: {problems} gsm_symbolic problems (seed {seed}), {what}",
+    s = record.settings
+    t = table(f"decode: {s.problems} gsm_symbolic problems (seed {s.seed}), {what}",
               ("config", "tokens", "seconds", "tokens/s", "speedup", "α1 run", "accuracy"),
               justify=("left",) + ("right",) * 6, no_wrap=True)
     for r in rows:
@@ -717,8 +742,9 @@ def audit_calls(
     preset: PresetOpt = None,
     json_out: JsonOut = False,
 ) -> None:
-    """Every engine call the run logged against the price the decoder model gives a call
-    of that shape: each call priced by the calibration's engine costs (overhead, prefill
+    """Every engine call a run logged, against the decoder model's price of that call.
+
+    Each call is priced by the calibration's engine costs (overhead, prefill
     of the tokens it prefilled, decode of the tokens it generated at T(b, L)) at the rows
     and prefix lengths it really had, grouped by configuration, model and rows. It
     separates the price of a call from the schedule and the step lengths the model

@@ -41,8 +41,9 @@ from specmodel.formats.run_record import (
     load_run_record,
 )
 
-__all__ = ["BASELINE", "RESUME_SETTINGS", "check_resume", "mean_prompt_tokens",
-           "prepare_engines", "prepared_message", "prompt_lengths", "run_configurations"]
+__all__ = ["BASELINE", "RESUME_SETTINGS", "check_resume", "mean_prompt_tokens", "planned",
+           "prepare_engines", "prepared_message", "prompt_lengths", "resume_before_loading",
+           "run_configurations"]
 
 RESUME_SETTINGS = ("dataset", "problems", "seed", "threads", "max_steps", "max_step_tokens",
                    "delimiter", "device", "dtype", "synthetic", "execution")
@@ -144,10 +145,14 @@ def _check_verifier(config: SpecConfig, verifier: Verifier | None) -> None:
 
 
 def _key(engine: str, models: dict[str, str], settings: RunSettings, versions: dict[str, str],
-         problems: list[int], configs: dict[str, SpecConfig]) -> dict[str, Any]:
-    """A run record's resume key, flat enough for :func:`resume_mismatch`."""
+         problems: list[int], configs: dict[str, SpecConfig],
+         skip: tuple[str, ...] = ()) -> dict[str, Any]:
+    """A run record's resume key, flat enough for :func:`resume_mismatch`, without the
+    settings named in ``skip``."""
     out: dict[str, Any] = {"engine": engine, "models": dict(models)}
     for name in RESUME_SETTINGS:
+        if name in skip:
+            continue
         v = getattr(settings, name)
         # a measured time is not a setting: it may differ between a run and its resume
         out[name] = (v.model_dump(mode="json", exclude={"verifier_pair_seconds"})
@@ -161,22 +166,68 @@ def _key(engine: str, models: dict[str, str], settings: RunSettings, versions: d
 
 def check_resume(path: Path, old: RunRecord, *, engine: str, models: dict[str, str],
                  settings: RunSettings, problems: list[int],
-                 configs: dict[str, SpecConfig]) -> None:
+                 configs: dict[str, SpecConfig], skip: tuple[str, ...] = ()) -> None:
     """Refuse to resume ``old`` (the record at ``path``) into a run of ``configs``
     (label -> configuration) unless it was measured with the same key: a one-line
     ValueError naming every difference.  Configurations of ``old`` that the run does
-    not name are not compared (they are dropped)."""
+    not name are not compared (they are dropped), nor the settings named in ``skip``
+    (those of :data:`RESUME_SETTINGS` not known yet)."""
     kept = [c for c in old.configs if c.label in configs]
     if not kept:
         return  # nothing of the old record is reused
     recorded = _key(old.engine, old.models, old.settings, old.versions,
                     sorted({p.problem for c in kept for p in c.problems}),
-                    {c.label: c.config for c in kept})
+                    {c.label: c.config for c in kept}, skip)
     expected = _key(engine, models, settings, key_versions(settings.engine or engine),
-                    sorted(problems), {c.label: configs[c.label] for c in kept})
+                    sorted(problems), {c.label: configs[c.label] for c in kept}, skip)
     problem = resume_mismatch(path, recorded, expected)
     if problem is not None:
         raise ValueError(problem)
+
+
+def planned(configs: Sequence[SpecConfig], include_baseline: bool = True) -> list[SpecConfig]:
+    """The configurations :func:`run_configurations` decodes, in order: ``configs``, the
+    target-only baseline first (:func:`baseline_like` the first) when
+    ``include_baseline`` and none of them is it; a ValueError when two share a label."""
+    todo = list(configs)
+    if include_baseline and all(c.label != BASELINE.label for c in todo):
+        todo.insert(0, baseline_like(configs[0]) if configs else BASELINE)
+    labels = [c.label for c in todo]
+    if len(set(labels)) != len(labels):
+        raise ValueError(f"configs must be distinct, got {labels}")
+    return todo
+
+
+def resume_before_loading(path: Path, *, engine: str, models: dict[str, str],
+                          settings: RunSettings, problems: Sequence[int],
+                          configs: Sequence[SpecConfig],
+                          include_baseline: bool = True) -> RunRecord | None:
+    """What a resume of the record at ``path`` (an existing file) can decide before any
+    model loads, for a run of ``configs`` on ``problems`` by an engine of kind
+    ``engine``, of ``models`` (the verifier's name may be left out: the
+    configurations' ``verifier`` field says which it is, and its name comes with it),
+    whose ``settings`` hold all that :data:`RESUME_SETTINGS` names (the engine's
+    execution: :func:`profiler.engines.execution_of`) but the synthetic engine's draws,
+    made once it is built.
+
+    A ValueError naming every difference from the record (:func:`check_resume`; the
+    draws not compared); the record, with only the run's configurations, when it holds
+    every one of them already and the engine is not the synthetic one (nothing is left
+    to decode); else None (the run loads its models, and :func:`run_configurations`
+    compares the whole key and decodes the rest)."""
+    old = load_run_record(path)
+    by_label = {c.label: c for c in planned(configs, include_baseline)}
+    synthetic = engine == "synthetic"
+    if "verifier" not in models:  # its name is the built verifier's; what it is, the
+        # configurations' verifier field says
+        models = {**models, "verifier": old.models.get("verifier", "")}
+    check_resume(path, old, engine=engine, models=models, settings=settings,
+                 problems=list(problems), configs=by_label,
+                 skip=("synthetic",) if synthetic else ())
+    held = {c.label: c for c in old.configs}
+    if synthetic or any(label not in held for label in by_label):
+        return None
+    return old.model_copy(update={"configs": [held[label] for label in by_label]})
 
 
 def run_configurations(
@@ -220,14 +271,10 @@ def run_configurations(
     if interleave and resume:
         raise ValueError("resume cannot continue an interleaved run (its record is written "
                          "only at the end): give interleave=False or resume=False")
-    todo = list(configs)
-    for cfg in todo:
+    for cfg in configs:
         _check_verifier(cfg, verifier)
-    if include_baseline and all(c.label != BASELINE.label for c in todo):
-        todo.insert(0, baseline_like(configs[0]) if configs else BASELINE)
+    todo = planned(configs, include_baseline)
     labels = [c.label for c in todo]
-    if len(set(labels)) != len(labels):
-        raise ValueError(f"configs must be distinct, got {labels}")
     path = Path(record_path)
     with WriteLock(path):
         done: list[ConfigRun] = []

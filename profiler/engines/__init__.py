@@ -30,9 +30,9 @@ from profiler.engines.base import (
     cut_at_step,
     init_worker_thread,
 )
-from profiler.engines.hf import HFEngine
-from profiler.engines.synthetic import SyntheticEngine
-from profiler.engines.vllm_engine import VLLMEngine
+from profiler.engines.hf import HFEngine, hf_execution
+from profiler.engines.synthetic import SyntheticEngine, synthetic_execution
+from profiler.engines.vllm_engine import VLLMEngine, vllm_execution
 from specmodel.config import TokenSpeculation
 
 __all__ = [
@@ -51,6 +51,7 @@ __all__ = [
     "SyntheticEngine",
     "VLLMEngine",
     "counter_delta",
+    "execution_of",
     "cut_at_step",
     "init_worker_thread",
     "make_engine",
@@ -122,3 +123,15 @@ def make_engine(
         raise ValueError(f"engine {kind} takes {takes}, got {', '.join(unknown)}")
     return builder(model, threads=threads, delimiter=delimiter, speculation=speculation,
                    device=device, dtype=dtype, **dict(options or {}))
+
+
+def execution_of(kind: str, device: str = "cpu",
+                 options: Mapping[str, Any] | None = None) -> str:
+    """The ``execution`` that an engine of ``kind`` built by :func:`make_engine` with
+    ``device`` and ``options`` will report (a run record's ``settings.execution``),
+    known before any model loads."""
+    if kind not in ENGINES:
+        raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {kind!r}")
+    if kind == "transformers":
+        return hf_execution((options or {}).get("decode_path", "eager"), device)
+    return vllm_execution(device) if kind == "vllm" else synthetic_execution(device)

@@ -45,7 +45,7 @@ from profiler.engines.base import (
 )
 from specmodel.config import DECODER_TOKEN_METHODS, TokenSpeculation
 
-__all__ = ["DECODE_PATHS", "HFEngine", "cache_mismatch", "check_decode_path",
+__all__ = ["DECODE_PATHS", "HFEngine", "cache_mismatch", "check_decode_path", "hf_execution",
            "static_cache_length"]
 
 DECODE_PATHS = ("eager", "static", "compiled")
@@ -131,7 +131,7 @@ def check_decode_path(decode_path: str, option: str = "decode_path") -> None:
                          f"got {decode_path!r}")
 
 
-def _execution(decode_path: str, device: str) -> str:
+def hf_execution(decode_path: str, device: str) -> str:
     """The engine's ``execution`` (what produced its numbers) for a decode path."""
     if decode_path == "eager":
         return (f"transformers generate, eager (dynamic KV cache) on {device}"
@@ -244,7 +244,7 @@ class HFEngine:
         self.device, self.dtype = device, dtype
         self.decode_path = decode_path
         """eager, static or compiled (:data:`DECODE_PATHS`)."""
-        self.execution = _execution(decode_path, device)
+        self.execution = hf_execution(decode_path, device)
         path = Path(model)
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(
@@ -292,7 +292,8 @@ class HFEngine:
         if decode_path == self.decode_path and not own_caches:
             return self
         other = copy.copy(self)
-        other.decode_path, other.execution = decode_path, _execution(decode_path, self.device)
+        other.decode_path = decode_path
+        other.execution = hf_execution(decode_path, self.device)
         other._prefix = None
         if own_caches:
             other._static = {}

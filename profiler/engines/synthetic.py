@@ -111,6 +111,7 @@ __all__ = [
     "position_draws",
     "position_key",
     "record_draws",
+    "synthetic_execution",
     "cost_point",
     "prepare_run",
     "profile_costs",
@@ -496,6 +497,11 @@ def position_key(prefix: str, delimiter: str) -> tuple[str, int]:
     return delimiter.join(head), len(firsts)
 
 
+def synthetic_execution(device: str) -> str:
+    """The engine's ``execution`` (what produced its numbers) on ``device``."""
+    return "reference decoder, CUDA graphs" if device == "cuda" else "reference decoder, eager"
+
+
 class SyntheticEngine:
     """An architecture with random weights whose output is drawn from ``acceptance``
     (see the module docstring)."""
@@ -540,8 +546,7 @@ class SyntheticEngine:
             torch.set_num_threads(threads)
         self.model, self.role, self.delimiter = str(model), role, delimiter
         self.device, self.dtype, self.seed = device, dtype, seed
-        self.execution = ("reference decoder, CUDA graphs" if device == "cuda"
-                          else "reference decoder, eager")
+        self.execution = synthetic_execution(device)
         self.context_bucket, self.prefill = context_bucket, prefill
         self.draws = draws
         self.acceptance = acceptance

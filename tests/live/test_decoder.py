@@ -182,9 +182,11 @@ def test_decode_and_validate_commands(smollm_path, qwen05_path, tmp_path, capsys
     rows = json.loads(capsys.readouterr().out)
     assert rows[0]["measured_speedup"] == 1.0
     assert rows[1]["predicted_speedup"] > 1.0 and rows[1]["measured_speedup"] > 0
-    # --resume keeps what is there and runs nothing new.
+    # --resume keeps what is there and runs nothing new: the real engines' name and
+    # execution are what the check before loading expects, so no model loads.
     before = out.read_text()
     assert main([*args[:-1], "--resume"]) == 0
+    assert "nothing decoded, no model loaded" in " ".join(capsys.readouterr().err.split())
     assert json.loads(out.read_text())["configs"] == json.loads(before)["configs"]
 
 

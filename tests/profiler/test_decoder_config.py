@@ -42,7 +42,8 @@ class _Named:
 
 @pytest.fixture
 def scripted_run(monkeypatch):
-    """Run ``specmodel decode`` on scripted engines; return what was built."""
+    """Run ``specmodel decode`` on scripted engines (each with the name and execution the
+    real engine would report); return what was built."""
     import profiler.engines
     import profiler.packs
     import profiler.problems
@@ -53,7 +54,9 @@ def scripted_run(monkeypatch):
     def make_engine(kind, model, *, threads, delimiter, speculation=None, device="cpu",
                     dtype="float32", options=None):
         built["engines"].append((kind, str(model), delimiter))
-        return Scripted(frozenset(), delimiter=delimiter)
+        engine = Scripted(frozenset(), kind, delimiter=delimiter)  # named as the real one
+        engine.execution = profiler.engines.execution_of(kind, device, options)
+        return engine
 
     def make_verifier(spec, *, threads=1):
         built["verifiers"].append(spec)
@@ -203,6 +206,40 @@ def test_a_run_resumes_only_on_the_decode_path_it_was_measured_on(tmp_path) -> N
     assert load_run_record(out).configs == first.configs
     with pytest.raises(ValueError, match="execution"):
         run("transformers static KV cache, eager")
+
+
+def test_decode_resume_settles_before_any_model_loads(tmp_path, scripted_run, capsys) -> None:
+    """``decode --resume`` reads its record before any engine is built: a record that
+    holds every configuration of the run is printed as it stands, with nothing decoded
+    and no model loaded; one measured on another decode path (the engine's execution,
+    known from the options) is refused then, the field named; one that lacks the run's
+    configuration loads the models and decodes only that."""
+    out = tmp_path / "run.json"
+    args = ["--k1", "2", "--verifier", "exact"]
+    assert _decode(tmp_path, *args)[0] == 0
+    rows = json.loads(capsys.readouterr().out)
+    first = out.read_text()
+    (tmp_path / "first.json").write_text(first)
+    assert len(scripted_run["engines"]) == 2  # the target and the step draft
+
+    assert _decode(tmp_path, *args, "--resume")[0] == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out) == rows  # the record's rows, as decode printed them
+    assert "already holds every configuration of this run: nothing decoded, no model " \
+           "loaded" in " ".join(captured.err.split())
+    assert len(scripted_run["engines"]) == 2 and out.read_text() == first
+
+    assert _decode(tmp_path, *args, "--decode-path", "static", "--resume")[0] == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert err.startswith(f"error: --resume: {out} was measured with execution = ")
+    assert "static KV cache" in err and len(scripted_run["engines"]) == 2
+
+    assert _decode(tmp_path, *args, "--mode", "async", "--resume")[0] == 0
+    capsys.readouterr()
+    assert len(scripted_run["engines"]) == 4  # loaded: async k1=2 was not in the record
+    resumed = load_run_record(out).configs
+    assert [c.label for c in resumed] == ["target", "async k1=2 k2=1"]
+    assert resumed[0] == load_run_record(tmp_path / "first.json").configs[0]  # kept
 
 
 def test_a_configurations_last_problem_is_reported_once_the_record_holds_it(tmp_path) -> None:

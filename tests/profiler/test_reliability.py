@@ -382,6 +382,7 @@ def test_decode_resume_with_other_settings_is_refused(tmp_path, scripted_run,  #
         err = capsys.readouterr().err
         assert err.startswith(f"error: --resume: {out} was measured with ") and named in err
         assert err.count("\n") == 1
+    assert len(scripted_run["engines"]) == 2  # the first run's: refused before loading
 
 
 # --- the same model as target and draft -------------------------------------------------

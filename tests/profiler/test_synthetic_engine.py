@@ -292,6 +292,16 @@ def test_decode_synthetic_writes_a_record(arch: str, arch2: str, tmp_path: Path,
     code = main(["validate", str(out), "--on-draws"])
     text = capsys.readouterr().out
     assert code == 0 and "on the run's own draws" in text and "exactly as the run did" in text
+    if extra == ["--mode", "async", "--k1", "3"]:
+        # --resume of the whole record: the synthetic engine's draws are made once it is
+        # built, so it is built, the record compared whole, and nothing decoded again
+        before = out.read_text()
+        code, text = _decode(["--engine", "synthetic", "--acceptance",
+                              "lr-paper-gsm8k-deepseek", "--target", arch, "--draft", arch2,
+                              "--problems", "2", "--max-steps", "4", "--max-step-tokens",
+                              "24", "-o", str(out), *extra, "--resume"], capsys)
+        assert code == 0, text
+        assert "no model loaded" not in text and out.read_text() == before
 
 
 @pytest.mark.parametrize(("args", "named"), [
