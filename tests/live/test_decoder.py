@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gc
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -190,7 +191,7 @@ def test_decode_and_validate_commands(smollm_path, qwen05_path, tmp_path, capsys
     assert json.loads(out.read_text())["configs"] == json.loads(before)["configs"]
 
 
-@pytest.mark.usefixtures("quick_cost_probe", "quick_decoder_model")
+@pytest.mark.usefixtures("quick_decoder_model")
 def test_a_static_run_records_its_cache_and_validate_holds_it_against_the_costs(
         smollm_path, tmp_path, capsys) -> None:
     """``decode --decode-path static`` records the length of the static caches its calls
@@ -269,7 +270,14 @@ def test_a_static_run_records_its_cache_and_validate_holds_it_against_the_costs(
     assert main(["validate", str(eager), "--calibration", str(tmp_path / "slow.json"),
                  "--costs-at-run-time"]) == 0
     said = " ".join(capsys.readouterr().out.split())
-    assert "cost probes (1, timed beside the run): the target's time per token x0.50" in said
+    # half, unless the probe's own b = 2 cell came out cheaper per token than its b = 1
+    # (a noisy cell): the calibration's surface must not fall in b, so the two are pooled
+    # (the least-squares monotone fit), and the geometric mean of the ratios reads below
+    read = re.search(r"cost probes \(1, timed beside the run\): the target's time per "
+                     r"token x([0-9.]+) ", said)
+    one, two = sorted(probe.costs.target.points, key=lambda p: p.batch)
+    assert read is not None and (float(read[1]) == 0.5 if two.per_token >= one.per_token
+                                 else float(read[1]) < 0.5)
 
 
 def test_a_model_that_will_not_load_is_one_line_and_exit_2(tmp_path, capsys) -> None:
