@@ -214,9 +214,9 @@ def decode(
     from cli.interrupt import saving
     from specmodel.formats.lock import WriteLock
 
-    # The record is locked before any model loads: a second writer is refused at once.
     what = (f"synthetic acceptance from {acceptance}, {target} / {draft} on {device}"
             if synthetic else engine)
+    # The record is locked before any model loads: a second writer is refused at once.
     with WriteLock(output), saving(lambda: _decode_saved(output, interleave)):
         probs = load_problems(problems, seed)
         where: dict[str, Any] = {"threads": threads, "delimiter": cfg.step_delimiter,
