@@ -30,7 +30,7 @@ from profiler.engines.base import (
     cut_at_step,
     init_worker_thread,
 )
-from profiler.engines.hf import HFEngine, hf_execution
+from profiler.engines.hf import DEFAULT_DECODE_PATH, HFEngine, hf_execution
 from profiler.engines.synthetic import SyntheticEngine, synthetic_execution
 from profiler.engines.vllm_engine import VLLMEngine, vllm_execution
 from specmodel.config import TokenSpeculation
@@ -65,7 +65,8 @@ EngineBuilder = Callable[..., Engine]
 
 def _transformers(model: str | Path, *, threads: int, delimiter: str,
                   speculation: TokenSpeculation | None, device: str = "cpu",
-                  dtype: str = "float32", decode_path: str = "eager") -> Engine:
+                  dtype: str = "float32",
+                  decode_path: str = DEFAULT_DECODE_PATH) -> Engine:
     return HFEngine(model, threads=threads, delimiter=delimiter, speculation=speculation,
                     device=device, dtype=dtype, decode_path=decode_path)
 
@@ -133,5 +134,5 @@ def execution_of(kind: str, device: str = "cpu",
     if kind not in ENGINES:
         raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {kind!r}")
     if kind == "transformers":
-        return hf_execution((options or {}).get("decode_path", "eager"), device)
+        return hf_execution((options or {}).get("decode_path", DEFAULT_DECODE_PATH), device)
     return vllm_execution(device) if kind == "vllm" else synthetic_execution(device)

@@ -45,11 +45,13 @@ from profiler.engines.base import (
 )
 from specmodel.config import DECODER_TOKEN_METHODS, TokenSpeculation
 
-__all__ = ["DECODE_PATHS", "HFEngine", "cache_mismatch", "check_decode_path", "hf_execution",
-           "static_cache_length"]
+__all__ = ["DECODE_PATHS", "DEFAULT_DECODE_PATH", "HFEngine", "cache_mismatch",
+           "check_decode_path", "hf_execution", "static_cache_length"]
 
 DECODE_PATHS = ("eager", "static", "compiled")
 """How :class:`HFEngine` runs a call without token speculation (the module's docstring)."""
+DEFAULT_DECODE_PATH = "eager"
+"""The decode path an :class:`HFEngine` takes when none is given."""
 
 _STATIC_MIN = 256
 """The shortest static cache the engine allocates (positions)."""
@@ -219,7 +221,7 @@ class HFEngine:
         prefix_cache: bool = True,
         device: str = "cpu",
         dtype: str = "float32",
-        decode_path: str = "eager",
+        decode_path: str = DEFAULT_DECODE_PATH,
         tokenizer: str | Path | None = None,
     ) -> None:
         _check_method(speculation)
