@@ -221,6 +221,7 @@ def engine_costs(
     kw = _engine_cost_options(contexts, cost_widths, cost_tokens, speculation_k2,
                               cost_repeats, speculation_problems, decode_path,
                               cache_positions)
+    _check_pass_tokens(max_step_tokens, kw["speculation_k2"])
     kw.update(device=device, dtype=dtype)
     with _recorder(output, calibration, preset, False) as rec, \
             saving(_unchanged(output, "the engine costs")):
@@ -435,15 +436,17 @@ def passes(
 ) -> None:
     """Measure a calibration's prompt-lookup pass again, into a copy.
 
-    On the phase's step prefixes, each speculative step call against the forward of a
-    plain step call on the same prefix timed just before it, so that the machine's pace
-    since the grid was timed cancels; every other figure of the engine costs kept."""
+    On the phase's step prefixes, each speculative step call against a plain forward and
+    the prefix's fixed cost, both from plain step calls on the same prefix timed just
+    before it, so that the machine's pace since the grid was timed cancels; every other
+    figure of the engine costs kept."""
     from profiler.calibrate import remeasure_passes
     from specmodel.formats.calibration import load_calibration
 
     ks = _widths(speculation_k2, "--speculation-k2")
     if ks and min(ks) < 2:
         raise ValueError(f"--speculation-k2 must be integers >= 2, got {speculation_k2!r}")
+    _check_pass_tokens(max_step_tokens, True)
     cal = load_calibration(calibration_file)
     ec = cal.engine_costs
     names = {} if ec is None else {"target": ec.target.model}
@@ -461,6 +464,15 @@ def _write_rederived(output: Path, cal: Any, got: Any, section: str, done: str) 
     with Recorder(output, cal) as rec, saving(_unchanged(output, section)):
         rec.add(got)
     console().print(f"{done}: {got.summary}; wrote {output}", soft_wrap=True)
+
+
+def _check_pass_tokens(max_step_tokens: int, timed: Any) -> None:
+    """``--max-step-tokens`` leaves a plain forward to count a pass in where
+    speculative step calls are ``timed``: at least 2 (a one-token call and a longer one)."""
+    if timed and max_step_tokens < 2:
+        raise ValueError(f"--max-step-tokens must be >= 2 where speculative step calls are "
+                         f"timed (a pass is counted in the forward between a one-token plain "
+                         f"call and a longer one), got {max_step_tokens}")
 
 
 def _engine_cost_options(contexts: str, widths: str, tokens: str, speculation: str,
@@ -613,6 +625,7 @@ def run(
     grid = _engine_cost_options(contexts, cost_widths, cost_tokens, speculation_k2,
                                 cost_repeats, speculation_problems, decode_path,
                                 cache_positions)
+    _check_pass_tokens(max_step_tokens, grid["speculation_k2"])
     with _models_named(target=target, draft=draft):
         check_model(target)  # both names before either pack is fetched
         check_model(draft)

@@ -730,6 +730,9 @@ def engine_costs_phase(
         raise ValueError(f"speculation_k2 must be integers >= 2, got {speculation_k2}")
     if speculation_problems < 1:
         raise ValueError(f"speculation_problems must be >= 1, got {speculation_problems}")
+    if speculation_k2 and max_step_tokens < 2:
+        raise ValueError(f"max_step_tokens must be >= 2 where speculative step calls are "
+                         f"timed, got {max_step_tokens}")
     check_cache_positions(cache_positions, decode_path, ctx, tk)
     from profiler.engine_costs import measure_contention, measure_model, model_costs
     from profiler.engines import HFEngine
@@ -749,10 +752,11 @@ def engine_costs_phase(
         slow_t, slow_d = measure_contention(eng_t, eng_d, context=ctx[0], tokens=tk[1],
                                             repeats=max(5, repeats))
     target_costs = model_costs(target, cells_t, slow_t)
+    left_out = ""  # the speculative passes the measurement could not count, in words
     if speculation_k2:
-        target_costs = _with_speculation(eng_t, target_costs, speculation_k2,
-                                          speculation_problems, seed, max_step_tokens,
-                                          progress, beside=eng_d)
+        target_costs, left_out = _with_speculation(
+            eng_t, target_costs, speculation_k2, speculation_problems, seed,
+            max_step_tokens, progress, beside=eng_d)
     costs = EngineCosts(
         engine="transformers", device=eng_t.device, dtype=eng_t.dtype, threads=threads,
         tokens=(tk[0], tk[1]), target=target_costs,
@@ -769,6 +773,8 @@ def engine_costs_phase(
             slow += ("; a prompt-lookup pass inside a step call costs "
                      f"{_passes_said(m.speculative_passes)} decode forwards "
                      f"({_passes_how(speculation_problems, seed)})")
+        if role == "target" and left_out:
+            slow += f"; prompt-lookup passes not measured: {left_out}"
         if m.speculative_slowdown is not None:
             slow += (f"; those calls {_slowdown(m.speculative_slowdown)} slower beside "
                      "the other model's calls")
@@ -870,27 +876,37 @@ def _middle(k2s: Iterable[int]) -> int:
 
 def _with_speculation(engine: Any, costs: Any, k2s: list[int], problems: int, seed: int,
                       max_step_tokens: int, progress: ProgressCallback | None,
-                      beside: Any | None = None) -> Any:
+                      beside: Any | None = None) -> tuple[Any, str]:
     """``costs`` with the target's speculative passes measured on real step prefixes
-    (and, with ``beside``, the slowdown of those calls beside its calls)."""
-    from profiler.engine_costs import (
-        measure_speculative_contention,
-        measure_speculative_passes,
-    )
-    from specmodel.formats.calibration import Measurement
+    (and, with ``beside``, the slowdown of those calls beside its calls), and what the
+    measurement left out, in words ("" when nothing)."""
+    from profiler.engine_costs import measure_speculative_contention
 
     prefixes = _speculation_prefixes(engine, problems, seed, max_step_tokens)
-    got = measure_speculative_passes(
-        engine, prefixes, k2s=k2s, max_step_tokens=max_step_tokens,
-        overhead=costs.call_overhead.value, prefill=costs.prefill_per_token.value,
-        progress=progress)
+    passes, note = _measured_passes(engine, prefixes, k2s, max_step_tokens, progress)
     slow = None
     if beside is not None:
         slow = measure_speculative_contention(engine, beside, prefixes, k2=_middle(k2s),
                                               max_step_tokens=max_step_tokens)
-    return costs.model_copy(update={"speculative_passes": {
-        k: Measurement(value=m, stderr=se, n=n) for k, (m, se, n) in got.items()},
-        "passes_counted_in": "plain-calls", "speculative_slowdown": slow})
+    return costs.model_copy(update={
+        "speculative_passes": passes or None,
+        "passes_counted_in": "plain-calls" if passes else None,
+        "speculative_slowdown": slow}), note
+
+
+def _measured_passes(engine: Any, prefixes: list[str], k2s: list[int],
+                     max_step_tokens: int, progress: ProgressCallback | None,
+                     ) -> tuple[dict[int, Any], str]:
+    """The target's prompt-lookup passes on ``prefixes`` as the calibration holds them
+    (k2 → Measurement; a k2 the measurement left out is absent) and what was left
+    out, in words (:func:`profiler.engine_costs.measure_speculative_passes`)."""
+    from profiler.engine_costs import measure_speculative_passes
+    from specmodel.formats.calibration import Measurement
+
+    got = measure_speculative_passes(engine, prefixes, k2s=k2s,
+                                     max_step_tokens=max_step_tokens, progress=progress)
+    return ({k: Measurement(value=m, stderr=se, n=n)
+             for k, (m, se, n) in got.passes.items()}, got.note())
 
 
 def _phase_to_measure_again(cal: Calibration, what: str) -> tuple[Any, Any]:
@@ -992,15 +1008,15 @@ def remeasure_passes(cal: Calibration, *, k2s: list[int] | None = None,
     timed just before it) at ``k2s`` (default: the k2 the phase timed, else 2, 3, 5),
     on the phase's model, settings and step prefixes; every other figure kept, the
     description saying what was replaced.  Calibrations whose passes were counted in
-    the grid's T(1, L) (before 2026-12-03) take a pass measured this way."""
-    from profiler.engine_costs import measure_speculative_passes
+    the grid's T(1, L) (before 2026-12-03) take a pass measured this way.  A k2 the
+    measurement leaves out (noise larger than its passes) is left out of the new
+    figures, the description saying why; where none is counted, a ValueError."""
     from specmodel import __version__
-    from specmodel.formats.calibration import Measurement
 
     if k2s is not None and (not k2s or min(k2s) < 2):
         raise ValueError(f"k2s must be integers >= 2, got {k2s}")
-    if max_step_tokens < 1:
-        raise ValueError(f"max_step_tokens must be >= 1, got {max_step_tokens}")
+    if max_step_tokens < 2:
+        raise ValueError(f"max_step_tokens must be >= 2, got {max_step_tokens}")
     ec, phase = _phase_to_measure_again(cal, "speculative passes")
     ks = sorted(set(k2s or phase.speculation_k2 or [2, 3, 5]))
     problems, seed = phase.speculation_problems or 2, phase.speculation_seed or 0
@@ -1008,11 +1024,10 @@ def remeasure_passes(cal: Calibration, *, k2s: list[int] | None = None,
     eng_t, _ = _phase_engines(phase, draft=False)
     say(0, 1, "step prefixes")
     prefixes = _speculation_prefixes(eng_t, problems, seed, max_step_tokens)
-    got = measure_speculative_passes(
-        eng_t, prefixes, k2s=ks, max_step_tokens=max_step_tokens,
-        overhead=ec.target.call_overhead.value, prefill=ec.target.prefill_per_token.value,
-        progress=progress)
-    passes = {k: Measurement(value=m, stderr=se, n=n) for k, (m, se, n) in got.items()}
+    passes, left_out = _measured_passes(eng_t, prefixes, ks, max_step_tokens, progress)
+    if not passes:
+        raise ValueError(f"calibration {cal.name!r}: no prompt-lookup pass could be "
+                         f"counted ({left_out}); nothing replaced")
     costs = _rebuilt(ec, target=_rebuilt(ec.target, speculative_passes=passes,
                                          passes_counted_in="plain-calls"))
     now = timestamp()
@@ -1020,7 +1035,10 @@ def remeasure_passes(cal: Calibration, *, k2s: list[int] | None = None,
            else _passes_said(ec.target.speculative_passes))
     desc = (f"{phase.description} (Prompt-lookup passes measured again on {now} with "
             f"specmodel {__version__}, on {_passes_how(problems, seed)}: "
-            f"{_passes_said(passes)} decode forwards; they replace: {was}.)")
+            f"{_passes_said(passes)} decode forwards"
+            + (f" ({left_out}; the decoder model interpolates m(k2) from the k2 "
+               "measured)" if left_out else "")
+            + f"; they replace: {was}.)")
     settings = phase.model_copy(update={
         "description": desc, "date": now, "speculation_k2": ks,
         "speculation_problems": problems, "speculation_seed": seed})
@@ -1039,8 +1057,9 @@ def _passes_how(problems: int, seed: int) -> str:
     """How the prompt-lookup passes were measured, in words (the phase's description
     and ``profile passes``')."""
     return (f"step prefixes of {problems} gsm_symbolic problems (seed {seed}), passes "
-            "replayed, each speculative call against a plain step call's forward on the "
-            "same prefix timed just before")
+            "replayed, each speculative call against a plain forward and the prefix's "
+            "fixed cost, from a one-token and a whole-step plain call (no KV reuse) on "
+            "the same prefix timed just before")
 
 
 def machines_line(phases: dict[str, Any], fallback: str | None = None) -> str | None:

@@ -31,9 +31,11 @@ Last, token speculation as the decoder runs it (prompt lookup inside a step, one
 prefix per call, no KV reuse): the target's real step calls with speculation at each
 k2, on real step prefixes of the calibration's problems, timed; the passes each call
 made are replayed exactly (:func:`profiler.ngram_replay.replay_counters`), and what
-the call cost beyond its overhead and prefill, per pass, over what a plain step call
-on the same prefix, just before, cost per forward beyond the same, is the time of one
-speculative pass in decode forwards (ratio of sums over the prefixes).
+the call cost beyond the prefix's fixed cost, per pass, over a plain forward is the
+time of one speculative pass in decode forwards (ratio of sums over the prefixes).
+The forward and the fixed cost are timed on the same prefix just before, from two
+plain step calls without KV reuse (one token, and a whole step), not taken from the
+grid (:func:`measure_speculative_passes`).
 """
 
 from __future__ import annotations
@@ -50,7 +52,7 @@ from profiler.progress import ProgressCallback, no_progress
 __all__ = ["CellTiming", "context_prompt", "fit_intercepts", "measure_contention",
            "measure_model", "measure_speculative_contention", "measure_speculative_passes",
            "model_costs", "overlap_slowdown", "pool_engine_costs", "probe_costs",
-           "step_prefixes", "InconsistentTimingsError", "RERUNS_PER_ROUND"]
+           "step_prefixes", "SpeculativePasses", "InconsistentTimingsError", "RERUNS_PER_ROUND"]
 
 _TEXT = ("Question: A farmer has 17 sheep, buys 5 more and sells 3. Each sheep eats 2 kg "
          "of hay a day. How much hay do the sheep eat in a week?\nAnswer: Let's think step "
@@ -357,24 +359,54 @@ def step_prefixes(engine: Any, prompts: Sequence[str], *, steps: Sequence[int],
     return out
 
 
+@dataclass(frozen=True)
+class SpeculativePasses:
+    """What :func:`measure_speculative_passes` found: the pass at each k2 it could
+    count, and why any other was left out."""
+
+    passes: dict[int, tuple[float, float, int]]
+    """k2 → (one speculative pass in decode forwards, its standard error over the
+    prefixes, prefixes)."""
+    left_out: dict[int, str]
+    """k2 → why no pass is given for it (no speculative call wrote a token; or, on a
+    machine noisier than the calls are long, the calls took no more than their
+    prefix's fixed cost, so the estimate came out at or below zero)."""
+    prefixes: int
+    """Prefixes that gave a reference forward (the others are in :attr:`skipped`)."""
+    skipped: tuple[str, ...] = ()
+    """Why each prefix that gave no reference forward was passed over."""
+
+    def note(self) -> str:
+        """What was left out, in words ("" when nothing was)."""
+        parts = [f"k2 = {k2} left out: {why}" for k2, why in sorted(self.left_out.items())]
+        return "; ".join(parts + list(self.skipped))
+
+
 def measure_speculative_passes(
     engine: Any, prefixes: Sequence[str], *, k2s: Sequence[int], max_step_tokens: int,
-    overhead: float, prefill: float, prompt_lookup_max: int = 3,
-    progress: ProgressCallback | None = None,
-) -> dict[int, tuple[float, float, int]]:
-    """k2 → (one speculative pass in decode forwards, its standard error over the
-    prefixes, prefixes): the engine's step calls with prompt-lookup speculation of
-    k2 − 1 tokens on ``prefixes``, each call's passes replayed (module docstring).
+    prompt_lookup_max: int = 3, progress: ProgressCallback | None = None,
+) -> SpeculativePasses:
+    """One speculative pass in decode forwards at each of ``k2s``: the engine's step
+    calls with prompt-lookup speculation of k2 − 1 tokens on ``prefixes``, each call's
+    passes replayed (module docstring).
 
-    The forward a pass is counted in is timed beside it, not taken from the grid: on
-    each prefix a plain step call of the same engine (no speculation) runs first, then
-    the speculative call at every k2, and a pass costs what the speculative call spent
-    beyond ``overhead`` and its prefill (``prefill`` per prefilled token), per pass,
-    over what the plain call spent per forward beyond the same.  So a machine that ran
-    faster or slower than when the grid was timed, or a grid cell a neighbour
-    disturbed, moves both and not their ratio (on the Intel Xeon VM of 2026-12-03 the
-    grid's T(1, L) gave 0.78 forwards per pass at k2 = 3, this 0.99, and two runs paid
-    1.04 and 0.85)."""
+    Everything a pass is counted against is timed on the same prefix just before it,
+    nothing taken from the grid: on each prefix a plain step call (no speculation, no
+    KV reuse: it prefills the prefix as the speculative calls do) writing one token
+    and one writing up to ``max_step_tokens`` run first; their difference over the
+    difference of their forwards is the forward, and the one-token call less one
+    forward the prefix's fixed cost (overhead and prefill).  A pass costs what the
+    speculative call spent beyond that fixed cost, per pass, over the forward (a
+    ratio of sums over the prefixes).  So a machine that ran faster or slower than
+    when the grid was timed moves the forward and the pass together, and an overhead
+    or prefill the grid's few cells fitted badly (extrapolated to a prefix longer than
+    any cell) does not reach the pass (the way before 2026-12-04 took the grid's fitted
+    prefill off the speculative call's whole prefix while the plain call reused its
+    cache; on a loaded 2-core VM, with four one-repeat cells, it once read −2.72
+    forwards).  A prefix whose plain calls give no
+    forward (its step ended at the first token, or noise made the longer call no
+    longer) is passed over; a k2 whose estimate comes out at or below zero is left
+    out, with the reason (:class:`SpeculativePasses`), not written."""
     from profiler.ngram_replay import replay_counters
     from specmodel.config import TokenDrafter, TokenSpeculation
 
@@ -382,26 +414,40 @@ def measure_speculative_passes(
         raise ValueError("prefixes must not be empty")
     if not k2s or min(k2s) < 2:
         raise ValueError(f"k2s must be integers >= 2, got {list(k2s)}")
+    if max_step_tokens < 2:
+        raise ValueError(f"max_step_tokens must be >= 2 (a forward is the difference of a "
+                         f"one-token call and a longer one), got {max_step_tokens}")
     say = progress or no_progress
     tok = engine.tokenizer
     todo = sorted(set(k2s))
     plain = engine.with_speculation(None)
+    if getattr(plain, "prefix_cache", False):
+        plain = plain.with_prefix_cache(False)
     specs = {k2: engine.with_speculation(TokenSpeculation(
         drafter=TokenDrafter(method="ngram", prompt_lookup_max=prompt_lookup_max),
         num_speculative_tokens=k2 - 1)) for k2 in todo}
     for spec in specs.values():
         spec.generate_steps([prefixes[0]], 4)  # warm-up of the assisted path
     ratios: dict[int, list[tuple[float, float]]] = {k2: [] for k2 in todo}
+    skipped: list[str] = []
     for i, prefix in enumerate(prefixes):
+        short = plain.generate_steps([prefix], 1)
         ref = plain.generate_steps([prefix], max_step_tokens)
-        if not ref.iterations or ref.prefilled_tokens is None:
+        if not ref.iterations or not short.iterations:
             raise ValueError("the plain step call reported no forwards: the reference "
                              "of a speculative pass needs an engine that counts them")
-        forward = (ref.seconds - overhead - prefill * ref.prefilled_tokens) / ref.iterations
+        more = ref.iterations - short.iterations
+        forward = (ref.seconds - short.seconds) / more if more > 0 else 0.0
         if forward <= 0:
-            raise ValueError(f"the plain step call on prefix {i} took {ref.seconds:.3g} s, "
-                             "no more than its overhead and prefill: no forward to count "
-                             "a pass in")
+            skipped.append(
+                f"prefix {i + 1} passed over: its plain step call "
+                + (f"ended after {ref.iterations} token(s)" if more <= 0 else
+                   f"of {ref.iterations} tokens took {ref.seconds * 1e3:.0f} ms, no longer "
+                   f"than the one-token call's {short.seconds * 1e3:.0f} ms")
+                + ", so no forward to count a pass in")
+            say(i + 1, len(prefixes), skipped[-1])
+            continue
+        fixed = short.seconds - short.iterations * forward
         ctx = tok(prefix, add_special_tokens=False).input_ids
         for k2, spec in specs.items():
             batch = spec.generate_steps([prefix], max_step_tokens)
@@ -410,18 +456,25 @@ def measure_speculative_passes(
                 continue
             passes = replay_counters(ctx, ids, k2 - 1, prompt_lookup_max)[
                 "num_target_passes"]
-            ratios[k2].append((batch.seconds - overhead - prefill * len(ctx),
-                               passes * forward))
+            ratios[k2].append((batch.seconds - fixed, passes * forward))
         say(i + 1, len(prefixes), f"prefix {i + 1}: a plain forward {forward * 1e3:.0f} ms")
     out: dict[int, tuple[float, float, int]] = {}
+    left: dict[int, str] = {}
     for k2, got in ratios.items():
         if not got:
-            raise ValueError(f"no speculative call at k2={k2} wrote a token")
+            left[k2] = ("no prefix gave a forward" if len(skipped) == len(prefixes) else
+                        "no speculative call wrote a token")
+            continue
         mean = sum(b for b, _ in got) / sum(f for _, f in got)
+        if not (mean > 0 and math.isfinite(mean)):
+            left[k2] = (f"its {len(got)} speculative call(s) took no more than their "
+                        f"prefixes' fixed cost ({mean:.2f} forwards a pass): noise larger "
+                        "than the passes")
+            continue
         each = [b / f for b, f in got]
         se = statistics.stdev(each) / math.sqrt(len(each)) if len(each) > 1 else 0.0
         out[k2] = (mean, se, len(each))
-    return out
+    return SpeculativePasses(out, left, len(prefixes) - len(skipped), tuple(skipped))
 
 
 def measure_speculative_contention(engine: Any, other: Any, prefixes: Sequence[str], *,

@@ -285,6 +285,16 @@ class HFEngine:
         other._assistant = self._assistant_for(speculation)
         return other
 
+    def with_prefix_cache(self, enabled: bool) -> HFEngine:
+        """The same loaded model with the reuse of the previous single-prefix call's KV
+        cache on or off (no reload; ``self`` when it is already so)."""
+        if enabled == self.prefix_cache:
+            return self
+        other = copy.copy(self)
+        other.prefix_cache = enabled
+        other._prefix = None
+        return other
+
     def with_decode_path(self, decode_path: str, *, own_caches: bool = False) -> HFEngine:
         """The same loaded model on another decode path (:data:`DECODE_PATHS`; no reload;
         ``self`` when the path is the same and ``own_caches`` is False).  The static

@@ -420,72 +420,114 @@ def test_a_cost_probe_can_pair_the_models_for_their_slowdowns_beside_each_other(
 
 
 class _SpecEngine(_Clock):
-    """A model whose step calls cost ``pre`` per prefilled token plus ``per`` per forward
-    (plain) or ``per · mult[k2]`` per prompt-lookup pass (speculative, the passes
-    replayed), all times ``pace(prefix)``: a machine whose pace moves between the
-    prefixes' calls."""
+    """A model whose step calls cost ``over`` plus ``pre`` per prefilled token plus
+    ``per`` per forward (plain) or ``per · mult[k2]`` per prompt-lookup pass
+    (speculative, the passes replayed), all times ``pace(prefix)``: a machine whose
+    pace moves between the prefixes' calls.  With ``prefix_cache`` its plain calls
+    reuse the previous call's prefix (prefilling one token), as the transformers
+    engine does; ``spec_pre`` prices the speculative calls' prefill apart (a machine
+    noisier than the calls are long).  ``steps`` caps a prefix's step length."""
 
-    def __init__(self, pre: float, per: float, mult: dict[int, float], pace, k2: int = 1):
-        super().__init__(0.0, pre, per)
+    def __init__(self, pre: float, per: float, mult: dict[int, float], pace, k2: int = 1,
+                 over: float = 0.0, prefix_cache: bool = False, spec_pre: float | None = None,
+                 steps: dict[str, int] | None = None):
+        super().__init__(over, pre, per)
         self.mult, self.pace, self.k2 = mult, pace, k2
+        self.prefix_cache, self.spec_pre, self.steps = prefix_cache, spec_pre, steps or {}
+        self.last: str | None = None
+
+    def _copy(self, **change):
+        kw = {"k2": self.k2, "over": self.over, "prefix_cache": self.prefix_cache,
+              "spec_pre": self.spec_pre, "steps": self.steps, **change}
+        return type(self)(self.pre, self.per, self.mult, self.pace, **kw)
 
     def with_speculation(self, speculation):
-        k2 = 1 if speculation is None else speculation.num_speculative_tokens + 1
-        return type(self)(self.pre, self.per, self.mult, self.pace, k2)
+        return self._copy(k2=1 if speculation is None else
+                          speculation.num_speculative_tokens + 1)
+
+    def with_prefix_cache(self, enabled: bool):
+        return self._copy(prefix_cache=enabled)
 
     def generate_steps(self, prefixes, max_tokens):
         from profiler.engines import StepBatch, StepOutput
         from profiler.ngram_replay import replay_counters
 
         ctx = prefixes[0].split()
-        text = " ".join((ctx[-3:] * 4)[:max_tokens])  # a continuation prompt lookup finds
+        cap = min(max_tokens, self.steps.get(prefixes[0], max_tokens))
+        text = " ".join((ctx[-3:] * 4)[:cap])  # a continuation prompt lookup finds
         n, pace = len(text.split()), self.pace(prefixes[0])
         if self.k2 == 1:
-            t = pace * (self.pre * len(ctx) + self.per * n)
+            filled = 1 if self.prefix_cache and self.last == prefixes[0] else len(ctx)
+            self.last = prefixes[0]
+            t = pace * (self.over + self.pre * filled + self.per * n)
             return StepBatch([StepOutput(text, n, "stop")], t, prompt_tokens=[len(ctx)],
-                             prefilled_tokens=len(ctx), iterations=n)
+                             prefilled_tokens=filled, iterations=n)
         passes = replay_counters(ctx, text.split(), self.k2 - 1, 3)["num_target_passes"]
-        t = pace * (self.pre * len(ctx) + self.per * self.mult[self.k2] * passes)
-        return StepBatch([StepOutput(text, n, "stop")], t, prompt_tokens=[len(ctx)])
+        pre = self.pre if self.spec_pre is None else self.spec_pre
+        t = pace * (self.over + pre * len(ctx) + self.per * self.mult[self.k2] * passes)
+        return StepBatch([StepOutput(text, n, "stop")], t, prompt_tokens=[len(ctx)],
+                         prefilled_tokens=len(ctx))
 
 
 @settings(max_examples=30, deadline=None)
 @given(st.floats(0.5, 2.0), st.floats(0.5, 2.0),
-       st.lists(st.floats(0.3, 3.0), min_size=4, max_size=4))
-def test_a_pass_is_counted_in_the_forward_timed_beside_it(m2, m3, paces) -> None:
-    """The pass multiplier is recovered whatever pace the machine keeps from one prefix
-    to the next (no prefill to mis-scale): the reference forward moves with it."""
+       st.lists(st.floats(0.3, 3.0), min_size=4, max_size=4),
+       st.floats(0.0, 0.05), st.floats(0.0, 0.01))
+def test_a_pass_is_counted_in_the_forward_timed_beside_it(m2, m3, paces, over, pre) -> None:
+    """The pass multiplier is recovered exactly whatever pace the machine keeps from one
+    prefix to the next and whatever the call overhead and prefill (which the
+    measurement is not told): the forward and the prefix's fixed cost are timed beside
+    the pass, and the plain calls prefill as the speculative ones do even on an engine
+    that reuses a prefix's cache."""
     from profiler.engine_costs import measure_speculative_passes
 
     prefixes = [f"a b c d e f g {i} x y" for i in range(4)]
     pace = dict(zip(prefixes, paces, strict=True))
-    eng = _SpecEngine(0.0, 0.01, {2: m2, 3: m3}, pace.__getitem__)
-    got = measure_speculative_passes(eng, prefixes, k2s=[3, 2], max_step_tokens=12,
-                                     overhead=0.0, prefill=0.0)
-    assert set(got) == {2, 3}
-    assert got[2][0] == pytest.approx(m2) and got[3][0] == pytest.approx(m3)
-    assert got[2][2] == got[3][2] == 4 and got[3][1] == pytest.approx(0.0, abs=1e-9)
+    eng = _SpecEngine(pre, 0.01, {2: m2, 3: m3}, pace.__getitem__, over=over,
+                      prefix_cache=True)
+    got = measure_speculative_passes(eng, prefixes, k2s=[3, 2], max_step_tokens=12)
+    assert set(got.passes) == {2, 3} and not got.left_out and got.note() == ""
+    assert got.passes[2][0] == pytest.approx(m2) and got.passes[3][0] == pytest.approx(m3)
+    assert got.passes[2][2] == got.passes[3][2] == got.prefixes == 4
+    assert got.passes[3][1] == pytest.approx(0.0, abs=1e-9)
 
 
-def test_a_pass_takes_the_prefill_off_both_calls_and_refuses_bad_input() -> None:
+def test_a_pass_noisier_than_its_calls_is_left_out_not_written() -> None:
+    """A speculative call that took less than its prefix's fixed cost (here its prefill
+    priced at a tenth: on a loaded machine, noise larger than the passes) gives an
+    estimate at or below zero: that k2 is left out with the reason, never written; a
+    prefix whose step ends at its first token gives no forward and is passed over."""
+    from profiler.engine_costs import measure_speculative_passes
+
+    long_prefix = " ".join(f"w{i}" for i in range(200)) + " a b c"
+    short_step = "u v w u v w u v"
+    eng = _SpecEngine(0.002, 0.001, {2: 1.0, 3: 1.2}, lambda prefix: 1.0, spec_pre=0.0002,
+                      steps={short_step: 1})
+    got = measure_speculative_passes(eng, [long_prefix, short_step], k2s=[3],
+                                     max_step_tokens=10)
+    assert got.passes == {} and set(got.left_out) == {3} and got.prefixes == 1
+    assert "no more than their prefixes' fixed cost" in got.left_out[3]
+    assert got.skipped == ("prefix 2 passed over: its plain step call ended after 1 "
+                           "token(s), so no forward to count a pass in",)
+    assert got.note().startswith("k2 = 3 left out: its 1 speculative call(s) took")
+    only = measure_speculative_passes(eng, [short_step], k2s=[2, 3], max_step_tokens=10)
+    assert only.passes == {} and only.prefixes == 0
+    assert only.left_out == {2: "no prefix gave a forward", 3: "no prefix gave a forward"}
+
+
+def test_a_pass_refuses_bad_input() -> None:
     from dataclasses import replace
 
     from profiler.engine_costs import measure_speculative_passes
 
     eng = _SpecEngine(0.002, 0.01, {3: 1.3}, lambda prefix: 1.0)
     prefixes = ["a b c d e f g h i j k l m n o p q r s t", "u v w u v w u v"]
-    got = measure_speculative_passes(eng, prefixes, k2s=[3], max_step_tokens=10,
-                                     overhead=0.0, prefill=0.002)
-    assert got[3][0] == pytest.approx(1.3) and got[3][2] == 2
     with pytest.raises(ValueError, match="prefixes must not be empty"):
-        measure_speculative_passes(eng, [], k2s=[3], max_step_tokens=8, overhead=0.0,
-                                   prefill=0.0)
+        measure_speculative_passes(eng, [], k2s=[3], max_step_tokens=8)
     with pytest.raises(ValueError, match="k2s must be integers >= 2"):
-        measure_speculative_passes(eng, prefixes, k2s=[1], max_step_tokens=8,
-                                   overhead=0.0, prefill=0.0)
-    with pytest.raises(ValueError, match="no more than its overhead and prefill"):
-        measure_speculative_passes(eng, prefixes, k2s=[3], max_step_tokens=8,
-                                   overhead=5.0, prefill=0.0)
+        measure_speculative_passes(eng, prefixes, k2s=[1], max_step_tokens=8)
+    with pytest.raises(ValueError, match="max_step_tokens must be >= 2"):
+        measure_speculative_passes(eng, prefixes, k2s=[3], max_step_tokens=1)
 
     class _Uncounted(_SpecEngine):
         def generate_steps(self, prefixes, max_tokens):
@@ -493,5 +535,32 @@ def test_a_pass_takes_the_prefill_off_both_calls_and_refuses_bad_input() -> None
 
     bare = _Uncounted(0.0, 0.01, {3: 1.0}, lambda prefix: 1.0)
     with pytest.raises(ValueError, match="reported no forwards"):
-        measure_speculative_passes(bare, prefixes, k2s=[3], max_step_tokens=8,
-                                   overhead=0.0, prefill=0.0)
+        measure_speculative_passes(bare, prefixes, k2s=[3], max_step_tokens=8)
+
+
+def test_the_phase_writes_only_the_passes_it_counted_and_says_why_not_the_others(
+    monkeypatch,
+) -> None:
+    """The engine_costs phase's speculation step (``profiler.calibrate._with_speculation``):
+    a k2 left out is absent from the costs and named in the note; where every k2 is
+    left out, the costs hold no passes (and say nothing counted them), never a value
+    the calibration format would refuse."""
+    from profiler import calibrate
+    from profiler.engine_costs import CellTiming, model_costs
+
+    long_prefix = " ".join(f"w{i}" for i in range(200)) + " a b c"
+    monkeypatch.setattr(calibrate, "_speculation_prefixes",
+                        lambda engine, problems, seed, max_step_tokens: [long_prefix])
+    cells = [CellTiming(b, 16, 0.01 + 1e-4 * b * 16, 0.01 + 1e-4 * b * 16 + 0.02, (2, 6), 1)
+             for b in (1, 2)]
+    costs = model_costs("tgt", cells)
+    noisy = _SpecEngine(0.002, 0.001, {2: 1.0, 3: 1.2}, lambda prefix: 1.0,
+                        spec_pre=0.0002)
+    got, note = calibrate._with_speculation(noisy, costs, [2, 3], 1, 0, 10, None)
+    assert got.speculative_passes is None and got.passes_counted_in is None
+    assert note.startswith("k2 = 2 left out: ") and "; k2 = 3 left out: " in note
+    clean = _SpecEngine(0.002, 0.001, {2: 1.0, 3: 1.2}, lambda prefix: 1.0)
+    got, note = calibrate._with_speculation(clean, costs, [2, 3], 1, 0, 10, None)
+    assert note == "" and got.passes_counted_in == "plain-calls"
+    assert {k: round(m.value, 9) for k, m in got.speculative_passes.items()} == {2: 1.0,
+                                                                                 3: 1.2}
