@@ -790,6 +790,7 @@ def audit_calls(
                "batch generated per call (the longest row's); longest step: the longest "
                "row's step tokens, what the model counts as the call's iterations")
     speedups = audit.speedups()
+    paced = audit.at_baseline_pace()
 
     def opt(v: float | None, fmt: str) -> str:
         return "-" if v is None else format(v, fmt)
@@ -797,12 +798,17 @@ def audit_calls(
     render.show(render.table(
         "each configuration's run with its calls at their price",
         ("config", "tokens", "wall s", "in calls s", "priced s", "verifier s", "outside s",
-         "speedup", "at prices"),
+         "pace", "speedup", "at base pace", "at prices"),
         [(r.config, str(r.tokens), f"{r.wall:.1f}", f"{r.calls:.1f}", opt(r.priced, ".1f"),
           f"{r.verify:.1f}", "-" if r.concurrent else f"{r.outside:.1f}",
-          opt(speedups.get(r.config, (None, None))[0], ".3f"),
+          opt(r.pace, ".3f"), opt(speedups.get(r.config, (None, None))[0], ".3f"),
+          opt(paced.get(r.config), ".3f"),
           opt(speedups.get(r.config, (None, None))[1], ".3f")) for r in audit.runs],
-        justify=("left",) + ("right",) * 8))
+        justify=("left",) + ("right",) * 10))
+    render.dim("pace: measured ÷ priced seconds of the configuration's priced calls (the "
+               "slowdown beside the other model priced in); at base pace: the measured "
+               "speedup had its calls run at the baseline's pace — the machine's drift "
+               "between the configurations' turns taken out")
     render.dim("at prices: the speedup over the target alone had every call taken its price "
                "and all else (verifier, the host between calls) been as measured — between "
                "it and the measured speedup, the price of calls; between it and the "

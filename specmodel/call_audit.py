@@ -21,8 +21,12 @@ branch, and sets side by side:
   model counts (a row that ends its step inside a token, or a stop found a token late,
   makes the batch run longer than its steps);
 
-and per configuration whose calls never overlapped, the speedup it would have measured
-had every call taken its price (all else — the verifier, the host between calls — as
+and per configuration its pace — the measured over the priced seconds of the calls it
+could price — and its measured speedup at the baseline's pace (configurations decoded
+one after another on a shared machine can meet different paces: one round of seed 24
+ran its first three configurations at 1.04–1.18× their price and the rest at
+0.87–0.95×); and per configuration whose calls never overlapped, the speedup it would
+have measured had every call taken its price (all else — the verifier, the host between calls — as
 measured): what is left between that and the measured speedup is the price of calls;
 between it and the decoder model's prediction, the schedule, the step lengths and the
 acceptance the model drew instead of the run's.
@@ -111,6 +115,20 @@ class RunPriced:
     concurrent: bool
     """Calls of the two models overlapped (async): the calls' times do not add up to
     the wall time, so no wall time is priced."""
+    paced_measured: float = 0.0
+    """Measured seconds of the calls that could be priced (all but those with token
+    speculation inside)."""
+    paced_priced: float = 0.0
+    """Their price, the slowdown beside the other model included."""
+
+    @property
+    def pace(self) -> float | None:
+        """How fast the machine ran this configuration's priced calls: their measured
+        over their priced seconds (None where none was priced).  Configurations decoded
+        one after another on a shared machine can run at different paces; for an async
+        one it also holds the error of the calibration's slowdown beside the other
+        model."""
+        return self.paced_measured / self.paced_priced if self.paced_priced > 0 else None
 
     @property
     def outside(self) -> float:
@@ -128,7 +146,8 @@ class RunPriced:
 
     def to_dict(self) -> dict[str, Any]:
         """Fields and the derived outside and priced wall time, for JSON."""
-        return {**asdict(self), "outside": self.outside, "priced_wall": self.priced_wall}
+        return {**asdict(self), "outside": self.outside, "priced_wall": self.priced_wall,
+                "pace": self.pace}
 
 
 @dataclass(frozen=True)
@@ -150,6 +169,18 @@ class CallAudit:
     baseline: str | None = None
     """The record's target-alone configuration."""
 
+    def at_baseline_pace(self) -> dict[str, float | None]:
+        """Configuration → its measured speedup had its calls run at the baseline's
+        pace (measured speedup × its :attr:`RunPriced.pace` / the baseline's): what is
+        left once the machine's drift between the configurations' turns is taken out
+        (None where either pace is unknown; empty without a logged baseline)."""
+        base = next((r for r in self.runs if r.config == self.baseline), None)
+        if base is None or base.pace is None:
+            return {}
+        paces = {r.config: r.pace for r in self.runs}
+        return {k: None if paces.get(k) is None else m * paces[k] / base.pace
+                for k, (m, _) in self.speedups().items()}
+
     def speedups(self) -> dict[str, tuple[float, float | None]]:
         """Configuration → (measured speedup, speedup had every call taken its price),
         both over the baseline's run the same way (empty without a logged baseline)."""
@@ -168,10 +199,12 @@ class CallAudit:
 
     def to_dict(self) -> dict[str, Any]:
         """For JSON."""
+        paced = self.at_baseline_pace()
         return {"calibration": self.calibration, "baseline": self.baseline,
                 "groups": [g.to_dict() for g in self.groups],
                 "runs": [r.to_dict() for r in self.runs],
-                "speedups": {k: {"measured": m, "priced_calls": p}
+                "speedups": {k: {"measured": m, "priced_calls": p,
+                                 "at_baseline_pace": paced.get(k)}
                              for k, (m, p) in self.speedups().items()},
                 "unpriced": dict(self.unpriced), "unlogged": list(self.unlogged)}
 
@@ -214,6 +247,7 @@ def call_audit(record: RunRecord, calibration: Calibration | None = None) -> Cal
             continue
         acc: dict[tuple[str, int, bool], dict[str, float]] = {}
         priced_calls: float | None = 0.0
+        paced = [0.0, 0.0]  # measured and priced seconds of the calls priced
         concurrent = False
         for p in c.problems:
             shares = overlap_shares(p.calls)
@@ -229,6 +263,9 @@ def call_audit(record: RunRecord, calibration: Calibration | None = None) -> Cal
                                    call.prefilled_tokens, call.iterations)
                 if priced_calls is not None:
                     priced_calls += price.total
+                beside = price.total * (slowdown[call.role] - 1) * share
+                paced[0] += call.seconds
+                paced[1] += price.total + beside
                 g = acc.setdefault((call.role, call.rows, call.sampled), dict.fromkeys(
                     ("calls", "measured", "overhead", "prefill", "decode", "beside",
                      "overlap", "context", "prefilled", "iterations", "longest"), 0.0))
@@ -237,7 +274,7 @@ def call_audit(record: RunRecord, calibration: Calibration | None = None) -> Cal
                 g["overhead"] += price.overhead
                 g["prefill"] += price.prefill
                 g["decode"] += price.decode
-                g["beside"] += price.total * (slowdown[call.role] - 1) * share
+                g["beside"] += beside
                 g["overlap"] += share * call.seconds
                 g["context"] += sum(call.prompt_tokens) / call.rows
                 g["prefilled"] += call.prefilled_tokens
@@ -257,5 +294,5 @@ def call_audit(record: RunRecord, calibration: Calibration | None = None) -> Cal
             wall=sum(p.seconds for p in c.problems),
             calls=sum(k.seconds for p in c.problems for k in p.calls),
             priced=priced_calls, verify=sum(p.verify_seconds for p in c.problems),
-            concurrent=concurrent))
+            concurrent=concurrent, paced_measured=paced[0], paced_priced=paced[1]))
     return audit

@@ -218,7 +218,15 @@ def test_a_run_with_its_calls_at_their_price(tmp_path) -> None:
     measured, at_prices = audit.speedups()["sync k1=2 k2=1"]
     assert measured == pytest.approx(1.0)  # the same tokens and wall in both records
     assert at_prices == pytest.approx(base.priced_wall / sync.priced_wall)
-    assert audit.to_dict()["speedups"]["target"] == {"measured": 1.0, "priced_calls": 1.0}
+    assert audit.to_dict()["speedups"]["target"] == {"measured": 1.0, "priced_calls": 1.0,
+                                                     "at_baseline_pace": 1.0}
+    # the pace: measured over priced seconds of the calls priced; the speedup at the
+    # baseline's pace takes the drift between the two turns out
+    assert base.pace == pytest.approx(2.0 / 1.15)
+    assert sync.pace == pytest.approx(4.0 / sync.priced)
+    assert audit.at_baseline_pace()["sync k1=2 k2=1"] == pytest.approx(
+        measured * sync.pace / base.pace)
+    assert audit.to_dict()["runs"][1]["pace"] == pytest.approx(sync.pace)
     # overlapping calls: no wall time priced
     draft["seconds"] = 2.0
     rec = load_run_record(_record(tmp_path, [
@@ -227,6 +235,31 @@ def test_a_run_with_its_calls_at_their_price(tmp_path) -> None:
     audit = call_audit(rec, CAL)
     assert audit.runs[1].concurrent and audit.runs[1].priced_wall is None
     assert audit.speedups()["async k1=2 k2=1"][1] is None
+    # async: the pace prices the share each call ran beside the other model
+    groups = {g.role: g for g in audit.groups}
+    assert audit.runs[1].pace == pytest.approx(
+        5.0 / (groups["target"].priced + groups["draft"].priced))
+    assert groups["target"].beside > 0 and groups["draft"].beside > 0
+    assert audit.at_baseline_pace()["async k1=2 k2=1"] == pytest.approx(
+        audit.speedups()["async k1=2 k2=1"][0] * audit.runs[1].pace / audit.runs[0].pace)
+
+
+def test_a_configuration_with_no_call_priced_has_no_pace(tmp_path) -> None:
+    """Calls with token speculation inside (no shape) give no pace, and no speedup at
+    the baseline's pace; a baseline without one gives none for any configuration."""
+    plain = {"role": "target", "start": 0.0, "seconds": 2.0, "rows": 1, "step_tokens": [10],
+             "prompt_tokens": [100], "prefilled_tokens": 100, "iterations": 10}
+    spec = {"role": "target", "start": 0.0, "seconds": 1.5, "rows": 1, "step_tokens": [10]}
+    rec = load_run_record(_record(tmp_path, [
+        ("target", {"k1": 1, "k2": 1}, [[plain]]),
+        ("token k2=3", {"k1": 1, "k2": 3}, [[spec]])]))
+    audit = call_audit(rec, CAL)
+    assert audit.runs[1].pace is None and audit.runs[0].pace is not None
+    assert audit.at_baseline_pace() == {"target": 1.0, "token k2=3": None}
+    rec = load_run_record(_record(tmp_path, [
+        ("target", {"k1": 1, "k2": 1}, [[spec]]),
+        ("sync k1=2 k2=1", {"k1": 2, "k2": 1}, [[plain]])]))
+    assert call_audit(rec, CAL).at_baseline_pace() == {}
 
 
 def test_the_held_out_report_sets_the_rounds_calls_at_their_price(tmp_path, capsys) -> None:
