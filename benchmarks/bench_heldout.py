@@ -694,7 +694,8 @@ def calls_at_prices(cal: Any, recs: list[Any], decoder: dict[str, float | None]
                     ) -> dict[str, Any] | None:
     """Where the rounds logged their engine calls (records since 2026-12-02): each call
     priced by the calibration at the shape it had (:func:`specmodel.call_audit.call_audit`),
-    printed per configuration — the measured speedup, the speedup had every call taken
+    printed per configuration — the measured speedup, at the baseline's pace
+    (:meth:`~specmodel.call_audit.CallAudit.at_baseline_pace`), had every call taken
     its price, and the decoder model's — and per model and rows the measured over the
     priced seconds, pooled over the rounds; None where no round logged calls."""
     from specmodel.call_audit import call_audit
@@ -703,15 +704,21 @@ def calls_at_prices(cal: Any, recs: list[Any], decoder: dict[str, float | None]
         p.calls for c in r.configs for p in c.problems)]
     if not audits:
         return None
-    speed: dict[str, list[tuple[float, float | None]]] = {}
+    speed: dict[str, list[tuple[float, float | None, float | None]]] = {}
     for audit in audits:
-        for label, pair in audit.speedups().items():
-            speed.setdefault(label, []).append(pair)
+        paced = audit.at_baseline_pace()
+        for label, (m, p) in audit.speedups().items():
+            speed.setdefault(label, []).append((m, p, paced.get(label)))
+
+    def mean_of(values: list[float | None]) -> float | None:
+        known = [v for v in values if v is not None]
+        return statistics.mean(known) if known else None
+
     rows = []
-    for label, pairs in speed.items():
-        priced = [p for _, p in pairs if p is not None]
-        rows.append({"config": label, "measured": statistics.mean(m for m, _ in pairs),
-                     "at_prices": statistics.mean(priced) if priced else None,
+    for label, triples in speed.items():
+        rows.append({"config": label, "measured": statistics.mean(t[0] for t in triples),
+                     "at_base_pace": mean_of([t[2] for t in triples]),
+                     "at_prices": mean_of([t[1] for t in triples]),
                      "decoder": decoder.get(label)})
     kinds: dict[str, list[float]] = {}
     for audit in audits:
@@ -722,11 +729,12 @@ def calls_at_prices(cal: Any, recs: list[Any], decoder: dict[str, float | None]
             k[1] += g.priced
     print_table(f"the rounds' engine calls at their price ({len(audits)} round(s) logged "
                 "calls; specmodel audit-calls ROUND.run.json for one round): measured "
-                "speedup / with every call at its price / the decoder model",
-                ["config", "measured", "at prices", "decoder"],
+                "speedup / at the baseline's pace / with every call at its price / the "
+                "decoder model",
+                ["config", "measured", "at base pace", "at prices", "decoder"],
                 [[r["config"], f"{r['measured']:.3f}",
-                  "-" if r["at_prices"] is None else f"{r['at_prices']:.3f}",
-                  "-" if r["decoder"] is None else f"{r['decoder']:.3f}"] for r in rows])
+                  *("-" if r[k] is None else f"{r[k]:.3f}"
+                    for k in ("at_base_pace", "at_prices", "decoder"))] for r in rows])
     print("measured ÷ priced seconds by call: " + ", ".join(
         f"{k} {m / p:.3f}" for k, (m, p) in sorted(kinds.items()) if p > 0))
     return {"rows": rows, "measured_over_priced": {k: m / p for k, (m, p) in kinds.items()

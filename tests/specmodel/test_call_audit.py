@@ -282,6 +282,10 @@ def test_the_held_out_report_sets_the_rounds_calls_at_their_price(tmp_path, caps
     base = 1.15 + 8.0  # the baseline's call at its price, the rest of its wall as measured
     assert rows["sync k1=2 k2=1"]["at_prices"] == pytest.approx(base / (2.29 + 7.0))
     assert rows["sync k1=2 k2=1"]["decoder"] == 0.9 and rows["target"]["decoder"] is None
+    # the speedup at the baseline's pace: measured x its pace / the baseline's
+    pace = {"target": 2.0 / 1.15, "sync": 3.0 / 2.29}
+    assert rows["sync k1=2 k2=1"]["at_base_pace"] == pytest.approx(
+        rows["sync k1=2 k2=1"]["measured"] * pace["sync"] / pace["target"])
     assert got["measured_over_priced"]["target b=2"] == pytest.approx(3.0 / 2.29)
     assert "1 round(s) logged calls" in capsys.readouterr().out
     assert calls_at_prices(CAL, [old], {}) is None
