@@ -98,6 +98,14 @@ ENGINE_OPTIONS: dict[str, tuple[str, ...] | None] = {
 """Engine kind → the options its builder takes (None: its own check)."""
 
 
+def _builder(kind: str) -> EngineBuilder:
+    """The builder of engine ``kind``; a ValueError naming the kinds where it is none."""
+    builder = ENGINES.get(kind)
+    if builder is None:
+        raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {kind!r}")
+    return builder
+
+
 def make_engine(
     kind: str,
     model: str | Path,
@@ -114,9 +122,7 @@ def make_engine(
     'synthetic' (:class:`SyntheticEngine`; ``options`` must hold its ``acceptance``
     calibration, and may hold ``role``, ``seed``, …), on ``device`` (cpu or cuda) in
     ``dtype``."""
-    builder = ENGINES.get(kind)
-    if builder is None:
-        raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {kind!r}")
+    builder = _builder(kind)
     allowed = ENGINE_OPTIONS[kind]
     unknown = [name for name in options or () if allowed is not None and name not in allowed]
     if unknown:
@@ -131,8 +137,7 @@ def execution_of(kind: str, device: str = "cpu",
     """The ``execution`` that an engine of ``kind`` built by :func:`make_engine` with
     ``device`` and ``options`` will report (a run record's ``settings.execution``),
     known before any model loads."""
-    if kind not in ENGINES:
-        raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {kind!r}")
+    _builder(kind)
     if kind == "transformers":
         return hf_execution((options or {}).get("decode_path", DEFAULT_DECODE_PATH), device)
     return vllm_execution(device) if kind == "vllm" else synthetic_execution(device)
