@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
 from specmodel.closedform.hybrid import h as h_closed
-from specmodel.closedform.step_level import async_knee
+from specmodel.closedform.step_level import async_knee, parallel_dim_f
 from specmodel.hardware.costmodel import (
     LAYOUTS,
     PLACEMENTS,
@@ -102,6 +102,9 @@ class Prediction:
     """Which model produced ``speedup``."""
     flat_speedup: float
     """The closed form f·g at the same (k1, k2) and c1, c2 (flat batch cost)."""
+    parallel_dim: int
+    """The budget it uses, ParallelDim_f(k1)·k2 (async: steps in flight capped at the
+    knee ⌈1/c1⌉); above the what-if's budget for a fixed setting that does not fit it."""
 
     def to_dict(self) -> dict[str, Any]:
         """Every field by name."""
@@ -117,19 +120,38 @@ class WhatIf:
     costs: dict[str, Any]
     """Seconds of the forwards, c1, c2, T(b)/T(1), V(q)/T(1), each with its model."""
     predictions: dict[str, Prediction]
-    """By method: SD, LR sync/async, LR+SD sync/async (fixed k's) and best."""
+    """By method: SD, LR sync/async, LR+SD sync/async at the fixed (k1, k2) asked for
+    (by default the LR paper's, whatever the budget), and the best under the budget."""
+    within_budget: dict[str, Prediction] = field(default_factory=dict)
+    """By method: the best (k1, k2) of each of SD, LR sync/async and LR+SD sync/async
+    whose budget fits the what-if's; a method with no point that fits is absent."""
     notes: list[str] = field(default_factory=list)
     """Assumptions a reader must know."""
 
     def speedup(self, method: str) -> float:
-        """The predicted speedup of ``method``."""
+        """The predicted speedup of ``method`` at the fixed (k1, k2), or "best"."""
         return self.predictions[method].speedup
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready."""
         return {"inputs": self.inputs, "costs": self.costs,
                 "predictions": {k: v.to_dict() for k, v in self.predictions.items()},
+                "within_budget": {k: v.to_dict() for k, v in self.within_budget.items()},
                 "notes": list(self.notes)}
+
+
+METHODS = ("SD", "LR sync", "LR async", "LR+SD sync", "LR+SD async")
+"""The methods a what-if predicts, each a family of (mode, k1, k2)."""
+
+
+def method_of(mode: str, k1: int, k2: int) -> str | None:
+    """The method (:data:`METHODS`) a (mode, k1, k2) belongs to: k1 = 1 is token
+    speculation alone (SD, sync; in async one step in flight is the same schedule), k2 = 1
+    step speculation alone; None for the target alone (k1 = k2 = 1)."""
+    if k1 == 1:
+        return "SD" if k2 > 1 else None
+    lr = "LR" if k2 == 1 else "LR+SD"
+    return f"{lr} {mode}"
 
 
 def _placement(value: object) -> str:
@@ -259,38 +281,48 @@ def what_if(target: Shape | str, draft: Shape | str, *, alpha1: float, alpha2: f
     curves = {q: curve(q) for q in sorted({*range(1, M + 1), kk2})}
     one_device = placement == "one-device"
 
-    def priced(mode: str, k1_: int, k2_: int) -> tuple[float, float, str]:
-        """(speedup, flat speedup, mode actually priced)."""
+    model = MODELS["closed"] if flat else MODELS["priced"] + f"; {coef_source}"
+
+    def predict(name: str, mode: str, k1_: int, k2_: int) -> Prediction:
+        """``name``'s prediction at (mode, k1, k2), in the mode actually priced (async on
+        one device runs as sync with the draft's cost less the overlap)."""
         eff_mode, c1_eff = mode, cc1
         if mode == "async" and one_device and k1_ > 1:
             eff_mode, c1_eff = "sync", (1.0 - o) * cc1
+        used = k2_ * (k1_ if eff_mode == "sync" or c1_eff <= 0.0
+                      else int(parallel_dim_f(eff_mode, min(c1_eff, 0.999999), k1_)))
         if eff_mode == "async" and c1_eff >= 1.0:
-            return 0.0, 0.0, eff_mode
+            return Prediction(name, eff_mode, k1_, k2_, 0.0, model, 0.0, used)
         p = Parameters(a1, c1_eff, a2, cc2)
         s, _ = cost_aware_speedup(p, eff_mode, k1_, k2_, curves[k2_], 1 if flat else B)
         factor = jf if k1_ > 1 else 1.0
         flat_s = float(h_closed(eff_mode, a1, c1_eff, a2, cc2, k1_, k2_))
-        return s * factor, flat_s * factor, eff_mode
+        return Prediction(name, eff_mode, k1_, k2_, s * factor, model, flat_s * factor,
+                          used)
 
-    model = MODELS["closed"] if flat else MODELS["priced"] + f"; {coef_source}"
-    preds: dict[str, Prediction] = {}
-    for name, mode, a, b in (("SD", "sync", 1, kk2), ("LR sync", "sync", kk1 + 1, 1),
-                             ("LR async", "async", kk1, 1),
-                             ("LR+SD sync", "sync", kk1 + 1, kk2),
-                             ("LR+SD async", "async", kk1, kk2)):
-        s, fs, m = priced(mode, a, b)
-        preds[name] = Prediction(name, m, a, b, s, model, fs)
+    preds: dict[str, Prediction] = {
+        name: predict(name, mode, a, b)
+        for name, mode, a, b in (("SD", "sync", 1, kk2), ("LR sync", "sync", kk1 + 1, 1),
+                                 ("LR async", "async", kk1, 1),
+                                 ("LR+SD sync", "sync", kk1 + 1, kk2),
+                                 ("LR+SD async", "async", kk1, kk2))}
 
     best: Prediction | None = None
+    within: dict[str, Prediction] = {}
     for mode in ("sync", "async"):
         for b_ in range(1, M + 1):
             top = M // b_
             if mode == "async" and cc1 > 0 and not one_device:
                 top = min(top, max(1, async_knee(min(cc1, 0.999999))))
             for a_ in range(1, top + 1):
-                s, fs, m = priced(mode, a_, b_)
-                if best is None or s > best.speedup * (1 + 1e-12):
-                    best = Prediction("best", m, a_, b_, s, model, fs)
+                cand = predict("best", mode, a_, b_)
+                if best is None or cand.speedup > best.speedup * (1 + 1e-12):
+                    best = cand
+                name = method_of(mode, a_, b_)
+                if name is None or (name == "SD" and mode == "async"):
+                    continue
+                if name not in within or cand.speedup > within[name].speedup * (1 + 1e-12):
+                    within[name] = replace(cand, method=name)
     assert best is not None
     preds["best"] = best
 
@@ -326,7 +358,8 @@ def what_if(target: Shape | str, draft: Shape | str, *, alpha1: float, alpha2: f
         costs={**cs, "c1": cc1, "c2": cc2, "c1_forced": c1 is not None,
                "c2_forced": c2 is not None, "batch_cost": curve_rows,
                "verify_cost": verify_rows, "model": cost_model},
-        predictions=preds, notes=notes)
+        predictions=preds, within_budget={m: within[m] for m in METHODS if m in within},
+        notes=notes)
 
 
 @dataclass(frozen=True)

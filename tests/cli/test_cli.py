@@ -448,13 +448,20 @@ def test_optimize_what_if_from_architectures(capsys) -> None:
     data = json.loads(out)
     assert set(data["predictions"]) >= {"SD", "LR sync", "LR async", "best"}
     best = data["predictions"]["best"]
-    assert best["speedup"] >= max(p["speedup"] for p in data["predictions"].values()) - 1e-9
+    within = data["within_budget"]
+    assert set(within) == {"SD", "LR sync", "LR async", "LR+SD sync", "LR+SD async"}
+    assert all(p["parallel_dim"] <= 16 for p in within.values())
+    assert best["speedup"] == pytest.approx(max(p["speedup"] for p in within.values()))
+    # the paper's setting (6 speculative steps, k2 = 9) does not fit M = 16 for LR+SD
+    assert data["predictions"]["LR+SD async"]["parallel_dim"] == 54
     assert "cost model" in data["costs"]["model"] and data["inputs"]["device"] == "h100-sxm"
     cal = load_preset(DEFAULT_PRESET)
     assert data["inputs"]["alpha1"] == pytest.approx(cal.parameters().alpha1)
     code, out, _ = run(["optimize", "--target-arch", "qwen2.5-32b", "--draft-arch",
                         "qwen2.5-1.5b"], capsys)
     assert code == 0 and "What-if" in out and "flat f·g" in out
+    assert "the best of each method within it" in out and "LR paper's setting" in out
+    assert "54 > M" in out  # LR+SD async at the paper's setting, outside the budget
     code, out, _ = run(["optimize", "--target-arch", "qwen2.5-32b", "--draft-arch",
                         "qwen2.5-1.5b", "--attention-layout", "packed", "--json"], capsys)
     assert code == 0 and json.loads(out)["inputs"]["attention_layout"] == "packed"

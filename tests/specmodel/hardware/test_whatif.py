@@ -32,6 +32,39 @@ def test_flat_curve_and_forced_costs_reduce_to_the_closed_forms(a1, c1, a2, c2) 
         float(h("async", a1, c1, a2, c2, 4, 3)), rel=1e-9)
 
 
+@settings(max_examples=25, deadline=None)
+@given(alphas, st.floats(0.02, 0.9), alphas, st.floats(0.0, 0.5), st.integers(1, 24))
+def test_within_budget_is_each_methods_closed_form_optimum(a1, c1, a2, c2, M) -> None:
+    """With the flat curve each method's row is its f·g maximum over the (k1, k2) whose
+    ParallelDim_f(k1)·k2 fits M, found here by brute force; best is the largest of them
+    (or the target alone)."""
+    from specmodel.closedform.step_level import async_knee
+
+    r = what_if(T, D, alpha1=a1, alpha2=a2, c1=c1, c2=c2, flat=True, budget=M)
+    knee = async_knee(c1)
+    families = {
+        "SD": [("sync", 1, b) for b in range(2, M + 1)],
+        "LR sync": [("sync", a, 1) for a in range(2, M + 1)],
+        "LR async": [("async", a, 1) for a in range(2, min(M, knee) + 1)],
+        "LR+SD sync": [("sync", a, b) for a in range(2, M + 1) for b in range(2, M // a + 1)],
+        "LR+SD async": [("async", a, b) for a in range(2, min(M, knee) + 1)
+                        for b in range(2, M // a + 1)],
+    }
+    for name, points in families.items():
+        if not points:
+            assert name not in r.within_budget
+            continue
+        row = r.within_budget[name]
+        top = max(float(h(m, a1, c1, a2, c2, a, b)) for m, a, b in points)
+        assert row.speedup == pytest.approx(top, rel=1e-9)
+        assert row.parallel_dim <= M and row.method == name
+    tops = [p.speedup for p in r.within_budget.values()] + [1.0]
+    assert r.speedup("best") == pytest.approx(max(tops), rel=1e-9)
+    # the fixed rows say the budget they use, fitting it or not
+    assert r.predictions["LR+SD sync"].parallel_dim == 7 * 9
+    assert r.predictions["LR+SD async"].parallel_dim == min(6, knee) * 9
+
+
 def test_speedups_fall_with_context() -> None:
     prev = None
     for L in (256, 1024, 4096, 16384):
