@@ -462,6 +462,43 @@ def _decode_saved(output: Path, interleave: bool = False) -> str:
     return f"{held}; run the same command with --resume to continue"
 
 
+def _show_lengths_as_run(rows: list[Any], lengths: Any, cal: Any, *, both: bool) -> None:
+    """The table of ``validate --lengths-as-run``."""
+    from cli import render
+    from specmodel.run_lengths import padding_ratio
+
+    def fmt(v: float | None, pct: bool = False) -> str:
+        return "-" if v is None else (f"{v:+.1%}" if pct else f"{v:.3f}")
+
+    heads = ("config", "measured", "decoder", "decoder err", "at run lengths", "its α1",
+             "its err") + (("at both", "its err") if both else ())
+    render.show(render.table(
+        "the decoder model at the step lengths the run's problems wrote (a diagnosis: it "
+        "uses what the run decoded)", heads,
+        [(r.config, fmt(r.measured_speedup), fmt(r.predicted_decoder),
+          fmt(r.decoder_error, True), fmt(r.decoder_at_run_lengths),
+          fmt(r.decoder_at_run_lengths_step_acceptance),
+          fmt(r.decoder_at_run_lengths_error, True),
+          *((fmt(r.decoder_at_run_lengths_and_acceptance),
+             fmt(r.decoder_at_run_lengths_and_acceptance_error, True)) if both else ()))
+         for r in rows if r.k1 > 1 or r.k2 > 1],
+        justify=("left",) + ("right",) * (len(heads) - 1), no_wrap=True))
+    steps = lengths.steps
+    run_mean = sum(t for a in lengths.answers for t, _ in a) / steps
+    own = cal.step.step_length_answers
+    own_ratio = None if not own else padding_ratio(own)
+    render.dim(
+        f"lengths read from {lengths.config!r}: {len(lengths.answers)} problems, {steps} "
+        f"steps of {run_mean:.1f} target tokens on average (calibration "
+        f"{cal.step.step_tokens_mean or float('nan'):.1f}); a step beside the next one "
+        f"runs {padding_ratio(lengths.answers) or float('nan'):.2f}× its own tokens "
+        f"(calibration's answers "
+        + ("-" if own_ratio is None else f"{own_ratio:.2f}×")
+        + f"); {lengths.filled} draft lengths not measured (no draft asked at that index) "
+        "set to the target's"
+        + ("; at both: then every step rate moved to the run's acceptance" if both else ""))
+
+
 def validate(
     run_record: Annotated[Path, typer.Argument(help="Run record from `specmodel decode`.")],
     calibration: CalibrationOpt = None,
@@ -491,6 +528,13 @@ def validate(
              "configuration measured: a diagnosis (it uses what the run decoded) that "
              "splits the decoder's error into the acceptance the run drew and the rest "
              "(schedule and costs).")] = False,
+    lengths_as_run: Annotated[bool, typer.Option(
+        "--lengths-as-run",
+        help="Also run the decoder model with the calibration's step lengths replaced by "
+             "the ones the run's problems wrote (each problem's target and draft tokens "
+             "at every step index, read from the calls of its synchronous one-branch "
+             "configuration): a diagnosis that shows what the held-out answers' lengths "
+             "did to the prediction; with --acceptance-as-run also at both.")] = False,
     on_draws: Annotated[bool, typer.Option(
         "--on-draws",
         help="A synthetic-acceptance run drawn by position: also the decoder model on the "
@@ -548,8 +592,17 @@ def validate(
                 raise
             raise SpecmodelError(f"--keep-times: {e}") from e
     drawn, reproduces = _run_draws(record) if on_draws else (None, None)
+    lengths = None
+    if lengths_as_run:
+        from specmodel.run_lengths import run_lengths
+
+        try:
+            lengths = run_lengths(record)
+        except ValueError as e:
+            raise SpecmodelError(f"--lengths-as-run: {e}") from e
     rows = compare(record, cal, prompt_tokens=prompt_tokens,
-                   acceptance_as_run=acceptance_as_run, on_draws=drawn)
+                   acceptance_as_run=acceptance_as_run, on_draws=drawn,
+                   lengths_as_run=lengths_as_run)
     # Absolute times: a request's ms per generated token, measured (seconds / tokens of
     # each configuration's run) and predicted (the baseline's measured ms/token ÷ the
     # predicted speedup).
@@ -611,6 +664,8 @@ def validate(
                    "offset until it accepts as the run did (its α1); what is left of its "
                    "error is the schedule's and the costs', the rest of the decoder's error "
                    "the acceptance the run happened to draw")
+    if lengths is not None:
+        _show_lengths_as_run(rows, lengths, cal or record.calibration, both=acceptance_as_run)
     if on_draws:
         from specmodel.prediction import busy_over_price
 

@@ -33,9 +33,10 @@ from specmodel.formats.calibration import Calibration, MachineDetails, Measureme
 from specmodel.formats.run_record import CostProbe, RunRecord, SyntheticAcceptance
 
 __all__ = ["DRIFT_TOLERANCE", "MODELS", "ConfigComparison", "CostDrift", "RoundsRow",
-           "RoundsSummary", "ValidationRow", "at_run_acceptance", "baseline_speed",
-           "calibration_at_run_time", "calibration_mismatches", "cost_drift", "compare",
-           "compare_rounds", "draws_predictions", "predict", "reproduces_on_draws"]
+           "RoundsSummary", "ValidationRow", "at_run_acceptance", "at_run_lengths",
+           "baseline_speed", "calibration_at_run_time", "calibration_mismatches",
+           "cost_drift", "compare", "compare_rounds", "draws_predictions", "predict",
+           "reproduces_on_draws"]
 
 MODELS = {
     "predicted_speedup": "papers' f(k1)·g(k2) (flat batch cost, free verifier, i.i.d.)",
@@ -139,6 +140,25 @@ class ConfigComparison(BaseModel):
     decoder_at_run_step_acceptance: float | None = None
     """Accepted / judged draft steps as the shifted decoder model simulates them (close
     to ``step_acceptance`` by construction; shown so that it can be checked)."""
+    decoder_at_run_lengths: float | None = None
+    """The decoder model with the calibration's step lengths replaced by the ones the
+    run's problems wrote, read back from its calls (:func:`at_run_lengths`: each
+    problem's target and draft tokens at every step index, as the calibration's answers
+    hold them): a diagnosis, not a prediction.  Between it and ``predicted_decoder`` is
+    what the held-out answers' lengths — their mean and how long and short steps follow
+    each other, which sets how long a batched call runs — did to the prediction.  None
+    unless asked for, or without step speculation."""
+    decoder_at_run_lengths_error: float | None = None
+    """decoder_at_run_lengths / measured − 1."""
+    decoder_at_run_lengths_step_acceptance: float | None = None
+    """Accepted / judged draft steps as the decoder model at the run's lengths simulates
+    them (the verdicts go with the lengths, so this moves too)."""
+    decoder_at_run_lengths_and_acceptance: float | None = None
+    """The decoder model at the run's step lengths with its step rates then moved to the
+    run's acceptance (:func:`at_run_lengths` with the run's verdicts): what is left of
+    its error is the schedule's and the costs'.  None unless both are asked for."""
+    decoder_at_run_lengths_and_acceptance_error: float | None = None
+    """decoder_at_run_lengths_and_acceptance / measured − 1."""
     decoder_on_draws: float | None = None
     """The decoder model on the run's own draws (a synthetic-acceptance run drawn by
     position: every step length, pass list and verdict uniform read from the sample the
@@ -235,7 +255,8 @@ def compare(record: RunRecord, calibration: Calibration | None = None, *,
             decoder: bool = True, seed: int = 0,
             prompt_tokens: float | None = None,
             acceptance_as_run: bool = False,
-            on_draws: Mapping[str, Any] | None = None) -> list[ValidationRow]:
+            on_draws: Mapping[str, Any] | None = None,
+            lengths_as_run: bool = False) -> list[ValidationRow]:
     """Predicted against measured speedup for every configuration of ``record``.
 
     ``calibration`` replaces the record's own (to predict the same run from
@@ -244,7 +265,11 @@ def compare(record: RunRecord, calibration: Calibration | None = None, *,
     (``prompt_tokens``, else the record's ``settings.prompt_tokens``, else assumed);
     ``acceptance_as_run`` also the decoder model at each configuration's measured step
     acceptance (:func:`at_run_acceptance`, a diagnosis); ``on_draws`` (the decoder model
-    on the run's own draws, :func:`draws_predictions`) fills ``decoder_on_draws``.
+    on the run's own draws, :func:`draws_predictions`) fills ``decoder_on_draws``;
+    ``lengths_as_run`` the decoder model at the step lengths the run's problems wrote
+    (:func:`at_run_lengths`, read from the record's calls by
+    :func:`specmodel.run_lengths.run_lengths`, a diagnosis), with ``acceptance_as_run``
+    also at both.
     """
     cal = calibration or record.calibration
     if cal is None:
@@ -258,6 +283,11 @@ def compare(record: RunRecord, calibration: Calibration | None = None, *,
     base_tps = base[0].totals.tokens_per_second
     if base_tps <= 0:
         raise ValueError("the baseline produced no tokens: no speedup can be measured")
+    lengths = None
+    if lengths_as_run and decoder:
+        from specmodel.run_lengths import run_lengths
+
+        lengths = run_lengths(record)
     rows = []
     for c in record.configs:
         s = c.config
@@ -274,6 +304,10 @@ def compare(record: RunRecord, calibration: Calibration | None = None, *,
                                      c.totals.drafted_steps, seed=seed, record=record,
                                      prompt_tokens=prompt_tokens)
                    if acceptance_as_run and dec is not None else None)
+        by_lengths = _by_run_lengths(cal, s, lengths, c.totals.accepted_steps,
+                                     c.totals.drafted_steps, both=acceptance_as_run,
+                                     measured=measured, seed=seed, record=record,
+                                     prompt_tokens=prompt_tokens)
         drawn = None if on_draws is None else on_draws.get(c.label)
         rows.append(
             ValidationRow(
@@ -301,6 +335,7 @@ def compare(record: RunRecord, calibration: Calibration | None = None, *,
                 decoder_step_acceptance=_step_rate(dec),
                 decoder_split={} if dec is None else decoder_time_split(dec),
                 **_shifted_fields(shifted, measured),
+                **by_lengths,
                 decoder_on_draws=None if drawn is None else drawn.speedup,
                 decoder_on_draws_split={} if drawn is None else decoder_time_split(drawn),
                 decoder_on_draws_error=(None if drawn is None else
@@ -401,6 +436,48 @@ def at_run_acceptance(cal: Calibration, config: SpecConfig, accepted: int, judge
         offset += logit(target) - logit(min(max(model, 1e-9), 1 - 1e-9))
         got = decoder_prediction(cal, config, step_offset=offset, **kwargs)
     return got
+
+
+def at_run_lengths(cal: Calibration, config: SpecConfig, lengths: Any,
+                   acceptance: tuple[int, int] | None = None, *, problems: int = 2000,
+                   **kwargs: Any) -> Any:
+    """The decoder model's prediction of ``config`` with the calibration's step lengths
+    replaced by a run's (``lengths``, :func:`specmodel.run_lengths.run_lengths`;
+    :func:`specmodel.run_lengths.with_run_lengths`); with ``acceptance`` = (accepted,
+    judged) also its step rates moved to that acceptance (:func:`at_run_acceptance`).
+    One calibration draw, ``problems`` simulated problems, as :func:`at_run_acceptance`.
+    None where the model cannot be built, or ``acceptance`` judged none.  A diagnosis,
+    not a prediction: it uses what the run decoded.  ``kwargs`` go to
+    :func:`decoder_prediction`."""
+    from specmodel.run_lengths import with_run_lengths
+
+    moved = with_run_lengths(cal, lengths)
+    if acceptance is not None:
+        return at_run_acceptance(moved, config, *acceptance, problems=problems, **kwargs)
+    return decoder_prediction(moved, config, **{**kwargs, "problems": problems, "draws": 1})
+
+
+def _by_run_lengths(cal: Calibration, config: SpecConfig, lengths: Any, accepted: int,
+                    judged: int, *, both: bool, measured: float,
+                    **kwargs: Any) -> dict[str, Any]:
+    """The ``decoder_at_run_lengths*`` fields of one row: the decoder model at the run's
+    step lengths, and with ``both`` (and draft steps judged) at its acceptance too; {}
+    without ``lengths``."""
+    if lengths is None:
+        return {}
+    at_lengths = at_run_lengths(cal, config, lengths, **kwargs)
+    moved = (at_run_lengths(cal, config, lengths, (accepted, judged), **kwargs)
+             if both and judged > 0 else None)
+    out: dict[str, Any] = {}
+    if at_lengths is not None:
+        out |= {"decoder_at_run_lengths": at_lengths.speedup,
+                "decoder_at_run_lengths_error": _rel_error(at_lengths.speedup, measured),
+                "decoder_at_run_lengths_step_acceptance": _step_rate(at_lengths)}
+    if moved is not None:
+        out |= {"decoder_at_run_lengths_and_acceptance": moved.speedup,
+                "decoder_at_run_lengths_and_acceptance_error":
+                    _rel_error(moved.speedup, measured)}
+    return out
 
 
 def _shifted_fields(shifted: Any, measured: float) -> dict[str, Any]:
@@ -596,7 +673,8 @@ def compare_rounds(records: list[RunRecord], calibration: Calibration | None = N
                    decoder: bool = True, seed: int = 0,
                    prompt_tokens: float | None = None,
                    registered: Mapping[str, tuple[Any, ...]] | None = None,
-                   acceptance_as_run: bool = False) -> RoundsSummary:
+                   acceptance_as_run: bool = False,
+                   lengths_as_run: bool = False) -> RoundsSummary:
     """Predicted against the mean measured speedup over several rounds of one sweep.
 
     Every record must hold the same configurations (the baseline included); each
@@ -607,7 +685,9 @@ def compare_rounds(records: list[RunRecord], calibration: Calibration | None = N
     of a run of the sweep's size]) as written before the sweep decoded (each interval
     may be None): held against the same means in their own column, beside the decoder
     model computed now.  ``acceptance_as_run``: also the decoder model at each
-    configuration's step acceptance pooled over the rounds (:func:`at_run_acceptance`).
+    configuration's step acceptance pooled over the rounds (:func:`at_run_acceptance`);
+    ``lengths_as_run``: also at the step lengths of the first round's problems
+    (:func:`at_run_lengths`; with ``acceptance_as_run`` also at both).
     """
     if not records:
         raise ValueError("records must not be empty")
@@ -631,6 +711,11 @@ def compare_rounds(records: list[RunRecord], calibration: Calibration | None = N
             raise ValueError(f"records: round {i} holds {sorted(r.config for r in rows)}, "
                              f"round 1 {sorted(labels)}; every round must run the same "
                              "configurations")
+    lengths = None
+    if lengths_as_run and decoder:
+        from specmodel.run_lengths import run_lengths
+
+        lengths = run_lengths(records[0])
     out = []
     for row in first:
         measured = [next(r for r in rows if r.config == row.config).measured_speedup
@@ -639,13 +724,16 @@ def compare_rounds(records: list[RunRecord], calibration: Calibration | None = N
         runs = [next(c for c in rec.configs if c.label == row.config) for rec in records]
         judged = sum(c.totals.drafted_steps for c in runs)
         accepted = sum(c.totals.accepted_steps for c in runs)
+        cal0 = calibration or records[0].calibration
+        assert cal0 is not None  # compare() checked it
         shifted = None
         if acceptance_as_run and row.predicted_decoder is not None:
-            cal0 = calibration or records[0].calibration
-            assert cal0 is not None  # compare() checked it
             shifted = at_run_acceptance(cal0, runs[0].config, accepted, judged, seed=seed,
                                         record=records[0], prompt_tokens=prompt_tokens)
         reg = registered.get(row.config)
+        by_lengths = _by_run_lengths(cal0, runs[0].config, lengths, accepted, judged,
+                                     both=acceptance_as_run, measured=mean, seed=seed,
+                                     record=records[0], prompt_tokens=prompt_tokens)
         out.append(RoundsRow(
             config=row.config, mode=row.mode, k1=row.k1, k2=row.k2, width=row.width,
             measured=measured, measured_mean=mean,
@@ -668,7 +756,7 @@ def compare_rounds(records: list[RunRecord], calibration: Calibration | None = N
             registered_interval=reg[1] if reg else None,
             registered_sample_interval=reg[2] if reg and len(reg) > 2 else None,
             registered_error=_rel_error(reg[0], mean) if reg else None,
-            **_shifted_fields(shifted, mean)))
+            **_shifted_fields(shifted, mean), **by_lengths))
     return _summarize(out, len(records))
 
 
