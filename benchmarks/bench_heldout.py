@@ -196,6 +196,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--registered", default=None, metavar="TAG",
                     help="the registration the report holds against the rounds "
                          "(<name>.registered-TAG.json; default <name>.registered.json)")
+    ap.add_argument("--acceptance-as-run", action="store_true",
+                    help="report: also the decoder model at each configuration's step "
+                         "acceptance pooled over the rounds (a diagnosis, post hoc)")
+    ap.add_argument("--lengths-as-run", action="store_true",
+                    help="report: also the decoder model at the step lengths the first "
+                         "round's problems wrote, read from its calls (a diagnosis, post "
+                         "hoc; with --acceptance-as-run also at both)")
     ap.add_argument("--report-round", type=int, default=None, metavar="N",
                     help="report: round N's record alone (e.g. the round that decoded "
                          "after a registration), its speedups over its own baseline")
@@ -608,8 +615,15 @@ def report(a: argparse.Namespace, cal: Any, name: str, records: list[Path]
         times = registered_times(registration, recs[0].baseline)
         reg = {k: v for k, v in predictions.items() if k in common}
         since = decoded_since(recs, when)
-    s = compare_rounds(recs, cal, prompt_tokens=known if known is not None else prompt_tokens(a),
-                       registered=reg)
+    try:
+        s = compare_rounds(recs, cal,
+                           prompt_tokens=known if known is not None else prompt_tokens(a),
+                           registered=reg, acceptance_as_run=a.acceptance_as_run,
+                           lengths_as_run=a.lengths_as_run)
+    except ValueError as e:
+        if not a.lengths_as_run:
+            raise
+        raise SystemExit(f"--lengths-as-run: {e}") from e
     print_table(
         f"held-out sweep, trio {a.trio} ({recs[0].models}), {a.problems} problems (seed "
         f"{a.seed}), {len(recs)} round(s); calibration {cal.name}",
@@ -637,6 +651,9 @@ def report(a: argparse.Namespace, cal: Any, name: str, records: list[Path]
           " / ".join("-" if v is None else f"{v:.2f}"
                      for v in (r.rows_per_batch, r.decoder_rows_per_batch))]
          for r in s.rows])
+    if a.acceptance_as_run or a.lengths_as_run:
+        print_diagnoses(s.rows, a.acceptance_as_run, a.lengths_as_run)
+    lengths = run_lengths_of(cal, recs[0]) if a.lengths_as_run else None
     passes = token_passes(a, cal, recs)
     if passes:
         print_table(
@@ -687,7 +704,56 @@ def report(a: argparse.Namespace, cal: Any, name: str, records: list[Path]
             "registered_ms_per_token": [{"config": c, "measured": m, "registered": p}
                                         for c, m, p in timed],
             "decoded_since_registration": since, "calls_at_prices": at_prices,
+            "run_lengths": lengths,
             **s.model_dump(mode="json")}
+
+
+def run_lengths_of(cal: Any, rec: Any) -> dict[str, Any]:
+    """The step lengths ``--lengths-as-run`` read from the first round (printed): each
+    problem's pairs, its mean target step and padding ratio beside the calibration's."""
+    from specmodel.run_lengths import padding_ratio, run_lengths
+
+    got = run_lengths(rec)
+    mean = sum(t for ans in got.answers for t, _ in ans) / got.steps
+    own = cal.step.step_length_answers
+    out = {**got.to_dict(), "mean_target_step": mean,
+           "calibration_mean_target_step": cal.step.step_tokens_mean,
+           "calibration_padding_ratio": padding_ratio(own) if own else None}
+    print(f"run lengths from {got.config!r} (round 1): {len(got.answers)} problems, "
+          f"{got.steps} steps of {mean:.1f} target tokens (calibration "
+          f"{cal.step.step_tokens_mean or float('nan'):.1f}), padding ratio "
+          f"{out['padding_ratio'] or float('nan'):.2f} (calibration's answers "
+          f"{out['calibration_padding_ratio'] or float('nan'):.2f}); {got.filled} draft "
+          "lengths not measured, set to the target's")
+    return out
+
+
+def print_diagnoses(rows: list[Any], acceptance: bool, lengths: bool) -> None:
+    """The decoder model at what the rounds decoded (``--acceptance-as-run``,
+    ``--lengths-as-run``): each row's speedup and error against the rounds' mean."""
+    cols = [("registered", "registered_decoder", "registered_error")]
+    if acceptance:
+        cols.append(("at run α1", "decoder_at_run_acceptance",
+                     "decoder_at_run_acceptance_error"))
+    if lengths:
+        cols.append(("at run lengths", "decoder_at_run_lengths",
+                     "decoder_at_run_lengths_error"))
+    if acceptance and lengths:
+        cols.append(("at both", "decoder_at_run_lengths_and_acceptance",
+                     "decoder_at_run_lengths_and_acceptance_error"))
+    spec = [r for r in rows if r.k1 > 1 or r.k2 > 1]
+    print_table("the decoder model at what the rounds decoded (a diagnosis, post hoc): "
+                "speedup and error against the rounds' mean",
+                ["config", "measured", *(h for c in cols for h in (c[0], "err"))],
+                [[r.config, f"{r.measured_mean:.3f}",
+                  *(v for _, pred, err in cols for v in (
+                      "-" if getattr(r, pred) is None else f"{getattr(r, pred):.3f}",
+                      percent(getattr(r, err), signed=True)))] for r in spec])
+    for name, _, err in cols:
+        errs = [abs(getattr(r, err)) for r in spec if getattr(r, err) is not None]
+        if errs:
+            print(f"{name}: mean |error| {percent(statistics.mean(errs))}, max "
+                  f"{percent(max(errs))} over {len(errs)} rows")
 
 
 def calls_at_prices(cal: Any, recs: list[Any], decoder: dict[str, float | None]
