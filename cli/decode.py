@@ -462,14 +462,19 @@ def _decode_saved(output: Path, interleave: bool = False) -> str:
     return f"{held}; run the same command with --resume to continue"
 
 
+def _fmt(v: float | None, pct: bool = False) -> str:
+    """A speedup (3 decimals), or with ``pct`` a signed error in per cent; '-' for None."""
+    if v is None:
+        return "-"
+    return f"{v:+.1%}" if pct else f"{v:.3f}"
+
+
 def _show_lengths_as_run(rows: list[Any], lengths: Any, cal: Any, *, both: bool) -> None:
     """The table of ``validate --lengths-as-run``."""
     from cli import render
     from specmodel.run_lengths import padding_ratio
 
-    def fmt(v: float | None, pct: bool = False) -> str:
-        return "-" if v is None else (f"{v:+.1%}" if pct else f"{v:.3f}")
-
+    fmt = _fmt
     heads = ("config", "measured", "decoder", "decoder err", "at run lengths", "its α1",
              "its err") + (("at both", "its err") if both else ())
     render.show(render.table(
@@ -631,11 +636,7 @@ def validate(
         render.emit_json(out)
         return
 
-    def fmt(v: float | None, pct: bool = False) -> str:
-        if v is None:
-            return "-"
-        return f"{v:+.1%}" if pct else f"{v:.3f}"
-
+    fmt = _fmt
     used = (cal or record.calibration).name  # type: ignore[union-attr]
     render.show(render.table(
         f"{run_record.name}: predicted ({used}) vs measured speedup",
