@@ -146,8 +146,9 @@ class ConfigComparison(BaseModel):
     problem's target and draft tokens at every step index, as the calibration's answers
     hold them): a diagnosis, not a prediction.  Between it and ``predicted_decoder`` is
     what the held-out answers' lengths — their mean and how long and short steps follow
-    each other, which sets how long a batched call runs — did to the prediction.  None
-    unless asked for, or without step speculation."""
+    each other, which sets how long a batched call runs — did to the prediction (the
+    target alone's price per token moves with them too, so every row moves).  None
+    unless asked for."""
     decoder_at_run_lengths_error: float | None = None
     """decoder_at_run_lengths / measured − 1."""
     decoder_at_run_lengths_step_acceptance: float | None = None
