@@ -615,15 +615,17 @@ def report(a: argparse.Namespace, cal: Any, name: str, records: list[Path]
         times = registered_times(registration, recs[0].baseline)
         reg = {k: v for k, v in predictions.items() if k in common}
         since = decoded_since(recs, when)
-    try:
-        s = compare_rounds(recs, cal,
-                           prompt_tokens=known if known is not None else prompt_tokens(a),
-                           registered=reg, acceptance_as_run=a.acceptance_as_run,
-                           lengths_as_run=a.lengths_as_run)
-    except ValueError as e:
-        if not a.lengths_as_run:
-            raise
-        raise SystemExit(f"--lengths-as-run: {e}") from e
+    lengths = None
+    if a.lengths_as_run:
+        from specmodel.run_lengths import run_lengths
+
+        try:
+            lengths = run_lengths(recs[0])
+        except ValueError as e:
+            raise SystemExit(f"--lengths-as-run: {e}") from e
+    s = compare_rounds(recs, cal, prompt_tokens=known if known is not None else prompt_tokens(a),
+                       registered=reg, acceptance_as_run=a.acceptance_as_run,
+                       lengths=lengths)
     print_table(
         f"held-out sweep, trio {a.trio} ({recs[0].models}), {a.problems} problems (seed "
         f"{a.seed}), {len(recs)} round(s); calibration {cal.name}",
@@ -653,7 +655,7 @@ def report(a: argparse.Namespace, cal: Any, name: str, records: list[Path]
          for r in s.rows])
     if a.acceptance_as_run or a.lengths_as_run:
         print_diagnoses(s.rows, a.acceptance_as_run, a.lengths_as_run)
-    lengths = run_lengths_of(cal, recs[0]) if a.lengths_as_run else None
+    read = None if lengths is None else run_lengths_of(cal, lengths)
     passes = token_passes(a, cal, recs)
     if passes:
         print_table(
@@ -704,20 +706,19 @@ def report(a: argparse.Namespace, cal: Any, name: str, records: list[Path]
             "registered_ms_per_token": [{"config": c, "measured": m, "registered": p}
                                         for c, m, p in timed],
             "decoded_since_registration": since, "calls_at_prices": at_prices,
-            "run_lengths": lengths,
+            "run_lengths": read,
             **s.model_dump(mode="json")}
 
 
-def run_lengths_of(cal: Any, rec: Any) -> dict[str, Any]:
-    """The step lengths ``--lengths-as-run`` read from the first round (printed): each
-    problem's pairs, its mean target step and padding ratio beside the calibration's."""
-    from specmodel.run_lengths import padding_ratio, run_lengths
+def run_lengths_of(cal: Any, got: Any) -> dict[str, Any]:
+    """The step lengths ``--lengths-as-run`` read from the first round (``got``,
+    printed): each problem's pairs, its mean target step and padding ratio beside the
+    calibration's."""
+    from specmodel.run_lengths import padding_ratio
 
-    got = run_lengths(rec)
-    mean = sum(t for ans in got.answers for t, _ in ans) / got.steps
+    mean = got.mean_target_step
     own = cal.step.step_length_answers
-    out = {**got.to_dict(), "mean_target_step": mean,
-           "calibration_mean_target_step": cal.step.step_tokens_mean,
+    out = {**got.to_dict(), "calibration_mean_target_step": cal.step.step_tokens_mean,
            "calibration_padding_ratio": padding_ratio(own) if own else None}
     print(f"run lengths from {got.config!r} (round 1): {len(got.answers)} problems, "
           f"{got.steps} steps of {mean:.1f} target tokens (calibration "

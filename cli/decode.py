@@ -489,12 +489,11 @@ def _show_lengths_as_run(rows: list[Any], lengths: Any, cal: Any, *, both: bool)
          for r in rows if r.k1 > 1 or r.k2 > 1],
         justify=("left",) + ("right",) * (len(heads) - 1), no_wrap=True))
     steps = lengths.steps
-    run_mean = sum(t for a in lengths.answers for t, _ in a) / steps
     own = cal.step.step_length_answers
     own_ratio = None if not own else padding_ratio(own)
     render.dim(
         f"lengths read from {lengths.config!r}: {len(lengths.answers)} problems, {steps} "
-        f"steps of {run_mean:.1f} target tokens on average (calibration "
+        f"steps of {lengths.mean_target_step:.1f} target tokens on average (calibration "
         f"{cal.step.step_tokens_mean or float('nan'):.1f}); a step beside the next one "
         f"runs {padding_ratio(lengths.answers) or float('nan'):.2f}× its own tokens "
         f"(calibration's answers "
@@ -606,8 +605,7 @@ def validate(
         except ValueError as e:
             raise SpecmodelError(f"--lengths-as-run: {e}") from e
     rows = compare(record, cal, prompt_tokens=prompt_tokens,
-                   acceptance_as_run=acceptance_as_run, on_draws=drawn,
-                   lengths_as_run=lengths_as_run)
+                   acceptance_as_run=acceptance_as_run, on_draws=drawn, lengths=lengths)
     # Absolute times: a request's ms per generated token, measured (seconds / tokens of
     # each configuration's run) and predicted (the baseline's measured ms/token ÷ the
     # predicted speedup).

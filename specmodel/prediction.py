@@ -257,7 +257,7 @@ def compare(record: RunRecord, calibration: Calibration | None = None, *,
             prompt_tokens: float | None = None,
             acceptance_as_run: bool = False,
             on_draws: Mapping[str, Any] | None = None,
-            lengths_as_run: bool = False) -> list[ValidationRow]:
+            lengths: Any = None) -> list[ValidationRow]:
     """Predicted against measured speedup for every configuration of ``record``.
 
     ``calibration`` replaces the record's own (to predict the same run from
@@ -267,10 +267,9 @@ def compare(record: RunRecord, calibration: Calibration | None = None, *,
     ``acceptance_as_run`` also the decoder model at each configuration's measured step
     acceptance (:func:`at_run_acceptance`, a diagnosis); ``on_draws`` (the decoder model
     on the run's own draws, :func:`draws_predictions`) fills ``decoder_on_draws``;
-    ``lengths_as_run`` the decoder model at the step lengths the run's problems wrote
-    (:func:`at_run_lengths`, read from the record's calls by
-    :func:`specmodel.run_lengths.run_lengths`, a diagnosis), with ``acceptance_as_run``
-    also at both.
+    ``lengths`` (the step lengths the run's problems wrote, read from the record's calls
+    by :func:`specmodel.run_lengths.run_lengths`) the decoder model at them
+    (:func:`at_run_lengths`, a diagnosis), with ``acceptance_as_run`` also at both.
     """
     cal = calibration or record.calibration
     if cal is None:
@@ -284,11 +283,8 @@ def compare(record: RunRecord, calibration: Calibration | None = None, *,
     base_tps = base[0].totals.tokens_per_second
     if base_tps <= 0:
         raise ValueError("the baseline produced no tokens: no speedup can be measured")
-    lengths = None
-    if lengths_as_run and decoder:
-        from specmodel.run_lengths import run_lengths
-
-        lengths = run_lengths(record)
+    if not decoder:
+        lengths = None
     rows = []
     for c in record.configs:
         s = c.config
@@ -675,7 +671,7 @@ def compare_rounds(records: list[RunRecord], calibration: Calibration | None = N
                    prompt_tokens: float | None = None,
                    registered: Mapping[str, tuple[Any, ...]] | None = None,
                    acceptance_as_run: bool = False,
-                   lengths_as_run: bool = False) -> RoundsSummary:
+                   lengths: Any = None) -> RoundsSummary:
     """Predicted against the mean measured speedup over several rounds of one sweep.
 
     Every record must hold the same configurations (the baseline included); each
@@ -687,8 +683,9 @@ def compare_rounds(records: list[RunRecord], calibration: Calibration | None = N
     may be None): held against the same means in their own column, beside the decoder
     model computed now.  ``acceptance_as_run``: also the decoder model at each
     configuration's step acceptance pooled over the rounds (:func:`at_run_acceptance`);
-    ``lengths_as_run``: also at the step lengths of the first round's problems
-    (:func:`at_run_lengths`; with ``acceptance_as_run`` also at both).
+    ``lengths``: also at these step lengths (the first round's problems',
+    :func:`specmodel.run_lengths.run_lengths`; :func:`at_run_lengths`; with
+    ``acceptance_as_run`` also at both).
     """
     if not records:
         raise ValueError("records must not be empty")
@@ -712,11 +709,8 @@ def compare_rounds(records: list[RunRecord], calibration: Calibration | None = N
             raise ValueError(f"records: round {i} holds {sorted(r.config for r in rows)}, "
                              f"round 1 {sorted(labels)}; every round must run the same "
                              "configurations")
-    lengths = None
-    if lengths_as_run and decoder:
-        from specmodel.run_lengths import run_lengths
-
-        lengths = run_lengths(records[0])
+    if not decoder:
+        lengths = None
     out = []
     for row in first:
         measured = [next(r for r in rows if r.config == row.config).measured_speedup

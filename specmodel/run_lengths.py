@@ -57,10 +57,16 @@ class RunLengths:
         """Indices in all."""
         return sum(len(a) for a in self.answers)
 
+    @property
+    def mean_target_step(self) -> float:
+        """The target's mean step in tokens over every index."""
+        return sum(t for a in self.answers for t, _ in a) / self.steps
+
     def to_dict(self) -> dict[str, object]:
         """For JSON."""
         return {"config": self.config, "answers": [list(map(list, a)) for a in self.answers],
                 "verdicts": [list(v) for v in self.verdicts], "filled": self.filled,
+                "mean_target_step": self.mean_target_step,
                 "padding_ratio": padding_ratio(self.answers)}
 
 
@@ -78,12 +84,17 @@ def padding_ratio(answers: tuple[tuple[tuple[int, int], ...], ...] | list) -> fl
     return longest / first if first > 0 else None
 
 
+def _readable(run: ConfigRun) -> bool:
+    """Whether :func:`run_lengths` can read step lengths from ``run``'s calls: sync, one
+    branch, step speculation."""
+    return run.config.mode == "sync" and run.config.width == 1 and run.config.k1 >= 2
+
+
 def lengths_source(record: RunRecord) -> ConfigRun:
     """The configuration :func:`run_lengths` reads by default: the record's synchronous,
     one-branch configuration with step speculation of the fewest steps in flight (then
     the fewest token positions; record order breaks ties)."""
-    usable = [c for c in record.configs
-              if c.config.mode == "sync" and c.config.width == 1 and c.config.k1 >= 2]
+    usable = [c for c in record.configs if _readable(c)]
     if not usable:
         raise ValueError(f"the record has no synchronous one-branch configuration with "
                          f"k1 >= 2 to read step lengths from "
@@ -104,7 +115,7 @@ def run_lengths(record: RunRecord, label: str | None = None) -> RunLengths:
             raise ValueError(f"label {label!r} is not among the configurations "
                              f"{[c.label for c in record.configs]}")
         run = found[0]
-        if not (run.config.mode == "sync" and run.config.width == 1 and run.config.k1 >= 2):
+        if not _readable(run):
             raise ValueError(f"label {label!r}: step lengths are read from a synchronous "
                              f"one-branch configuration with k1 >= 2, got mode "
                              f"{run.config.mode}, k1 {run.config.k1}, width "

@@ -11,12 +11,13 @@ import pytest
 from benchmarks.bench_heldout import RESULTS, print_diagnoses, run_lengths_of
 from specmodel.formats.calibration import load_calibration
 from specmodel.formats.run_record import load_run_record
+from specmodel.run_lengths import run_lengths
 
 
 def test_run_lengths_of_the_first_round(capsys) -> None:
     cal = load_calibration(RESULTS / "heldout_05b_profile_run30_epyc1203.json")
     rec = load_run_record(RESULTS / "heldout_05b_s26_epyc1204_round1.run.json")
-    got = run_lengths_of(cal, rec)
+    got = run_lengths_of(cal, run_lengths(rec))
     assert got["config"] == "sync k1=2 k2=1" and len(got["answers"]) == 3
     steps = sum(len(a) for a in got["answers"])
     assert got["mean_target_step"] == pytest.approx(

@@ -208,7 +208,7 @@ def _small(tmp_path: Path) -> Path:
 def test_compare_at_the_run_lengths_on_a_real_record(tmp_path) -> None:
     rec = load_run_record(_small(tmp_path))
     cal = load_calibration(CALIBRATION)
-    rows = {r.config: r for r in compare(rec, cal, lengths_as_run=True,
+    rows = {r.config: r for r in compare(rec, cal, lengths=run_lengths(rec),
                                          acceptance_as_run=True)}
     sync = rows["sync k1=2 k2=1"]
     assert sync.decoder_at_run_lengths is not None and sync.decoder_at_run_lengths > 0
