@@ -63,6 +63,7 @@ from benchmarks.harness import (  # noqa: E402
     registered_row,
     write_json,
 )
+from profiler.problems import DEFAULT_DATASET, check_dataset  # noqa: E402
 
 TRIOS = {
     "0.5b": {"target": "qwen2.5-coder-0.5b", "draft": "smollm2-135m",
@@ -114,6 +115,14 @@ def pausing(progress: Any, pause_file: str) -> Any:
     return report
 
 
+def calibration_datasets(cal: Any) -> set[str]:
+    """The reasoning-gym datasets the calibration's profiler phases drew problems from
+    (every phase written before ``--dataset`` existed: gsm_symbolic)."""
+    return {getattr(cal.phase_settings(ph), "dataset", DEFAULT_DATASET)
+            for ph in ("steps", "tokens", "engine_costs")
+            if cal.phase_settings(ph) is not None} or {DEFAULT_DATASET}
+
+
 def calibration_seeds(cal: Any) -> set[int]:
     """The problem seeds the calibration's profiler phases name (its provenance)."""
     import re
@@ -127,7 +136,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--trio", choices=sorted(TRIOS), default="0.5b")
     ap.add_argument("--calibration", required=True,
                     help="the trio's calibration (profile run on other problems)")
-    ap.add_argument("--problems", type=int, default=3, help="held-out gsm_symbolic problems")
+    ap.add_argument("--problems", type=int, default=3, help="held-out problems of --dataset")
+    ap.add_argument("--dataset", default="gsm_symbolic",
+                    help="the reasoning-gym dataset of the held-out problems (default "
+                         "gsm_symbolic, the calibrations' own; another one holds a "
+                         "calibration against a workload it was not profiled on)")
     ap.add_argument("--seed", type=int, default=2, help="their seed (not the calibration's)")
     ap.add_argument("--max-steps", type=int, default=12)
     ap.add_argument("--max-step-tokens", type=int, default=48)
@@ -235,9 +248,14 @@ def main(argv: list[str] | None = None) -> int:
     from specmodel.formats.calibration import load_calibration
 
     cal = load_calibration(a.calibration)
-    if a.seed in calibration_seeds(cal):
-        print(f"error: --seed {a.seed}: the calibration was profiled on problems of that "
-              f"seed; held-out problems need another", file=sys.stderr)
+    try:
+        check_dataset(a.dataset, "--dataset")
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if a.dataset in calibration_datasets(cal) and a.seed in calibration_seeds(cal):
+        print(f"error: --seed {a.seed}: the calibration was profiled on {a.dataset} problems "
+              f"of that seed; held-out problems need another", file=sys.stderr)
         return 2
     configs = configurations(a.trio, max_steps=a.max_steps,
                              max_step_tokens=a.max_step_tokens, delimiter="\n",
@@ -293,7 +311,7 @@ def load_trio(a: argparse.Namespace, cal: Any, configs: list[Any]) -> _Trio:
     from profiler.verifiers import make_verifier
 
     trio = TRIOS[a.trio]
-    problems = load_problems(a.problems, a.seed)
+    problems = load_problems(a.problems, a.seed, a.dataset)
     target, draft = (HFEngine(resolve_model(trio[role]), threads=a.threads, delimiter="\n",
                               decode_path=a.decode_path) for role in ("target", "draft"))
     verifier = make_verifier(configs[0].verifier, threads=a.threads)
@@ -316,7 +334,7 @@ def decode_rounds(a: argparse.Namespace, cal: Any, configs: list[Any],
     trio = TRIOS[a.trio]
     models = {"target": trio["target"], "draft": trio["draft"], "verifier": verifier.name}
     tokens = t.tokens  # validate reads it from the records
-    settings = {"dataset": "gsm_symbolic", "problems": a.problems, "seed": a.seed,
+    settings = {"dataset": a.dataset, "problems": a.problems, "seed": a.seed,
                 "threads": a.threads, "engine": "transformers", "max_steps": a.max_steps,
                 "max_step_tokens": a.max_step_tokens, "delimiter": "\n",
                 "prompt_tokens": tokens, "execution": target.execution,
@@ -364,17 +382,19 @@ def register(a: argparse.Namespace, cal: Any, configs: list[Any]) -> dict[str, A
     rows = [registered_row(cfg, decoder_prediction(cal, cfg, prompt_tokens=tokens,
                                                    sample_problems=a.problems))
             for cfg in configs]
-    print_table(f"registered before the sweep: trio {a.trio}, {a.problems} problems (seed "
-                f"{a.seed}), prompt {tokens:.1f} tokens; calibration {a.calibration}",
+    print_table(f"registered before the sweep: trio {a.trio}, {a.problems} {a.dataset} "
+                f"problems (seed {a.seed}), prompt {tokens:.1f} tokens; calibration "
+                f"{a.calibration}",
                 ["config", "decoder model", "95 % interval", f"… of {a.problems} problems"],
                 [[r["config"], r["predicted_decoder"] or "-",
                   *("-" if r[k] is None else f"{r[k][0]:.3f}-{r[k][1]:.3f}"
                     for k in ("decoder_interval", "decoder_sample_interval"))]
                  for r in rows])
     return {"registered": timestamp(), "commit": git_commit(),
-            "trio": a.trio, "calibration": a.calibration, "problems": a.problems,
-            "seed": a.seed, "max_steps": a.max_steps, "max_step_tokens": a.max_step_tokens,
-            "prompt_tokens": tokens, "decode_path": a.decode_path,
+            "trio": a.trio, "calibration": a.calibration, "dataset": a.dataset,
+            "problems": a.problems, "seed": a.seed, "max_steps": a.max_steps,
+            "max_step_tokens": a.max_step_tokens, "prompt_tokens": tokens,
+            "decode_path": a.decode_path,
             "speedup_over": "the target alone, same problems",
             **probed, "rows": rows}
 
@@ -424,7 +444,7 @@ def prompt_tokens(a: argparse.Namespace) -> float:
     tok = target_tokenizer(a.trio)
     counter = SimpleNamespace(  # the tokenizer alone, counted as HFEngine.count_tokens does
         count_tokens=lambda text: len(tok(text, add_special_tokens=False).input_ids))
-    return mean_prompt_tokens(prompt_lengths(counter, load_problems(a.problems, a.seed)))
+    return mean_prompt_tokens(prompt_lengths(counter, load_problems(a.problems, a.seed, a.dataset)))
 
 
 def registration_name(name: str, tag: str | None) -> str:
@@ -442,9 +462,12 @@ def load_registration(a: argparse.Namespace, name: str) -> dict[str, Any] | None
             raise SystemExit(f"--registered {a.registered}: no {path.name}")
         return None
     reg = json.loads(path.read_text())
-    mine = {"trio": a.trio, "problems": a.problems, "seed": a.seed, "max_steps": a.max_steps,
-            "max_step_tokens": a.max_step_tokens}
-    differ = {k: (reg.get(k), v) for k, v in mine.items() if reg.get(k) != v}
+    mine = {"trio": a.trio, "dataset": a.dataset, "problems": a.problems, "seed": a.seed,
+            "max_steps": a.max_steps, "max_step_tokens": a.max_step_tokens}
+    # registrations written before --dataset were all of gsm_symbolic
+    differ = {k: (reg.get(k, DEFAULT_DATASET if k == "dataset" else None), v)
+              for k, v in mine.items()
+              if reg.get(k, DEFAULT_DATASET if k == "dataset" else None) != v}
     if differ:
         raise SystemExit(f"{path.name}: registered for other settings "
                          f"(registered, now): {differ}")
@@ -529,7 +552,7 @@ def token_passes(a: argparse.Namespace, cal: Any, recs: list[Any]) -> list[dict[
     if not configs:
         return []
     tok = target_tokenizer(a.trio)
-    prompts = [format_prompt(p) for p in load_problems(a.problems, a.seed)]
+    prompts = [format_prompt(p) for p in load_problems(a.problems, a.seed, a.dataset)]
     model = AcceptanceModel.from_calibration(cal)
     out = []
     for cfg in configs:
@@ -627,8 +650,8 @@ def report(a: argparse.Namespace, cal: Any, name: str, records: list[Path]
                        registered=reg, acceptance_as_run=a.acceptance_as_run,
                        lengths=lengths)
     print_table(
-        f"held-out sweep, trio {a.trio} ({recs[0].models}), {a.problems} problems (seed "
-        f"{a.seed}), {len(recs)} round(s); calibration {cal.name}",
+        f"held-out sweep, trio {a.trio} ({recs[0].models}), {a.problems} {a.dataset} "
+        f"problems (seed {a.seed}), {len(recs)} round(s); calibration {cal.name}",
         ["config", "measured (rounds)", "spread", "f·g", "err", "priced", "err", "decoder",
          "95 % interval", f"… of {a.problems} problems", "err", "registered", "err",
          "α1 run / model"],
@@ -696,8 +719,9 @@ def report(a: argparse.Namespace, cal: Any, name: str, records: list[Path]
               "decoder model gives it (calibration's absolute costs against the sweep's)")
     if since is not None:
         print_decoded_since(when, since)
-    return {"trio": a.trio, "calibration": a.calibration, "problems": a.problems,
-            "seed": a.seed, "max_steps": a.max_steps, "max_step_tokens": a.max_step_tokens,
+    return {"trio": a.trio, "calibration": a.calibration, "dataset": a.dataset,
+            "problems": a.problems, "seed": a.seed, "max_steps": a.max_steps,
+            "max_step_tokens": a.max_step_tokens,
             "records": [str(p.relative_to(ROOT)) for p in records if p.is_file()],
             "decoded_on": [None if r.machine is None else r.machine.line for r in recs],
             "complete_configs": sorted(common),

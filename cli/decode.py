@@ -78,8 +78,12 @@ def decode(
         help="synthetic: the verifier's cost: free, calibration (its verifier_cost × the "
              "target's step time) or auto (calibration when it has one). Default: auto.")]
     = None,
-    problems: Annotated[int, typer.Option(help="gsm_symbolic problems.")] = 4,
+    problems: Annotated[int, typer.Option(help="Problems of --dataset.")] = 4,
     seed: Annotated[int, typer.Option(min=0, help="Problem seed.")] = 0,
+    dataset: Annotated[str, typer.Option(
+        help="The reasoning-gym dataset the problems come from (gsm_symbolic, "
+             "leg_counting, time_intervals, …); its own scorer judges the answers.")]
+    = "gsm_symbolic",
     max_steps: Annotated[int | None, typer.Option(
         help="Steps per problem at most. Default: 12, or what --config names.")] = None,
     max_step_tokens: Annotated[int | None, typer.Option(
@@ -121,7 +125,7 @@ def decode(
     """
     from profiler.engines import make_engine
     from profiler.packs import resolve_model
-    from profiler.problems import load_problems
+    from profiler.problems import check_dataset, load_problems
     from profiler.runs import (
         baseline_like,
         mean_prompt_tokens,
@@ -137,6 +141,7 @@ def decode(
         raise ValueError("--resume cannot continue an --interleave run (its record is "
                          "written only at the end): drop one of them")
     check_device_options(device, dtype)
+    check_dataset(dataset, "--dataset")
     if cost_probe and engine != "transformers":
         raise ValueError(f"--cost-probe is for --engine transformers only (got --engine "
                          f"{engine}: the probe times the engine's exact-length calls)")
@@ -218,7 +223,7 @@ def decode(
             if synthetic else engine)
     # The record is locked before any model loads: a second writer is refused at once.
     with WriteLock(output), saving(lambda: _decode_saved(output, interleave)):
-        probs = load_problems(problems, seed)
+        probs = load_problems(problems, seed, dataset)
         where: dict[str, Any] = {"threads": threads, "delimiter": cfg.step_delimiter,
                                  "device": device, "dtype": dtype}
 
@@ -229,7 +234,8 @@ def decode(
 
         def settings(**measured: Any) -> RunSettings:
             """The run's settings; ``measured``: what the built engines say."""
-            return RunSettings(problems=problems, seed=seed, threads=threads, engine=engine,
+            return RunSettings(dataset=dataset, problems=problems, seed=seed,
+                               threads=threads, engine=engine,
                                max_steps=cfg.max_steps, max_step_tokens=cfg.max_step_tokens,
                                delimiter=cfg.step_delimiter,
                                config_file=str(config) if config is not None else None,
@@ -312,7 +318,7 @@ def _print_record(record: Any, json_out: bool, what: str, output: Path) -> None:
         emit_json(rows)
         return
     s = record.settings
-    t = table(f"decode: {s.problems} gsm_symbolic problems (seed {s.seed}), {what}",
+    t = table(f"decode: {s.problems} {s.dataset} problems (seed {s.seed}), {what}",
               ("config", "tokens", "seconds", "tokens/s", "speedup", "α1 run", "accuracy"),
               justify=("left",) + ("right",) * 6, no_wrap=True)
     for r in rows:

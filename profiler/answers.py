@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from profiler.problems import DEFAULT_DATASET
+
 __all__ = ["Answer", "AnswerSettings", "pairs_answers", "run_answers"]
 
 
@@ -22,13 +24,15 @@ class AnswerSettings:
     target: str
     """The model that wrote them (pack name or folder, as the record names it)."""
     seed: int
-    """The gsm_symbolic seed their problems come from."""
+    """The dataset's seed their problems come from."""
     delimiter: str
     """The text that ends a step."""
     max_step_tokens: int
     """Token cap per step."""
     max_steps: int
     """Steps per problem at most."""
+    dataset: str = DEFAULT_DATASET
+    """The reasoning-gym dataset their problems come from."""
 
 
 @dataclass(frozen=True)
@@ -36,13 +40,20 @@ class Answer:
     """One problem's answer by the target."""
 
     seed: int
-    """The gsm_symbolic seed of its problem."""
+    """The dataset's seed of its problem."""
     problem: int
     """The problem's index among that seed's problems."""
     prompt: str
     """The prompt it continues (:func:`profiler.problems.format_prompt`)."""
     steps: tuple[str, ...]
     """Its steps in order, as the decoder's step calls wrote them."""
+    dataset: str = DEFAULT_DATASET
+    """The reasoning-gym dataset of its problem."""
+
+    @property
+    def key(self) -> tuple[str, int, int]:
+        """(dataset, seed, problem): which problem it answers."""
+        return self.dataset, self.seed, self.problem
 
 
 def pairs_answers(path: str | Path) -> tuple[AnswerSettings, list[Answer]]:
@@ -58,12 +69,13 @@ def pairs_answers(path: str | Path) -> tuple[AnswerSettings, list[Answer]]:
     steps: dict[int, dict[int, str]] = {}
     for p in got.pairs:
         steps.setdefault(p.problem, {})[p.step] = p.target_text
-    seed = int(key["seed"])
-    problems = load_problems(int(key["problems"]), seed)
+    seed, dataset = int(key["seed"]), str(key.get("dataset", DEFAULT_DATASET))
+    problems = load_problems(int(key["problems"]), seed, dataset)
     settings = AnswerSettings(str(key["target"]), seed, str(key["delimiter"]),
-                              int(key["max_step_tokens"]), int(key["steps_per_problem"]))
+                              int(key["max_step_tokens"]), int(key["steps_per_problem"]),
+                              dataset)
     return settings, [Answer(seed, i, format_prompt(problems[i]),
-                             tuple(s[k] for k in sorted(s)))
+                             tuple(s[k] for k in sorted(s)), dataset)
                       for i, s in sorted(steps.items())]
 
 
@@ -78,18 +90,17 @@ def run_answers(path: str | Path) -> tuple[AnswerSettings, list[Answer]]:
     if rec.settings.engine == "synthetic":
         raise ValueError(f"run record {path}: the synthetic engine's texts are not a "
                          "model's answers")
-    if rec.settings.dataset != "gsm_symbolic" or rec.settings.seed is None:
-        raise ValueError(f"run record {path}: its problems are not gsm_symbolic ones of a "
-                         f"known seed (dataset {rec.settings.dataset!r}, seed "
-                         f"{rec.settings.seed})")
+    if rec.settings.seed is None:
+        raise ValueError(f"run record {path}: its problems' seed is not recorded (dataset "
+                         f"{rec.settings.dataset!r})")
     base = next((c for c in rec.configs if c.config.k1 == 1 and c.config.k2 == 1), None)
     if base is None or not base.problems:
         raise ValueError(f"run record {path}: no target-alone configuration (k1 = k2 = 1) "
                          "with answers")
-    cfg, seed = base.config, rec.settings.seed
-    problems = load_problems(max(p.problem for p in base.problems) + 1, seed)
+    cfg, seed, dataset = base.config, rec.settings.seed, rec.settings.dataset
+    problems = load_problems(max(p.problem for p in base.problems) + 1, seed, dataset)
     settings = AnswerSettings(rec.models["target"], seed, cfg.step_delimiter,
-                              cfg.max_step_tokens, cfg.max_steps)
+                              cfg.max_step_tokens, cfg.max_steps, dataset)
     return settings, [Answer(seed, p.problem, format_prompt(problems[p.problem]),
-                             tuple(s.text for s in p.steps))
+                             tuple(s.text for s in p.steps), dataset)
                       for p in sorted(base.problems, key=lambda p: p.problem)]

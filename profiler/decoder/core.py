@@ -23,7 +23,7 @@ from profiler.decoder.records import (
 )
 from profiler.decoder.sync import run_sync
 from profiler.engines import Engine, StepOutput, counter_delta
-from profiler.problems import Problem, extract_answer, format_prompt, score_answer
+from profiler.problems import Problem, final_answer, format_prompt, score_answer
 from profiler.verifiers import Verifier
 from specmodel.config import DECODER_TOKEN_METHODS, SpecConfig
 from specmodel.formats.jsonio import timestamp
@@ -112,7 +112,7 @@ class LookaheadDecoder:
             draft_seconds=tally.draft_seconds,
             target_seconds=tally.target_seconds,
             verify_seconds=tally.verify_seconds,
-            answer=extract_answer(output),
+            answer=final_answer(problem, output),
             correct=score_answer(problem, output),
             finished=finished,
             spec_metrics=counter_delta(self.target.spec_decode_metrics(), metrics_before),

@@ -49,7 +49,7 @@ def scripted_run(monkeypatch):
     import profiler.problems
     import profiler.verifiers
 
-    built: dict[str, list] = {"engines": [], "verifiers": []}
+    built: dict[str, list] = {"engines": [], "verifiers": [], "datasets": []}
 
     def make_engine(kind, model, *, threads, delimiter, speculation=None, device="cpu",
                     dtype="float32", options=None):
@@ -66,7 +66,11 @@ def scripted_run(monkeypatch):
     monkeypatch.setattr(profiler.verifiers, "make_verifier", make_verifier)
     monkeypatch.setattr(profiler.packs, "resolve_model", lambda name, **_: Path("/packs") / name)
     monkeypatch.setattr(profiler.packs, "check_model", lambda name, **_: "pack")
-    monkeypatch.setattr(profiler.problems, "load_problems", lambda n, seed: [PROBLEM])
+    def load_problems(n, seed, dataset="gsm_symbolic"):
+        built["datasets"].append(dataset)
+        return [PROBLEM]
+
+    monkeypatch.setattr(profiler.problems, "load_problems", load_problems)
     return built
 
 
@@ -137,6 +141,29 @@ def test_without_a_file_the_defaults_run(tmp_path, scripted_run, capsys) -> None
     assert ran == SpecConfig(k1=2, verifier=VerifierSpec(kind="exact"))
     rc, _ = _decode(tmp_path, "--k1", "2", "--mode", "async", "--width", "2")
     assert rc == 2 and "width" in capsys.readouterr().err
+
+
+def test_the_dataset_reaches_the_problems_and_the_record(tmp_path, scripted_run,
+                                                         capsys) -> None:
+    rc, out = _decode(tmp_path, "--k1", "2", "--verifier", "exact", "--no-baseline")
+    assert rc == 0, capsys.readouterr().err
+    assert load_run_record(out).settings.dataset == "gsm_symbolic"
+    rc, out = _decode(tmp_path, "--k1", "2", "--verifier", "exact", "--no-baseline",
+                      "--dataset", "leg_counting", "--seed", "4")
+    assert rc == 0, capsys.readouterr().err
+    assert scripted_run["datasets"] == ["gsm_symbolic", "leg_counting"]
+    record = load_run_record(out)
+    assert (record.settings.dataset, record.settings.seed) == ("leg_counting", 4)
+
+
+def test_an_unknown_dataset_is_one_line_before_anything_loads(tmp_path, scripted_run,
+                                                               capsys) -> None:
+    rc, out = _decode(tmp_path, "--k1", "2", "--dataset", "leg_countin")
+    err = capsys.readouterr().err
+    assert rc == 2 and len(err.strip().splitlines()) == 1
+    assert "--dataset 'leg_countin'" in err and "leg_counting" in err  # the nearest named
+    assert scripted_run["engines"] == [] and scripted_run["datasets"] == []
+    assert not out.exists()
 
 
 def test_the_decoder_rejects_a_token_method_it_cannot_run() -> None:
