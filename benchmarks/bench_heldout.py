@@ -137,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--calibration", required=True,
                     help="the trio's calibration (profile run on other problems)")
     ap.add_argument("--problems", type=int, default=3, help="held-out problems of --dataset")
-    ap.add_argument("--dataset", default="gsm_symbolic",
+    ap.add_argument("--dataset", default=DEFAULT_DATASET,
                     help="the reasoning-gym dataset of the held-out problems (default "
                          "gsm_symbolic, the calibrations' own; another one holds a "
                          "calibration against a workload it was not profiled on)")

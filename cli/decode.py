@@ -16,6 +16,7 @@ from cli.common import (
     unescape,
 )
 from cli.render import ProgressBar, console, emit_json, table
+from specmodel.formats import DEFAULT_DATASET
 
 _DECODE_OPTIONS = {
     "mode": "--mode", "k1": "--k1", "k2": "--k2", "width": "--width",
@@ -83,7 +84,7 @@ def decode(
     dataset: Annotated[str, typer.Option(
         help="The reasoning-gym dataset the problems come from (gsm_symbolic, "
              "leg_counting, time_intervals, …); its own scorer judges the answers.")]
-    = "gsm_symbolic",
+    = DEFAULT_DATASET,
     max_steps: Annotated[int | None, typer.Option(
         help="Steps per problem at most. Default: 12, or what --config names.")] = None,
     max_step_tokens: Annotated[int | None, typer.Option(

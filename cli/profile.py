@@ -19,6 +19,7 @@ from cli.common import (
 )
 from cli.interrupt import saving
 from cli.render import ProgressBar, console
+from specmodel.formats import DEFAULT_DATASET
 
 if TYPE_CHECKING:
     from profiler.calibrate import PhaseResult, Recorder
@@ -29,8 +30,12 @@ profile_app = typer.Typer(help="Measure c, α and T(b) on real models.", no_args
 Model = Annotated[str, typer.Option(help="Target model: pack name or local folder.")]
 Output = Annotated[Path, typer.Option("--output", "-o", help="Calibration file to write.")]
 Threads = Annotated[int, typer.Option(help="CPU threads per model.")]
-Problems = Annotated[int, typer.Option(help="gsm_symbolic problems.")]
+Problems = Annotated[int, typer.Option(help="Problems of --dataset.")]
 Seed = Annotated[int, typer.Option(min=0, help="Problem seed.")]
+Dataset = Annotated[str, typer.Option(
+    help="The reasoning-gym dataset whose problems the phase uses (gsm_symbolic, "
+         "leg_counting, time_intervals, …); a calibration serves best the workload it "
+         "was measured on.")]
 Widths = Annotated[str, typer.Option(help="Comma-separated batch widths.")]
 Draft = Annotated[str, typer.Option(help="Draft model: pack name or local folder.")]
 Record = Annotated[
@@ -75,7 +80,16 @@ SpeculationK2 = Annotated[str, typer.Option(
     help="Engine costs: k2 values at which the target's speculative step calls are timed "
     "on real step prefixes ('' for none).")]
 SpeculationProblems = Annotated[int, typer.Option(
-    help="Engine costs: gsm_symbolic problems whose step prefixes the speculative calls use.")]
+    help="Engine costs: problems of --dataset whose step prefixes the speculative calls "
+         "use.")]
+
+
+def _check_dataset(dataset: str) -> None:
+    """``--dataset`` checked against reasoning-gym's names before any model loads (a
+    ValueError naming the option, the nearest names, otherwise)."""
+    from profiler.problems import check_dataset
+
+    check_dataset(dataset, "--dataset")
 
 
 def _widths(text: str, option: str = "--widths") -> list[int]:
@@ -157,7 +171,7 @@ def _measure_steps(
     rec: Recorder, *, target: str, draft: str, output: Path, record: Path | None,
     verifier: str, threshold: float, judge_model: str, problems: int, seed: int,
     steps_per_problem: int, max_step_tokens: int, threads: int, delimiter: str, resume: bool,
-    branches: int, branch_temperature: float,
+    branches: int, branch_temperature: float, dataset: str,
 ) -> None:
     """The steps phase with the options ``profile steps`` and ``profile run`` share
     (``delimiter`` as typed, escapes not yet decoded; the record defaults to
@@ -172,7 +186,7 @@ def _measure_steps(
                     judge_model=judge_model, problems=problems, seed=seed,
                     steps_per_problem=steps_per_problem, max_step_tokens=max_step_tokens,
                     threads=threads, delimiter=unescape(delimiter), branches=branches,
-                    branch_temperature=branch_temperature)
+                    branch_temperature=branch_temperature, dataset=dataset)
     if resume:  # a record of other settings is refused before the progress bar and models
         check_record(_record_path(output, record), steps_key(**settings))
     _measure(rec, steps_phase, "step pairs", **settings,
@@ -182,6 +196,7 @@ def _measure_steps(
 def _measure_tokens(
     rec: Recorder, *, model: str, engine: str, problems: int, seed: int, max_tokens: int,
     num_speculative_tokens: int, prompt_lookup_min: int, prompt_lookup_max: int, threads: int,
+    dataset: str,
 ) -> None:
     """The tokens phase with the options ``profile tokens`` and ``profile run`` share."""
     from profiler.calibrate import tokens_phase
@@ -189,7 +204,7 @@ def _measure_tokens(
     _measure(rec, tokens_phase, "tokens", model=model, engine=engine, problems=problems,
              seed=seed, max_tokens=max_tokens, num_speculative_tokens=num_speculative_tokens,
              prompt_lookup_min=prompt_lookup_min, prompt_lookup_max=prompt_lookup_max,
-             threads=threads)
+             threads=threads, dataset=dataset)
 
 
 @profile_app.command("engine-costs")
@@ -208,6 +223,7 @@ def engine_costs(
              "after the device synchronizes, and the phase records the GPU).")] = "cpu",
     dtype: Annotated[str, typer.Option(
         help="float32, bfloat16 or float16, for both models.")] = "float32",
+    dataset: Dataset = DEFAULT_DATASET,
 ) -> None:
     """Price the decoder's engine calls on this machine into a copy of a calibration.
 
@@ -216,6 +232,7 @@ def engine_costs(
     from profiler.calibrate import check_distinct_models, engine_costs_phase
 
     check_device_options(device, dtype)
+    _check_dataset(dataset)
     if draft is not None:
         check_distinct_models(target, draft)
     kw = _engine_cost_options(contexts, cost_widths, cost_tokens, speculation_k2,
@@ -228,7 +245,8 @@ def engine_costs(
         _measure(rec, engine_costs_phase, "engine costs", target=target, draft=draft,
                  repeats=cost_repeats, threads=threads,
                  speculation_problems=speculation_problems, seed=seed,
-                 delimiter=unescape(delimiter), max_step_tokens=max_step_tokens, **kw)
+                 delimiter=unescape(delimiter), max_step_tokens=max_step_tokens,
+                 dataset=dataset, **kw)
 
 
 @profile_app.command("pool-engine-costs")
@@ -522,11 +540,13 @@ def steps(
     threads: Threads = 1, delimiter: Delimiter = "\\n\\n", resume: Resume = False,
     branches: Branches = 1, branch_temperature: BranchTemperature = 0.8,
     calibration: CalibrationOpt = None, preset: PresetOpt = None,
+    dataset: Dataset = DEFAULT_DATASET,
 ) -> None:
     """Measure α1, c1, the verifier's cost and step lengths; write them into a calibration."""
     from profiler.calibrate import check_distinct_models, check_settings
 
     check_settings(verifier=verifier, threads=threads)
+    _check_dataset(dataset)
     check_distinct_models(target, draft)
     pairs = _record_path(output, record)
     with _recorder(output, calibration, preset, False) as rec, saving(
@@ -537,7 +557,7 @@ def steps(
                        problems=problems, seed=seed, steps_per_problem=steps_per_problem,
                        max_step_tokens=max_step_tokens, threads=threads, delimiter=delimiter,
                        resume=resume, branches=branches,
-                       branch_temperature=branch_temperature)
+                       branch_temperature=branch_temperature, dataset=dataset)
 
 
 @profile_app.command("tokens")
@@ -549,14 +569,17 @@ def tokens(
         str, typer.Option(help="vllm (its spec-decode counters) or transformers (exact replay).")
     ] = "vllm",
     threads: Threads = 1, calibration: CalibrationOpt = None, preset: PresetOpt = None,
+    dataset: Dataset = DEFAULT_DATASET,
 ) -> None:
     """Measure n-gram speculation (α2, by position, effective c2) into a calibration."""
+    _check_dataset(dataset)
     with _recorder(output, calibration, preset, False) as rec, \
             saving(_unchanged(output, "the token level")):
         _measure_tokens(rec, model=model, engine=engine, problems=problems, seed=seed,
                         max_tokens=max_tokens, num_speculative_tokens=num_speculative_tokens,
                         prompt_lookup_min=prompt_lookup_min,
-                        prompt_lookup_max=prompt_lookup_max, threads=threads)
+                        prompt_lookup_max=prompt_lookup_max, threads=threads,
+                        dataset=dataset)
 
 
 @profile_app.command("run")
@@ -597,6 +620,7 @@ def run(
     threads: Threads = 1, resume: Resume = False,
     calibration: CalibrationOpt = None, preset: PresetOpt = None,
     decode_path: CostDecodePath = "eager", cache_positions: CachePositions = None,
+    dataset: Dataset = DEFAULT_DATASET,
 ) -> None:
     """Measure everything (T(b), steps, tokens, engine costs) into one calibration.
 
@@ -616,6 +640,7 @@ def run(
     # Everything that can be checked without measuring is checked before the first phase.
     check_settings(verifier=verifier, token_engine=token_engine if measure_tokens else None,
                    threads=threads)
+    _check_dataset(dataset)
     rates = _token_rates_option(token_rates, token_engine)
     if answers and not measure_tokens:
         raise ValueError("--answers joins the token replay, which --no-tokens skips")
@@ -639,16 +664,18 @@ def run(
                            steps_per_problem=steps_per_problem,
                            max_step_tokens=max_step_tokens, threads=threads,
                            delimiter=unescape(delimiter), branches=branches,
-                           branch_temperature=branch_temperature),
+                           branch_temperature=branch_temperature, dataset=dataset),
         "tokens": tokens_key(model=target, engine=token_engine, problems=token_problems,
                              seed=seed, max_tokens=max_tokens,
                              num_speculative_tokens=num_speculative_tokens,
                              prompt_lookup_min=prompt_lookup_min,
-                             prompt_lookup_max=prompt_lookup_max, threads=threads),
+                             prompt_lookup_max=prompt_lookup_max, threads=threads,
+                             dataset=dataset),
         "engine_costs": engine_costs_key(target=target, draft=draft, repeats=cost_repeats,
                                          threads=threads, seed=seed,
                                          speculation_problems=speculation_problems,
-                                         delimiter=unescape(delimiter), **grid),
+                                         delimiter=unescape(delimiter), dataset=dataset,
+                                         **grid),
     }
     if not measure_tokens:
         del expected["tokens"]
@@ -671,13 +698,14 @@ def run(
                            problems=problems, seed=seed, steps_per_problem=steps_per_problem,
                            max_step_tokens=max_step_tokens, threads=threads,
                            delimiter=delimiter, resume=resume, branches=branches,
-                           branch_temperature=branch_temperature)
+                           branch_temperature=branch_temperature, dataset=dataset)
         if measure_tokens and "tokens" not in done:
             _measure_tokens(rec, model=target, engine=token_engine, problems=token_problems,
                             seed=seed, max_tokens=max_tokens,
                             num_speculative_tokens=num_speculative_tokens,
                             prompt_lookup_min=prompt_lookup_min,
-                            prompt_lookup_max=prompt_lookup_max, threads=threads)
+                            prompt_lookup_max=prompt_lookup_max, threads=threads,
+                            dataset=dataset)
         if measure_tokens:
             _rates_from_replay(rec, pairs, rates, extra,
                                remeasured=not {"steps", "tokens"} <= done)
@@ -685,7 +713,8 @@ def run(
             _measure(rec, engine_costs_phase, "engine costs", target=target, draft=draft,
                      repeats=cost_repeats, threads=threads, seed=seed,
                      speculation_problems=speculation_problems,
-                     delimiter=unescape(delimiter), max_step_tokens=max_step_tokens, **grid)
+                     delimiter=unescape(delimiter), max_step_tokens=max_step_tokens,
+                     dataset=dataset, **grid)
         cal = rec.calibration
     con.print(f"calibration {cal.name} ({cal.provenance.source}) in {output}", soft_wrap=True)
 

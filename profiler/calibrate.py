@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from profiler.environment import machine_description, package_versions
+from profiler.problems import DEFAULT_DATASET
 from profiler.progress import NoteCallback, ProgressCallback, no_progress
 from specmodel.formats.calibration import (
     BaseCalibrationRef,
@@ -151,11 +152,13 @@ def batch_cost_key(*, model: str, engine: str, widths: list[int], tokens: int, r
 def steps_key(*, target: str, draft: str, verifier: str, threshold: float, judge_model: str,
               problems: int, seed: int, steps_per_problem: int, max_step_tokens: int,
               threads: int, delimiter: str, branches: int = 1,
-              branch_temperature: float = 0.8) -> dict[str, Any]:
+              branch_temperature: float = 0.8,
+              dataset: str = DEFAULT_DATASET) -> dict[str, Any]:
     """Everything that determines a ``steps`` measurement (its resume key; ``delimiter``
     with its escapes decoded).  Also the key of the step pairs file.  Sampled branches
-    (``branches`` > 1) add ``branches`` and ``branch_temperature``; without them the key
-    is what it was before branches existed, so older records still resume."""
+    (``branches`` > 1) add ``branches`` and ``branch_temperature``, and problems of
+    another reasoning-gym dataset than gsm_symbolic add ``dataset``; without them the
+    key is what it was before either existed, so older records still resume."""
     branching = ({"branches": branches, "branch_temperature": branch_temperature}
                  if branches > 1 else {})
     return {**branching, "target": target, "target_sha256": model_sha256(target), "draft": draft,
@@ -163,17 +166,26 @@ def steps_key(*, target: str, draft: str, verifier: str, threshold: float, judge
             "verifier_kind": verifier,
             "threshold": threshold if verifier == "embedding" else None,
             "judge_model": judge_model if verifier == "judge" else None,
-            "problems": problems, "seed": seed, "steps_per_problem": steps_per_problem,
+            "problems": problems, "seed": seed, **_dataset_key(dataset),
+            "steps_per_problem": steps_per_problem,
             "max_step_tokens": max_step_tokens, "threads": threads, "delimiter": delimiter,
             "versions": key_versions()}
 
 
+def _dataset_key(dataset: str) -> dict[str, Any]:
+    """A resume key's ``dataset`` entry: none for the default dataset (a key recorded
+    before the setting existed matches it: :data:`profiler.step_profile.KEY_DEFAULTS`)."""
+    return {} if dataset == DEFAULT_DATASET else {"dataset": dataset}
+
+
 def tokens_key(*, model: str, engine: str, problems: int, seed: int, max_tokens: int,
                num_speculative_tokens: int, prompt_lookup_min: int, prompt_lookup_max: int,
-               threads: int) -> dict[str, Any]:
-    """Everything that determines a ``tokens`` measurement (its resume key)."""
+               threads: int, dataset: str = DEFAULT_DATASET) -> dict[str, Any]:
+    """Everything that determines a ``tokens`` measurement (its resume key; ``dataset``
+    only where it is not gsm_symbolic, so older files still resume)."""
     return {"model": model, "model_sha256": model_sha256(model), "engine": engine,
-            "problems": problems, "seed": seed, "max_tokens": max_tokens,
+            "problems": problems, "seed": seed, **_dataset_key(dataset),
+            "max_tokens": max_tokens,
             "num_speculative_tokens": num_speculative_tokens,
             "prompt_lookup_min": prompt_lookup_min, "prompt_lookup_max": prompt_lookup_max,
             "threads": threads, "versions": key_versions(engine)}
@@ -185,8 +197,11 @@ def engine_costs_key(*, target: str, draft: str | None, contexts: list[int],
                      seed: int = 0, delimiter: str = "\n\n",
                      decode_path: str = "eager",
                      cache_positions: int | None = None, device: str = "cpu",
-                     dtype: str = "float32") -> dict[str, Any]:
-    """Everything that determines an ``engine_costs`` measurement (its resume key)."""
+                     dtype: str = "float32",
+                     dataset: str = DEFAULT_DATASET) -> dict[str, Any]:
+    """Everything that determines an ``engine_costs`` measurement (its resume key;
+    ``dataset``, whose problems give the speculative calls' step prefixes, only where
+    those are timed and it is not gsm_symbolic, so older files still resume)."""
     spec = sorted(set(speculation_k2)) if speculation_k2 else None
     return {"target": target, "target_sha256": model_sha256(target), "draft": draft,
             "draft_sha256": model_sha256(draft) if draft is not None else None,
@@ -195,6 +210,7 @@ def engine_costs_key(*, target: str, draft: str | None, contexts: list[int],
             "threads": threads, "versions": key_versions(), "speculation_k2": spec,
             "speculation_problems": speculation_problems if spec else None,
             "speculation_seed": seed if spec else None,
+            **(_dataset_key(dataset) if spec else {}),
             "delimiter": delimiter if spec else None, "decode_path": decode_path,
             "cache_positions": cache_positions, "device": device, "dtype": dtype}
 
@@ -275,9 +291,10 @@ def steps_phase(
     steps_per_problem: int = 4, max_step_tokens: int = 48, threads: int = 1,
     delimiter: str = "\n\n", record: str | Path, resume: bool = False,
     progress: ProgressCallback | None = None, note: NoteCallback | None = None,
-    branches: int = 1, branch_temperature: float = 0.8,
+    branches: int = 1, branch_temperature: float = 0.8, dataset: str = DEFAULT_DATASET,
 ) -> PhaseResult:
-    """Measure α1, c1, the verifier's cost and step lengths (transformers, greedy).
+    """Measure α1, c1, the verifier's cost and step lengths (transformers, greedy), on
+    ``problems`` problems of the reasoning-gym ``dataset``.
 
     The pairs go to ``record`` under its resume key (:func:`steps_key`); ``resume=True``
     continues a record measured with the same key and refuses any other.  ``note``
@@ -288,7 +305,7 @@ def steps_phase(
                     judge_model=judge_model, problems=problems, seed=seed,
                     steps_per_problem=steps_per_problem, max_step_tokens=max_step_tokens,
                     threads=threads, delimiter=delimiter, branches=branches,
-                    branch_temperature=branch_temperature)
+                    branch_temperature=branch_temperature, dataset=dataset)
     from profiler.engines import HFEngine
     from profiler.packs import resolve_model
     from profiler.problems import load_problems
@@ -303,7 +320,7 @@ def steps_phase(
                         threads=threads)
     tgt = HFEngine(resolve_model(target), threads=threads, delimiter=delimiter)
     drf = HFEngine(resolve_model(draft), threads=threads, delimiter=delimiter)
-    pairs = profile_steps(tgt, drf, ver, load_problems(problems, seed), record,
+    pairs = profile_steps(tgt, drf, ver, load_problems(problems, seed, dataset), record,
                           steps_per_problem=steps_per_problem, max_step_tokens=max_step_tokens,
                           resume=resume, progress=progress, key=key, note=note,
                           branches=branches, branch_temperature=branch_temperature,
@@ -337,7 +354,7 @@ def steps_result(pairs: list[Any], measured: StepsSettings,
     desc = (f"step: {s.pairs} target/draft step pairs ({m.target} target, {m.draft} draft, "
             f"verifier {m.verifier}; transformers, greedy, {m.threads} thread(s), step "
             f"delimiter {m.delimiter!r}, cap {m.max_step_tokens} tokens) from {m.problems} "
-            f"gsm_symbolic problems (seed {m.seed}); alpha1 = ({s.accepted} + 0.5)/"
+            f"{m.dataset} problems (seed {m.seed}); alpha1 = ({s.accepted} + 0.5)/"
             f"({s.pairs} + 1), Wilson 95% CI of the raw rate "
             f"{s.alpha1_ci95[0]:.3f}-{s.alpha1_ci95[1]:.3f}"
             + ("" if s.alpha1_clustered_stderr is None else
@@ -380,7 +397,8 @@ def rederive_steps(cal: Calibration, record: str | Path | None = None, *,
     if not got.pairs:
         raise ValueError(f"record {path}: no step pairs (missing, or not a pairs record)")
     if got.key is not None:
-        differ = [k for k in ("target", "draft", "problems", "seed", "steps_per_problem",
+        differ = [k for k in ("target", "draft", "problems", "seed", "dataset",
+                              "steps_per_problem",
                               "max_step_tokens", "delimiter", "verifier_kind", "threshold")
                   if k in got.key and getattr(phase, k, got.key[k]) != got.key[k]]
         if differ:
@@ -416,13 +434,15 @@ def tokens_phase(
     model: str, *, engine: str = "vllm", problems: int = 8, seed: int = 0, max_tokens: int = 96,
     num_speculative_tokens: int = 4, prompt_lookup_min: int = 1, prompt_lookup_max: int = 3,
     threads: int = 1, progress: ProgressCallback | None = None,
+    dataset: str = DEFAULT_DATASET,
 ) -> PhaseResult:
-    """Measure n-gram speculation: α2, acceptance by position, effective c2."""
+    """Measure n-gram speculation: α2, acceptance by position, effective c2, on the
+    prompts of ``problems`` problems of the reasoning-gym ``dataset``."""
     check_settings(token_engine=engine, threads=threads)
     from profiler.packs import resolve_model
     from profiler.problems import format_prompt, load_problems
 
-    prompts = [format_prompt(p) for p in load_problems(problems, seed)]
+    prompts = [format_prompt(p) for p in load_problems(problems, seed, dataset)]
     if engine == "vllm":
         from profiler.token_profile import measure_token_speculation
 
@@ -445,7 +465,7 @@ def tokens_phase(
         **tokens_key(model=model, engine=engine, problems=problems, seed=seed,
                      max_tokens=max_tokens, num_speculative_tokens=num_speculative_tokens,
                      prompt_lookup_min=prompt_lookup_min, prompt_lookup_max=prompt_lookup_max,
-                     threads=threads))
+                     threads=threads, dataset=dataset))
     return tokens_result(settings, summary)
 
 
@@ -468,7 +488,7 @@ def tokens_result(measured: TokensSettings, summary: TokenSummary | None = None,
               f"; {summary.drafts} of {summary.target_passes} target passes drafted "
               f"({summary.draft_rate:.3f})")
     desc = (f"token: {m.model} with {m.engine} n-gram speculation (gamma = {gamma}, "
-            f"lookup {lookup_min}-{lookup_max}) over {m.problems} gsm_symbolic "
+            f"lookup {lookup_min}-{lookup_max}) over {m.problems} {m.dataset} "
             f"prompts (seed {m.seed}) x {m.max_tokens} tokens: {summary.accepted_tokens}/"
             f"{summary.draft_tokens} draft tokens accepted in {summary.drafts} drafts"
             f"{passes}; alpha2 = {summary.alpha2:.4f} (i.i.d. fit), per position "
@@ -563,20 +583,21 @@ def token_spread(cal: Calibration, record: str | Path | None = None, *,
         if got_cut.target != phase.model:
             raise ValueError(f"{name} holds answers of {got_cut.target!r}, the tokens "
                              f"phase measured {phase.model!r}")
-        for setting in ("delimiter", "max_step_tokens", "max_steps") if cut else ():
+        for setting in ("dataset", "delimiter", "max_step_tokens", "max_steps") if cut else ():
             if getattr(got_cut, setting) != getattr(cut, setting):
                 raise ValueError(f"{name}: its answers were cut with {setting} "
                                  f"{getattr(got_cut, setting)!r}, the steps phase's with "
                                  f"{getattr(cut, setting)!r}")
         if cut is None and problems is not None:
             got = [a for a in got if a.problem < problems]
-        seen = {(a.seed, a.problem) for a in whole}
-        new = [a for a in got if (a.seed, a.problem) not in seen]
+        seen = {a.key for a in whole}
+        new = [a for a in got if a.key not in seen]
         whole += new
         if cut is None:
             cut, own = got_cut, len(new)
         else:
-            added.append(f"{len(new)} answers of run record {src} (seed {got_cut.seed})")
+            added.append(f"{len(new)} answers of run record {src} ({got_cut.dataset}, seed "
+                         f"{got_cut.seed})")
     gamma = cal.token.num_speculative_tokens or phase.num_speculative_tokens
     lookup = cal.token.prompt_lookup_max or phase.prompt_lookup_max or 3
     if gamma is None:
@@ -695,12 +716,13 @@ def engine_costs_phase(
     speculation_problems: int = 2, seed: int = 0, delimiter: str = "\n\n",
     max_step_tokens: int = 48, progress: ProgressCallback | None = None,
     decode_path: str = "eager", cache_positions: int | None = None, device: str = "cpu",
-    dtype: str = "float32",
+    dtype: str = "float32", dataset: str = DEFAULT_DATASET,
 ) -> PhaseResult:
     """Price the transformers engine's calls of the target (and the step draft) on this
     machine: T(b, L) per token, prefill per token, per-call overhead, with a draft the
     slowdown of each while the other runs, and with ``speculation_k2`` the target's
-    speculative step calls (:mod:`profiler.engine_costs`), both engines on
+    speculative step calls (:mod:`profiler.engine_costs`; on the step prefixes of
+    ``speculation_problems`` problems of the reasoning-gym ``dataset``), both engines on
     ``decode_path`` (:data:`profiler.engines.hf.DECODE_PATHS`), on ``device`` in
     ``dtype`` (every timing after the device synchronizes; on ``cuda`` the phase's
     recorded machine names the GPU).
@@ -756,7 +778,7 @@ def engine_costs_phase(
     if speculation_k2:
         target_costs, left_out = _with_speculation(
             eng_t, target_costs, speculation_k2, speculation_problems, seed,
-            max_step_tokens, progress, beside=eng_d)
+            max_step_tokens, progress, beside=eng_d, dataset=dataset)
     costs = EngineCosts(
         engine="transformers", device=eng_t.device, dtype=eng_t.dtype, threads=threads,
         tokens=(tk[0], tk[1]), target=target_costs,
@@ -772,7 +794,7 @@ def engine_costs_phase(
         if m.speculative_passes:
             slow += ("; a prompt-lookup pass inside a step call costs "
                      f"{_passes_said(m.speculative_passes)} decode forwards "
-                     f"({_passes_how(speculation_problems, seed)})")
+                     f"({_passes_how(speculation_problems, seed, dataset)})")
         if role == "target" and left_out:
             slow += f"; prompt-lookup passes not measured: {left_out}"
         if m.speculative_slowdown is not None:
@@ -805,7 +827,8 @@ def engine_costs_phase(
                            repeats=repeats, threads=threads, speculation_k2=speculation_k2,
                            speculation_problems=speculation_problems, seed=seed,
                            delimiter=delimiter, decode_path=decode_path,
-                           cache_positions=cache_positions, device=device, dtype=dtype))
+                           cache_positions=cache_positions, device=device, dtype=dtype,
+                           dataset=dataset))
     return PhaseResult(
         "engine_costs", costs, settings,
         {"target": target, **({"draft": draft} if draft is not None else {})},
@@ -857,14 +880,15 @@ def _slowdown(m: Any) -> str:
     return f"{m.value:.2f}x{se} (n = {m.n})"
 
 
-def _speculation_prefixes(engine: Any, problems: int, seed: int,
-                          max_step_tokens: int) -> list[str]:
+def _speculation_prefixes(engine: Any, problems: int, seed: int, max_step_tokens: int,
+                          dataset: str = DEFAULT_DATASET) -> list[str]:
     """The step prefixes the phase times speculative step calls on: the target's own
-    steps 0, 4 and 8 of ``problems`` gsm_symbolic problems (``seed``)."""
+    steps 0, 4 and 8 of ``problems`` problems of the reasoning-gym ``dataset``
+    (``seed``)."""
     from profiler.engine_costs import step_prefixes
     from profiler.problems import format_prompt, load_problems
 
-    prompts = [format_prompt(p) for p in load_problems(problems, seed)]
+    prompts = [format_prompt(p) for p in load_problems(problems, seed, dataset)]
     return step_prefixes(engine, prompts, steps=[0, 4, 8], max_step_tokens=max_step_tokens)
 
 
@@ -876,13 +900,15 @@ def _middle(k2s: Iterable[int]) -> int:
 
 def _with_speculation(engine: Any, costs: Any, k2s: list[int], problems: int, seed: int,
                       max_step_tokens: int, progress: ProgressCallback | None,
-                      beside: Any | None = None) -> tuple[Any, str]:
+                      beside: Any | None = None,
+                      dataset: str = DEFAULT_DATASET) -> tuple[Any, str]:
     """``costs`` with the target's speculative passes measured on real step prefixes
-    (and, with ``beside``, the slowdown of those calls beside its calls), and what the
-    measurement left out, in words ("" when nothing)."""
+    (of ``dataset``'s problems; and, with ``beside``, the slowdown of those calls beside
+    its calls), and what the measurement left out, in words ("" when nothing)."""
     from profiler.engine_costs import measure_speculative_contention
 
-    prefixes = _speculation_prefixes(engine, problems, seed, max_step_tokens)
+    prefixes = _speculation_prefixes(engine, problems, seed, max_step_tokens,
+                                     dataset=dataset)
     passes, note = _measured_passes(engine, prefixes, k2s, max_step_tokens, progress)
     slow = None
     if beside is not None:
@@ -969,7 +995,8 @@ def remeasure_contention(cal: Calibration, *, repeats: int = 5, max_step_tokens:
     if ec.target.speculative_passes and phase.speculation_k2:
         say(1, 2, "speculative step calls paired with the draft's")
         prefixes = _speculation_prefixes(eng_t, phase.speculation_problems or 2,
-                                         phase.speculation_seed or 0, max_step_tokens)
+                                         phase.speculation_seed or 0, max_step_tokens,
+                                         dataset=phase.dataset)
         spec = measure_speculative_contention(eng_t, eng_d, prefixes,
                                               k2=_middle(phase.speculation_k2),
                                               max_step_tokens=max_step_tokens)
@@ -1023,7 +1050,8 @@ def remeasure_passes(cal: Calibration, *, k2s: list[int] | None = None,
     say = progress or no_progress
     eng_t, _ = _phase_engines(phase, draft=False)
     say(0, 1, "step prefixes")
-    prefixes = _speculation_prefixes(eng_t, problems, seed, max_step_tokens)
+    prefixes = _speculation_prefixes(eng_t, problems, seed, max_step_tokens,
+                                     dataset=phase.dataset)
     passes, left_out = _measured_passes(eng_t, prefixes, ks, max_step_tokens, progress)
     if not passes:
         raise ValueError(f"calibration {cal.name!r}: no prompt-lookup pass could be "
@@ -1034,7 +1062,7 @@ def remeasure_passes(cal: Calibration, *, k2s: list[int] | None = None,
     was = ("not measured" if not ec.target.speculative_passes
            else _passes_said(ec.target.speculative_passes))
     desc = (f"{phase.description} (Prompt-lookup passes measured again on {now} with "
-            f"specmodel {__version__}, on {_passes_how(problems, seed)}: "
+            f"specmodel {__version__}, on {_passes_how(problems, seed, phase.dataset)}: "
             f"{_passes_said(passes)} decode forwards"
             + (f" ({left_out}; the decoder model interpolates m(k2) from the k2 "
                "measured)" if left_out else "")
@@ -1053,10 +1081,10 @@ def _passes_said(passes: dict[int, Any]) -> str:
                      for k, v in sorted(passes.items()))
 
 
-def _passes_how(problems: int, seed: int) -> str:
+def _passes_how(problems: int, seed: int, dataset: str = DEFAULT_DATASET) -> str:
     """How the prompt-lookup passes were measured, in words (the phase's description
     and ``profile passes``')."""
-    return (f"step prefixes of {problems} gsm_symbolic problems (seed {seed}), passes "
+    return (f"step prefixes of {problems} {dataset} problems (seed {seed}), passes "
             "replayed, each speculative call against a plain forward and the prefix's "
             "fixed cost, from a one-token and a whole-step plain call (no KV reuse) on "
             "the same prefix timed just before")
@@ -1142,7 +1170,9 @@ class Recorder:
         a file measured with other settings raises a one-line ValueError naming every
         setting that differs, instead of mixing the two.  When ``expected`` holds
         ``versions`` and the phase recorded none (a file from before the resume key),
-        it is refused too: nothing says what it was measured with.  A steps phase that
+        it is refused too: nothing says what it was measured with.  A setting the key
+        holds only where it is not its default (``dataset``) counts as its default where
+        either side lacks it.  A steps phase that
         ``expected`` only asks for more problems or more steps per problem of is not
         finished: it goes on from its pairs record (:func:`profiler.step_profile.extends`).
         """
@@ -1160,13 +1190,12 @@ class Recorder:
         if unknown:
             raise ValueError(f"expected settings of {phase} must be its fields; unknown: "
                              f"{', '.join(unknown)}")
-        if phase == "steps":
-            from profiler.step_profile import extends
+        from profiler.step_profile import KEY_DEFAULTS, extends
 
-            if extends(recorded.model_dump(), expected):
-                return False  # more problems or steps: measured on from the pairs record
+        if phase == "steps" and extends(recorded.model_dump(), expected):
+            return False  # more problems or steps: measured on from the pairs record
         problem = resume_mismatch(f"{self.output} ({phase} phase)",
-                                  recorded.model_dump(), expected)
+                                  recorded.model_dump(), expected, KEY_DEFAULTS)
         if problem is not None:
             raise ValueError(problem)
         return True

@@ -14,11 +14,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from specmodel.formats import DEFAULT_DATASET
+
 __all__ = ["DEFAULT_DATASET", "Problem", "check_dataset", "extract_answer", "final_answer",
            "format_prompt", "load_problems", "score_answer"]
 
-DEFAULT_DATASET = "gsm_symbolic"
-"""The workload every command uses unless told otherwise."""
 
 
 @dataclass(frozen=True)

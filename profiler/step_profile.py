@@ -8,7 +8,8 @@ what it measured and ``resume=True`` continues where it stopped.
 
 The record's first line is a header, ``{"kind": "specmodel-step-pairs", "version": 1,
 "key": {...}}``, whose key holds every setting that determines the pairs (models and
-their pack SHA-256s, engine, verifier, seed, caps, delimiter, threads, versions: see
+their pack SHA-256s, engine, verifier, seed (and the dataset where it is not
+the default), caps, delimiter, threads, versions: see
 :func:`profiler.calibrate.steps_key`).  A resume with another key is refused naming
 what differs; a record without a header (written before the key existed) is refused
 too, since nothing tells what its pairs were measured with.  A torn last line (a run
@@ -38,7 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from profiler.engines import Engine
-from profiler.problems import Problem, format_prompt
+from profiler.problems import DEFAULT_DATASET, Problem, format_prompt
 from profiler.progress import NoteCallback, ProgressCallback, no_progress
 from profiler.verifiers import Verifier
 from specmodel.formats.lock import WriteLock, resume_mismatch
@@ -47,14 +48,18 @@ from specmodel.stats import clustered_rate, effective_samples, jeffreys_rate, wi
 if TYPE_CHECKING:
     from specmodel.formats.calibration import StepLevel
 
-__all__ = ["RECORD_KIND", "StepPair", "StepSummary", "branch_summary", "check_record",
-           "draft_ends", "extends", "profile_steps", "read_pairs", "read_record",
+__all__ = ["KEY_DEFAULTS", "RECORD_KIND", "StepPair", "StepSummary", "branch_summary",
+           "check_record", "draft_ends", "extends", "profile_steps", "read_pairs", "read_record",
            "step_ends", "summarize", "target_ends", "verdict_correlation"]
 
 RECORD_KIND = "specmodel-step-pairs"
 """The ``kind`` of a pairs record's header line."""
 RECORD_VERSION = 1
 """The header's format version."""
+KEY_DEFAULTS: dict[str, Any] = {"dataset": DEFAULT_DATASET}
+"""Settings a resume key holds only where they are not their default (so that a key
+recorded before the setting existed still matches a run at its default): a key without
+one counts as holding this value (:func:`specmodel.formats.lock.resume_mismatch`)."""
 
 
 @dataclass(frozen=True)
@@ -190,7 +195,7 @@ def extends(recorded: dict[str, Any], key: dict[str, Any]) -> bool:
         return False
     same = {k: v for k, v in recorded.items() if k not in GROWS}
     wanted = {k: v for k, v in key.items() if k not in GROWS}
-    return resume_mismatch("", same, wanted) is None
+    return resume_mismatch("", same, wanted, KEY_DEFAULTS) is None
 
 
 def check_record(path: str | Path, key: dict[str, Any]) -> PairsRecord:
@@ -207,7 +212,7 @@ def check_record(path: str | Path, key: dict[str, Any]) -> PairsRecord:
             "what they were measured with cannot be checked; start over without --resume "
             "or with another --record")
     if rec.key is not None:
-        problem = resume_mismatch(path, rec.key, key)
+        problem = resume_mismatch(path, rec.key, key, KEY_DEFAULTS)
         if problem is not None:
             raise ValueError(problem)
     return rec
@@ -233,7 +238,8 @@ def profile_steps(
     """Run the protocol, appending each pair to ``record`` (JSONL) as it is measured.
 
     ``key`` (the settings that determine the pairs, :func:`profiler.calibrate.steps_key`;
-    this function adds ``steps_per_problem``, ``max_step_tokens`` and ``problems``) goes
+    this function adds ``steps_per_problem``, ``max_step_tokens``, ``problems`` and, where
+    the problems are not of the default dataset, their ``dataset``) goes
     into the record's header; ``resume=True`` refuses a record with another key, and
     cuts a torn last line off (telling ``note``).  The record is locked for the whole
     run (:class:`specmodel.formats.lock.WriteLock`): a second writer is refused.
@@ -261,8 +267,10 @@ def profile_steps(
             raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
     path = Path(record)
     path.parent.mkdir(parents=True, exist_ok=True)
+    dataset = problems[0].dataset if problems else DEFAULT_DATASET
     full_key = {**(key or {}), "steps_per_problem": steps_per_problem,
-                "max_step_tokens": max_step_tokens, "problems": len(problems)}
+                "max_step_tokens": max_step_tokens, "problems": len(problems),
+                **({"dataset": dataset} if dataset != DEFAULT_DATASET else {})}
     with WriteLock(path):
         return _profile_locked(target, draft, verifier, problems, path, full_key,
                                steps_per_problem, max_step_tokens, resume,

@@ -24,15 +24,18 @@ from pydantic import (
     ConfigDict,
     Discriminator,
     Field,
+    SerializerFunctionWrapHandler,
     Tag,
     ValidationError,
     ValidationInfo,
     field_validator,
+    model_serializer,
     model_validator,
 )
 
 from specmodel.config import SpecConfig, TokenMethod, VerifierSpec, build
 from specmodel.errors import SpecmodelError, describe_validation_error
+from specmodel.formats import DEFAULT_DATASET
 from specmodel.formats.hardware import HardwareProfile
 from specmodel.formats.jsonio import parse_json, read_json_file, write_json_atomic
 from specmodel.parameters import Parameters
@@ -497,7 +500,22 @@ class BatchCostSettings(_Strict):
     None in files from before it was recorded)."""
 
 
-class StepsSettings(_Strict):
+class _DatasetSettings(_Strict):
+    """Settings of a phase that loads problems: a ``dataset`` at its default is left out
+    when written (and dumped), so that a file from before the setting existed is written
+    back byte for byte, and a phase's dump compares with a resume key that leaves the
+    default out (:data:`profiler.step_profile.KEY_DEFAULTS`)."""
+
+    @model_serializer(mode="wrap")
+    def _without_default_dataset(self, handler: SerializerFunctionWrapHandler
+                                 ) -> dict[str, Any]:
+        data = handler(self)
+        if data.get("dataset") == DEFAULT_DATASET:
+            del data["dataset"]
+        return data
+
+
+class StepsSettings(_DatasetSettings):
     """How the ``steps`` phase measured α1, c1, the verifier's cost and step lengths."""
 
     description: str = Field(min_length=1)
@@ -509,7 +527,7 @@ class StepsSettings(_Strict):
     verifier: str = Field(min_length=1)
     """The verifier's full name (kind, model, threshold)."""
     problems: PositiveInt
-    """gsm_symbolic problems."""
+    """Problems of ``dataset``."""
     seed: NonNegativeInt
     """Problem seed."""
     steps_per_problem: PositiveInt
@@ -558,6 +576,10 @@ class StepsSettings(_Strict):
     machine: MachineDetails | None = None
     """The machine the phase was measured on (a phase derived again later keeps it;
     None in files from before it was recorded)."""
+    dataset: str = Field(default=DEFAULT_DATASET, min_length=1)
+    """The reasoning-gym dataset the problems come from (``--dataset``; gsm_symbolic in
+    files from before it was recorded; part of the resume key where it is not
+    gsm_symbolic)."""
 
     @model_validator(mode="after")
     def _counts(self) -> StepsSettings:
@@ -609,7 +631,7 @@ class TokenMeasurement(_Strict):
     """Tokens the plain decoding produced in all (transformers only)."""
 
 
-class TokensSettings(_Strict):
+class TokensSettings(_DatasetSettings):
     """How the ``tokens`` phase measured n-gram speculation."""
 
     description: str = Field(min_length=1)
@@ -619,7 +641,7 @@ class TokensSettings(_Strict):
     engine: TokenEngine
     """The engine that decoded."""
     problems: PositiveInt
-    """gsm_symbolic prompts."""
+    """Prompts: problems of ``dataset``."""
     seed: NonNegativeInt
     """Problem seed."""
     max_tokens: PositiveInt
@@ -645,6 +667,10 @@ class TokensSettings(_Strict):
     machine: MachineDetails | None = None
     """The machine the phase was measured on (a phase derived again later keeps it;
     None in files from before it was recorded)."""
+    dataset: str = Field(default=DEFAULT_DATASET, min_length=1)
+    """The reasoning-gym dataset the prompts' problems come from (``--dataset``;
+    gsm_symbolic in files from before it was recorded; part of the resume key where it
+    is not gsm_symbolic)."""
     answer_records: list[str] | None = None
     """The run records whose target-alone answers joined the steps phase's in the whole
     answers' token replay (``--answers``, :func:`profiler.calibrate.token_spread`), in
@@ -822,7 +848,7 @@ class EngineCosts(_Strict):
                       else self.draft.scaled(draft, draft_by_batch))})
 
 
-class EngineCostsSettings(_Strict):
+class EngineCostsSettings(_DatasetSettings):
     """How the ``engine_costs`` phase measured the engine's calls."""
 
     description: str = Field(min_length=1)
@@ -870,11 +896,15 @@ class EngineCostsSettings(_Strict):
     power of two), so that every cell ran on one cache length, the run's; None: each
     batch size's cache grown to what its cells needed."""
     speculation_problems: PositiveInt | None = None
-    """gsm_symbolic problems whose step prefixes they were timed on."""
+    """Problems of ``dataset`` whose step prefixes they were timed on."""
     speculation_seed: int | None = None
     """Those problems' seed."""
     delimiter: str | None = None
     """The step delimiter of those calls."""
+    dataset: str = Field(default=DEFAULT_DATASET, min_length=1)
+    """The reasoning-gym dataset of those problems (``--dataset``; gsm_symbolic where no
+    speculative step calls were timed, and in files from before it was recorded; part
+    of the resume key where they were and it is not gsm_symbolic)."""
 
 
 PhaseName = Literal["batch_cost", "steps", "tokens", "engine_costs"]

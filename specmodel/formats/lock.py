@@ -150,14 +150,19 @@ def _flat(settings: dict[str, Any]) -> dict[str, Any]:
 
 
 def resume_mismatch(what: str | Path, recorded: dict[str, Any],
-                    expected: dict[str, Any]) -> str | None:
+                    expected: dict[str, Any],
+                    defaults: dict[str, Any] | None = None) -> str | None:
     """None when ``recorded`` agrees with ``expected`` on every key of ``expected``; else
     the one-line refusal ``--resume: WHAT was measured with seed = 1, not 2; …``.
 
     Nested dicts (package versions) are compared key by key; a key ``expected`` holds
-    and ``recorded`` lacks counts as recorded None.
+    and ``recorded`` lacks counts as recorded None.  ``defaults`` (setting -> value):
+    settings a key leaves out at their default, so that keys from before a setting
+    existed still match; either side lacking one counts as holding its default (a
+    recorded non-default is then compared against an expected key without it).
     """
-    rec, exp = _flat(recorded), _flat(expected)
+    rec = _flat({**(defaults or {}), **recorded})
+    exp = _flat({**(defaults or {}), **expected})
     diffs = [f"{k} = {rec.get(k)!r}, not {v!r}" for k, v in exp.items() if rec.get(k) != v]
     if not diffs:
         return None

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from specmodel.config import SpecConfig
 from specmodel.errors import SpecmodelError
+from specmodel.formats import DEFAULT_DATASET
 from specmodel.formats.calibration import (
     Calibration,
     EngineCosts,
@@ -238,7 +239,7 @@ class SyntheticAcceptance(_Record):
 class RunSettings(_Record):
     """How the problems were chosen and the models run (the same for every configuration)."""
 
-    dataset: str = "gsm_symbolic"
+    dataset: str = DEFAULT_DATASET
     """The reasoning-gym dataset the problems come from."""
     problems: int | None = Field(None, ge=1)
     """Problems per configuration."""

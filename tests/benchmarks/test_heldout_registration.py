@@ -11,6 +11,8 @@ import pytest
 
 from benchmarks.bench_heldout import (
     RESULTS,
+    calibration_datasets,
+    calibration_seeds,
     decoded_since,
     load_registration,
     main,
@@ -27,8 +29,8 @@ CAL = "benchmarks/results/heldout_15b_calibration_recal.json"
 
 
 def _args(**changes) -> argparse.Namespace:
-    base = {"trio": "1.5b", "problems": 6, "seed": 3, "max_steps": 12,
-            "max_step_tokens": 48, "registered": None}
+    base = {"trio": "1.5b", "dataset": "gsm_symbolic", "problems": 6, "seed": 3,
+            "max_steps": 12, "max_step_tokens": 48, "registered": None}
     return argparse.Namespace(**{**base, **changes})
 
 
@@ -62,6 +64,39 @@ def test_the_report_reads_the_registration_it_is_told_to() -> None:
         load_registration(_args(registered="nope"), "heldout_15b_s3")
     with pytest.raises(SystemExit, match="registered for other settings"):
         load_registration(_args(seed=2), "heldout_15b_s3")
+    # written before --dataset: of gsm_symbolic, so another dataset's report refuses it
+    assert "dataset" not in plain_reg
+    with pytest.raises(SystemExit, match=r"'dataset': \('gsm_symbolic', 'leg_counting'\)"):
+        load_registration(_args(dataset="leg_counting"), "heldout_15b_s3")
+
+
+def test_a_registration_for_another_dataset_holds_only_its_own_sweep() -> None:
+    reg = load_registration(_args(trio="0.5b", dataset="leg_counting", problems=3, seed=1),
+                            "heldout_05b_leg_s1_epyc1204")
+    assert reg is not None and reg["dataset"] == "leg_counting"
+    with pytest.raises(SystemExit, match="registered for other settings"):
+        load_registration(_args(trio="0.5b", problems=3, seed=1),
+                          "heldout_05b_leg_s1_epyc1204")
+
+
+def test_an_unknown_dataset_is_refused_before_anything_loads(capsys) -> None:
+    code = main(["--trio", "0.5b", "--dataset", "leg_countng", "--seed", "1", "--out",
+                 "no_such_sweep", "--calibration",
+                 "benchmarks/results/heldout_05b_profile_run30_epyc1203.json", "--register"])
+    err = capsys.readouterr().err
+    assert code == 2 and "--dataset 'leg_countng'" in err and "leg_counting" in err
+    assert not (RESULTS / "no_such_sweep.registered.json").exists()
+
+
+def test_the_calibrations_own_seed_is_held_out_only_on_its_own_dataset(capsys) -> None:
+    from specmodel.formats.calibration import load_calibration
+
+    cal = load_calibration("benchmarks/results/heldout_05b_profile_run30_epyc1203.json")
+    assert calibration_datasets(cal) == {"gsm_symbolic"} and 1 in calibration_seeds(cal)
+    code = main(["--trio", "0.5b", "--seed", "1", "--out", "no_such_sweep", "--calibration",
+                 "benchmarks/results/heldout_05b_profile_run30_epyc1203.json", "--register"])
+    assert code == 2 and "profiled on gsm_symbolic problems of that seed" in (
+        capsys.readouterr().err)
 
 
 def test_a_registration_gives_the_time_per_token_of_each_row_and_the_target() -> None:

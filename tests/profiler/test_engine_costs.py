@@ -550,7 +550,8 @@ def test_the_phase_writes_only_the_passes_it_counted_and_says_why_not_the_others
 
     long_prefix = " ".join(f"w{i}" for i in range(200)) + " a b c"
     monkeypatch.setattr(calibrate, "_speculation_prefixes",
-                        lambda engine, problems, seed, max_step_tokens: [long_prefix])
+                        lambda engine, problems, seed, max_step_tokens, dataset="":
+                        [long_prefix])
     cells = [CellTiming(b, 16, 0.01 + 1e-4 * b * 16, 0.01 + 1e-4 * b * 16 + 0.02, (2, 6), 1)
              for b in (1, 2)]
     costs = model_costs("tgt", cells)
