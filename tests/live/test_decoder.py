@@ -289,3 +289,27 @@ def test_a_model_that_will_not_load_is_one_line_and_exit_2(tmp_path, capsys) -> 
                  "-o", str(tmp_path / "run.json")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "will not load" in err[0]
+
+
+def test_decode_runs_another_datasets_problems_and_scores_them_by_its_scorer(
+        smollm_path, tmp_path) -> None:
+    """``decode --dataset leg_counting``: the real decoder writes steps for that dataset's
+    prompts, the record names the dataset, and each answer is judged by its scorer."""
+    from cli.main import main
+    from profiler.problems import format_prompt, score_answer
+    from specmodel.formats.run_record import load_run_record
+
+    out = tmp_path / "legs.json"
+    assert main(["decode", "--target", str(smollm_path), "--k1", "1", "--problems", "2",
+                 "--seed", "5", "--dataset", "leg_counting", "--max-steps", "3",
+                 "--max-step-tokens", "12", "--delimiter", "\\n", "--no-baseline",
+                 "-o", str(out)]) == 0
+    record = load_run_record(out)
+    assert (record.settings.dataset, record.settings.seed) == ("leg_counting", 5)
+    problems = load_problems(2, seed=5, dataset="leg_counting")
+    ran = record.configs[0].problems
+    assert [p.problem for p in ran] == [0, 1]
+    for p, problem in zip(ran, problems, strict=True):
+        assert p.steps and p.output_tokens > 0
+        assert p.correct == score_answer(problem, p.output)
+        assert "legs" in format_prompt(problem)
