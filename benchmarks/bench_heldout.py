@@ -115,20 +115,25 @@ def pausing(progress: Any, pause_file: str) -> Any:
     return report
 
 
-def calibration_datasets(cal: Any) -> set[str]:
-    """The reasoning-gym datasets the calibration's profiler phases drew problems from
-    (every phase written before ``--dataset`` existed: gsm_symbolic)."""
-    return {getattr(cal.phase_settings(ph), "dataset", DEFAULT_DATASET)
-            for ph in ("steps", "tokens", "engine_costs")
-            if cal.phase_settings(ph) is not None} or {DEFAULT_DATASET}
-
-
-def calibration_seeds(cal: Any) -> set[int]:
-    """The problem seeds the calibration's profiler phases name (its provenance)."""
+def calibration_problems(cal: Any) -> set[tuple[str, int]]:
+    """(dataset, seed) of the problems the calibration's profiler phases drew: its steps
+    and tokens phases', and its engine costs' speculative calls' (a phase written before
+    ``--dataset`` existed: gsm_symbolic).  A calibration without phase settings: the
+    seeds its provenance names, of gsm_symbolic."""
     import re
 
-    found = re.findall(r"(?:problems?|prompts) \(seed (\d+)\)", cal.provenance.description)
-    return {int(seed) for seed in found}
+    found = set()
+    for ph in ("steps", "tokens"):
+        got = cal.phase_settings(ph)
+        if got is not None:
+            found.add((got.dataset, got.seed))
+    costs = cal.phase_settings("engine_costs")
+    if costs is not None and costs.speculation_problems and costs.speculation_seed is not None:
+        found.add((costs.dataset, costs.speculation_seed))
+    if found or any(cal.phase_settings(ph) is not None for ph in ("batch_cost", "engine_costs")):
+        return found
+    named = re.findall(r"(?:problems?|prompts) \(seed (\d+)\)", cal.provenance.description)
+    return {(DEFAULT_DATASET, int(seed)) for seed in named}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -253,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    if a.dataset in calibration_datasets(cal) and a.seed in calibration_seeds(cal):
+    if (a.dataset, a.seed) in calibration_problems(cal):
         print(f"error: --seed {a.seed}: the calibration was profiled on {a.dataset} problems "
               f"of that seed; held-out problems need another", file=sys.stderr)
         return 2

@@ -11,8 +11,7 @@ import pytest
 
 from benchmarks.bench_heldout import (
     RESULTS,
-    calibration_datasets,
-    calibration_seeds,
+    calibration_problems,
     decoded_since,
     load_registration,
     main,
@@ -92,7 +91,10 @@ def test_the_calibrations_own_seed_is_held_out_only_on_its_own_dataset(capsys) -
     from specmodel.formats.calibration import load_calibration
 
     cal = load_calibration("benchmarks/results/heldout_05b_profile_run30_epyc1203.json")
-    assert calibration_datasets(cal) == {"gsm_symbolic"} and 1 in calibration_seeds(cal)
+    assert calibration_problems(cal) == {("gsm_symbolic", 1)}
+    # steps and tokens on leg_counting (seed 2), the engine costs kept: gsm_symbolic seed 1
+    legs = load_calibration("benchmarks/results/leg_05b_calibration_epyc1204.json")
+    assert calibration_problems(legs) == {("leg_counting", 2), ("gsm_symbolic", 1)}
     code = main(["--trio", "0.5b", "--seed", "1", "--out", "no_such_sweep", "--calibration",
                  "benchmarks/results/heldout_05b_profile_run30_epyc1203.json", "--register"])
     assert code == 2 and "profiled on gsm_symbolic problems of that seed" in (
