@@ -2,7 +2,8 @@
 
 A calibration is profiled (``specmodel profile run``) on one set of gsm_symbolic
 problems; this benchmark decodes *other* problems (``--seed``, checked against the
-calibration's) with the same models on the same machine, every configuration in
+calibration's; ``--dataset``: another reasoning-gym dataset's, a workload the
+calibration was not profiled on) with the same models on the same machine, every configuration in
 ``--rounds`` interleaved rounds (round 1 in order, round 2 in reverse, …), and holds
 three predictions against the mean measured speedup, the rounds' spread beside it:
 the papers' f·g, f·g priced by the calibration's T(b), and the decoder model
