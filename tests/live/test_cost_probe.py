@@ -82,7 +82,8 @@ def test_a_registration_from_a_probe_prices_with_the_costs_it_rescales(
                                            delimiter="\n", threshold=0.85)[:2]
     monkeypatch.setattr(bench_heldout, "load_trio", lambda a, c, cfgs: bench_heldout._Trio(
         engine, other, None, [], 40.0, []))
-    a = argparse.Namespace(trio="0.5b", calibration="cal.json", problems=3, seed=19,
+    a = argparse.Namespace(trio="0.5b", calibration="cal.json", dataset="gsm_symbolic",
+                           problems=3, seed=19,
                            max_steps=12, max_step_tokens=48, decode_path="static", threads=1,
                            costs_at_run_time=True, drift_uniform=False, probe_contention=0,
                            keep_times=False)
