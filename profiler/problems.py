@@ -20,7 +20,6 @@ __all__ = ["DEFAULT_DATASET", "Problem", "check_dataset", "extract_answer", "fin
            "format_prompt", "load_problems", "score_answer"]
 
 
-
 @dataclass(frozen=True)
 class Problem:
     """One problem."""
@@ -32,7 +31,8 @@ class Problem:
     answer: str
     """The reference final answer."""
     answer_cot: str
-    """The reference chain of thought, steps separated by blank lines, ending '#### N'."""
+    """The reference chain of thought, steps separated by blank lines, ending '#### N'
+    (gsm_symbolic's; empty for datasets that give none)."""
     entry: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
     """The dataset's own entry (what reasoning-gym's scorer reads)."""
     dataset: str = DEFAULT_DATASET
