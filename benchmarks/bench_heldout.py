@@ -3,10 +3,10 @@
 A calibration is profiled (``specmodel profile run``) on one set of gsm_symbolic
 problems; this benchmark decodes *other* problems (``--seed``, checked against the
 calibration's; ``--dataset``: another reasoning-gym dataset's, a workload the
-calibration was not profiled on) with the same models on the same machine, every configuration in
-``--rounds`` interleaved rounds (round 1 in order, round 2 in reverse, …), and holds
-three predictions against the mean measured speedup, the rounds' spread beside it:
-the papers' f·g, f·g priced by the calibration's T(b), and the decoder model
+calibration was not profiled on) with the same models on the same machine, every
+configuration in ``--rounds`` interleaved rounds (round 1 in order, round 2 in reverse,
+…), and holds three predictions against the mean measured speedup, the rounds' spread
+beside it: the papers' f·g, f·g priced by the calibration's T(b), and the decoder model
 (:mod:`specmodel.decodermodel`).  It reports mean and max |error|, the Spearman rank
 correlation of each model's predictions with the measured speedups, and whether each
 model's recommended configuration is the best measured (or within 5 % of it).
@@ -123,18 +123,16 @@ def calibration_problems(cal: Any) -> set[tuple[str, int]]:
     seeds its provenance names, of gsm_symbolic."""
     import re
 
-    found = set()
-    for ph in ("steps", "tokens"):
-        got = cal.phase_settings(ph)
-        if got is not None:
-            found.add((got.dataset, got.seed))
-    costs = cal.phase_settings("engine_costs")
+    phases = {ph: cal.phase_settings(ph)
+              for ph in ("batch_cost", "steps", "tokens", "engine_costs")}
+    if not any(phases.values()):
+        named = re.findall(r"(?:problems?|prompts) \(seed (\d+)\)", cal.provenance.description)
+        return {(DEFAULT_DATASET, int(seed)) for seed in named}
+    found = {(got.dataset, got.seed) for got in (phases["steps"], phases["tokens"]) if got}
+    costs = phases["engine_costs"]
     if costs is not None and costs.speculation_problems and costs.speculation_seed is not None:
         found.add((costs.dataset, costs.speculation_seed))
-    if found or any(cal.phase_settings(ph) is not None for ph in ("batch_cost", "engine_costs")):
-        return found
-    named = re.findall(r"(?:problems?|prompts) \(seed (\d+)\)", cal.provenance.description)
-    return {(DEFAULT_DATASET, int(seed)) for seed in named}
+    return found
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -450,7 +448,8 @@ def prompt_tokens(a: argparse.Namespace) -> float:
     tok = target_tokenizer(a.trio)
     counter = SimpleNamespace(  # the tokenizer alone, counted as HFEngine.count_tokens does
         count_tokens=lambda text: len(tok(text, add_special_tokens=False).input_ids))
-    return mean_prompt_tokens(prompt_lengths(counter, load_problems(a.problems, a.seed, a.dataset)))
+    return mean_prompt_tokens(prompt_lengths(counter,
+                                             load_problems(a.problems, a.seed, a.dataset)))
 
 
 def registration_name(name: str, tag: str | None) -> str:
@@ -471,9 +470,8 @@ def load_registration(a: argparse.Namespace, name: str) -> dict[str, Any] | None
     mine = {"trio": a.trio, "dataset": a.dataset, "problems": a.problems, "seed": a.seed,
             "max_steps": a.max_steps, "max_step_tokens": a.max_step_tokens}
     # registrations written before --dataset were all of gsm_symbolic
-    differ = {k: (reg.get(k, DEFAULT_DATASET if k == "dataset" else None), v)
-              for k, v in mine.items()
-              if reg.get(k, DEFAULT_DATASET if k == "dataset" else None) != v}
+    held = {"dataset": DEFAULT_DATASET, **reg}
+    differ = {k: (held.get(k), v) for k, v in mine.items() if held.get(k) != v}
     if differ:
         raise SystemExit(f"{path.name}: registered for other settings "
                          f"(registered, now): {differ}")

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from profiler.environment import machine_description, package_versions
-from profiler.problems import DEFAULT_DATASET
+from profiler.problems import DEFAULT_DATASET, dataset_key
 from profiler.progress import NoteCallback, ProgressCallback, no_progress
 from specmodel.formats.calibration import (
     BaseCalibrationRef,
@@ -166,16 +166,10 @@ def steps_key(*, target: str, draft: str, verifier: str, threshold: float, judge
             "verifier_kind": verifier,
             "threshold": threshold if verifier == "embedding" else None,
             "judge_model": judge_model if verifier == "judge" else None,
-            "problems": problems, "seed": seed, **_dataset_key(dataset),
+            "problems": problems, "seed": seed, **dataset_key(dataset),
             "steps_per_problem": steps_per_problem,
             "max_step_tokens": max_step_tokens, "threads": threads, "delimiter": delimiter,
             "versions": key_versions()}
-
-
-def _dataset_key(dataset: str) -> dict[str, Any]:
-    """A resume key's ``dataset`` entry: none for the default dataset (a key recorded
-    before the setting existed matches it: :data:`profiler.step_profile.KEY_DEFAULTS`)."""
-    return {} if dataset == DEFAULT_DATASET else {"dataset": dataset}
 
 
 def tokens_key(*, model: str, engine: str, problems: int, seed: int, max_tokens: int,
@@ -184,7 +178,7 @@ def tokens_key(*, model: str, engine: str, problems: int, seed: int, max_tokens:
     """Everything that determines a ``tokens`` measurement (its resume key; ``dataset``
     only where it is not gsm_symbolic, so older files still resume)."""
     return {"model": model, "model_sha256": model_sha256(model), "engine": engine,
-            "problems": problems, "seed": seed, **_dataset_key(dataset),
+            "problems": problems, "seed": seed, **dataset_key(dataset),
             "max_tokens": max_tokens,
             "num_speculative_tokens": num_speculative_tokens,
             "prompt_lookup_min": prompt_lookup_min, "prompt_lookup_max": prompt_lookup_max,
@@ -210,7 +204,7 @@ def engine_costs_key(*, target: str, draft: str | None, contexts: list[int],
             "threads": threads, "versions": key_versions(), "speculation_k2": spec,
             "speculation_problems": speculation_problems if spec else None,
             "speculation_seed": seed if spec else None,
-            **(_dataset_key(dataset) if spec else {}),
+            **(dataset_key(dataset) if spec else {}),
             "delimiter": delimiter if spec else None, "decode_path": decode_path,
             "cache_positions": cache_positions, "device": device, "dtype": dtype}
 

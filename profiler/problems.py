@@ -16,8 +16,8 @@ from typing import Any
 
 from specmodel.formats import DEFAULT_DATASET
 
-__all__ = ["DEFAULT_DATASET", "Problem", "check_dataset", "extract_answer", "final_answer",
-           "format_prompt", "load_problems", "score_answer"]
+__all__ = ["DEFAULT_DATASET", "Problem", "check_dataset", "dataset_key", "extract_answer",
+           "final_answer", "format_prompt", "load_problems", "score_answer"]
 
 
 @dataclass(frozen=True)
@@ -53,6 +53,13 @@ def check_dataset(dataset: str, option: str = "dataset") -> str:
         raise ValueError(f"{option} {dataset!r} is not a reasoning-gym dataset "
                          f"({len(known)} are; nearest: {', '.join(near)})")
     return dataset
+
+
+def dataset_key(dataset: str) -> dict[str, str]:
+    """A resume key's or record header's ``dataset`` entry: none at the default, so that
+    a key written before the setting existed matches a run at it
+    (:data:`profiler.step_profile.KEY_DEFAULTS`)."""
+    return {} if dataset == DEFAULT_DATASET else {"dataset": dataset}
 
 
 @functools.cache

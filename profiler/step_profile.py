@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from profiler.engines import Engine
-from profiler.problems import DEFAULT_DATASET, Problem, format_prompt
+from profiler.problems import DEFAULT_DATASET, Problem, dataset_key, format_prompt
 from profiler.progress import NoteCallback, ProgressCallback, no_progress
 from profiler.verifiers import Verifier
 from specmodel.formats.lock import WriteLock, resume_mismatch
@@ -270,7 +270,7 @@ def profile_steps(
     dataset = problems[0].dataset if problems else DEFAULT_DATASET
     full_key = {**(key or {}), "steps_per_problem": steps_per_problem,
                 "max_step_tokens": max_step_tokens, "problems": len(problems),
-                **({"dataset": dataset} if dataset != DEFAULT_DATASET else {})}
+                **dataset_key(dataset)}
     with WriteLock(path):
         return _profile_locked(target, draft, verifier, problems, path, full_key,
                                steps_per_problem, max_step_tokens, resume,
