@@ -116,23 +116,45 @@ def pausing(progress: Any, pause_file: str) -> Any:
     return report
 
 
-def calibration_problems(cal: Any) -> set[tuple[str, int]]:
-    """(dataset, seed) of the problems the calibration's profiler phases drew: its steps
-    and tokens phases', and its engine costs' speculative calls' (a phase written before
-    ``--dataset`` existed: gsm_symbolic).  A calibration without phase settings: the
-    seeds its provenance names, of gsm_symbolic."""
+def calibration_problems(cal: Any) -> set[tuple[str, int, int]]:
+    """(dataset, seed, count) of the problems the calibration's profiler phases drew: its
+    steps and tokens phases', and its engine costs' speculative calls' (a phase written
+    before ``--dataset`` existed: gsm_symbolic).  A calibration without phase settings:
+    the problem counts and seeds its provenance names, of gsm_symbolic."""
     import re
 
     phases = {ph: cal.phase_settings(ph)
               for ph in ("batch_cost", "steps", "tokens", "engine_costs")}
     if not any(phases.values()):
-        named = re.findall(r"(?:problems?|prompts) \(seed (\d+)\)", cal.provenance.description)
-        return {(DEFAULT_DATASET, int(seed)) for seed in named}
-    found = {(got.dataset, got.seed) for got in (phases["steps"], phases["tokens"]) if got}
+        named = re.findall(r"(\d+) (?:\w+ )?(?:problems?|prompts) \(seed (\d+)\)",
+                           cal.provenance.description)
+        return {(DEFAULT_DATASET, int(seed), int(n)) for n, seed in named}
+    found = {(got.dataset, got.seed, got.problems)
+             for got in (phases["steps"], phases["tokens"]) if got}
     costs = phases["engine_costs"]
     if costs is not None and costs.speculation_problems and costs.speculation_seed is not None:
-        found.add((costs.dataset, costs.speculation_seed))
+        found.add((costs.dataset, costs.speculation_seed, costs.speculation_problems))
     return found
+
+
+def describe_draws(drawn: set[tuple[str, int, int]]) -> str:
+    """``drawn`` as a reader reads it: "30 gsm_symbolic of seed 1, …"."""
+    return ", ".join(f"{n} {dataset} of seed {seed}" for dataset, seed, n in sorted(drawn))
+
+
+def held_out(a: argparse.Namespace) -> list[Any]:
+    """The sweep's problems: ``--problems`` of ``--dataset`` at ``--seed``."""
+    from profiler.problems import load_problems
+
+    return load_problems(a.problems, a.seed, a.dataset)
+
+
+def profiled_problems(a: argparse.Namespace, cal: Any) -> list[Any]:
+    """The sweep's problems that the calibration profiled too (compared by their text:
+    in most reasoning-gym datasets neighbouring seeds share problems)."""
+    from profiler.problems import shared_problems
+
+    return shared_problems(held_out(a), calibration_problems(cal))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -257,10 +279,18 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    if (a.dataset, a.seed) in calibration_problems(cal):
-        print(f"error: --seed {a.seed}: the calibration was profiled on {a.dataset} problems "
-              f"of that seed; held-out problems need another", file=sys.stderr)
-        return 2
+    shared = profiled_problems(a, cal)
+    if shared:
+        which = ", ".join(str(p.index) for p in shared)
+        message = (f"--seed {a.seed}: {len(shared)} of the {a.problems} {a.dataset} problems "
+                   f"(index {which}) are among those the calibration profiled "
+                   f"({describe_draws(calibration_problems(cal))}); held-out problems "
+                   f"need a seed whose problems it did not see (in most reasoning-gym "
+                   f"datasets seed s's problem i is seed s + 1's problem i − 1)")
+        if not a.report:
+            print(f"error: {message}", file=sys.stderr)
+            return 2
+        print(f"warning: not held out: {message}", file=sys.stderr)
     configs = configurations(a.trio, max_steps=a.max_steps,
                              max_step_tokens=a.max_step_tokens, delimiter="\n",
                              threshold=a.threshold)
@@ -278,6 +308,7 @@ def main(argv: list[str] | None = None) -> int:
                       records)
     summary = report(a, cal, name, records)
     summary["decode_seconds_this_invocation"] = time.perf_counter() - t0
+    summary["profiled_by_the_calibration"] = [p.index for p in shared]
     write_json(a.summary or name, summary)
     return 0
 
@@ -304,7 +335,6 @@ def load_trio(a: argparse.Namespace, cal: Any, configs: list[Any]) -> _Trio:
     """Load the trio's engines and verifier and prepare them as the rounds decode."""
     from profiler.engines import HFEngine
     from profiler.packs import resolve_model
-    from profiler.problems import load_problems
     from profiler.runs import (
         baseline_like,
         mean_prompt_tokens,
@@ -315,7 +345,7 @@ def load_trio(a: argparse.Namespace, cal: Any, configs: list[Any]) -> _Trio:
     from profiler.verifiers import make_verifier
 
     trio = TRIOS[a.trio]
-    problems = load_problems(a.problems, a.seed, a.dataset)
+    problems = held_out(a)
     target, draft = (HFEngine(resolve_model(trio[role]), threads=a.threads, delimiter="\n",
                               decode_path=a.decode_path) for role in ("target", "draft"))
     verifier = make_verifier(configs[0].verifier, threads=a.threads)
@@ -442,14 +472,12 @@ def prompt_tokens(a: argparse.Namespace) -> float:
     before ``settings.prompt_tokens`` existed lack it)."""
     from types import SimpleNamespace
 
-    from profiler.problems import load_problems
     from profiler.runs import mean_prompt_tokens, prompt_lengths
 
     tok = target_tokenizer(a.trio)
     counter = SimpleNamespace(  # the tokenizer alone, counted as HFEngine.count_tokens does
         count_tokens=lambda text: len(tok(text, add_special_tokens=False).input_ids))
-    return mean_prompt_tokens(prompt_lengths(counter,
-                                             load_problems(a.problems, a.seed, a.dataset)))
+    return mean_prompt_tokens(prompt_lengths(counter, held_out(a)))
 
 
 def registration_name(name: str, tag: str | None) -> str:
@@ -548,7 +576,7 @@ def token_passes(a: argparse.Namespace, cal: Any, recs: list[Any]) -> list[dict[
     replayed from the committed target steps (a hybrid's discarded target steps are not
     in the record), against the tokens per pass the decoder model draws."""
     from profiler.ngram_replay import add_counters, replay_steps
-    from profiler.problems import format_prompt, load_problems
+    from profiler.problems import format_prompt
     from specmodel.decodermodel import AcceptanceModel
 
     configs = [c for c in recs[0].configs if c.config.k2 > 1 and c.config.token is not None
@@ -556,7 +584,7 @@ def token_passes(a: argparse.Namespace, cal: Any, recs: list[Any]) -> list[dict[
     if not configs:
         return []
     tok = target_tokenizer(a.trio)
-    prompts = [format_prompt(p) for p in load_problems(a.problems, a.seed, a.dataset)]
+    prompts = [format_prompt(p) for p in held_out(a)]
     model = AcceptanceModel.from_calibration(cal)
     out = []
     for cfg in configs:

@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from specmodel.formats import DEFAULT_DATASET
 
 __all__ = ["DEFAULT_DATASET", "Problem", "check_dataset", "dataset_key", "extract_answer",
-           "final_answer", "format_prompt", "load_problems", "score_answer"]
+           "final_answer", "format_prompt", "load_problems", "score_answer",
+           "shared_problems"]
 
 
 @dataclass(frozen=True)
@@ -87,6 +89,22 @@ def load_problems(n: int, seed: int = 0, dataset: str = DEFAULT_DATASET) -> list
                 dict(x), dataset)
         for i, x in enumerate(ds)
     ]
+
+
+def shared_problems(problems: Sequence[Problem],
+                    drawn: Iterable[tuple[str, int, int]]) -> list[Problem]:
+    """The problems of ``problems`` that another draw holds too: each of ``drawn`` is a
+    (dataset, seed, n), the ``n`` problems :func:`load_problems` gives for them.
+
+    A seed does not name a set of problems apart from the others: most reasoning-gym
+    datasets (leg_counting, time_intervals, …) draw item i from seed + i, so seed 3's
+    first problem is seed 2's second; gsm_symbolic does not.  Problems are therefore
+    compared by their dataset and text, never by their seeds."""
+    mine = {p.dataset for p in problems}
+    seen = {(p.dataset, p.question)
+            for dataset, seed, n in drawn if dataset in mine and n > 0
+            for p in load_problems(n, seed, dataset)}
+    return [p for p in problems if (p.dataset, p.question) in seen]
 
 
 def format_prompt(problem: Problem) -> str:

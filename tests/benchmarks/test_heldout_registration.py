@@ -16,6 +16,7 @@ from benchmarks.bench_heldout import (
     load_registration,
     main,
     print_decoded_since,
+    profiled_problems,
     registered_predictions,
     registered_times,
     registration_name,
@@ -87,18 +88,45 @@ def test_an_unknown_dataset_is_refused_before_anything_loads(capsys) -> None:
     assert not (RESULTS / "no_such_sweep.registered.json").exists()
 
 
-def test_the_calibrations_own_seed_is_held_out_only_on_its_own_dataset(capsys) -> None:
+def test_the_calibrations_own_problems_are_held_out_only_on_their_own_dataset(capsys) -> None:
     from specmodel.formats.calibration import load_calibration
 
     cal = load_calibration("benchmarks/results/heldout_05b_profile_run30_epyc1203.json")
-    assert calibration_problems(cal) == {("gsm_symbolic", 1)}
+    assert calibration_problems(cal) == {("gsm_symbolic", 1, 30), ("gsm_symbolic", 1, 6),
+                                         ("gsm_symbolic", 1, 2)}
     # steps and tokens on leg_counting (seed 2), the engine costs kept: gsm_symbolic seed 1
     legs = load_calibration("benchmarks/results/leg_05b_calibration_epyc1204.json")
-    assert calibration_problems(legs) == {("leg_counting", 2), ("gsm_symbolic", 1)}
+    assert calibration_problems(legs) == {("leg_counting", 2, 10), ("leg_counting", 2, 6),
+                                          ("gsm_symbolic", 1, 2)}
     code = main(["--trio", "0.5b", "--seed", "1", "--out", "no_such_sweep", "--calibration",
                  "benchmarks/results/heldout_05b_profile_run30_epyc1203.json", "--register"])
-    assert code == 2 and "profiled on gsm_symbolic problems of that seed" in (
-        capsys.readouterr().err)
+    err = capsys.readouterr().err
+    assert code == 2 and "3 of the 3 gsm_symbolic problems (index 0, 1, 2)" in err
+    assert not (RESULTS / "no_such_sweep.registered.json").exists()
+
+
+def test_a_neighbouring_seed_is_not_held_out_where_the_dataset_shares_its_problems(
+        capsys) -> None:
+    """leg_counting draws item i from seed + i: seed 11's first problem is the tenth of the
+    calibration's ten of seed 2, seed 12's are none of them; gsm_symbolic's seed 2 is held
+    out of seed 1's thirty."""
+    def register(seed: int, dataset: str, calibration: str) -> tuple[int, str]:
+        code = main(["--trio", "0.5b", "--seed", str(seed), "--dataset", dataset,
+                     "--out", "no_such_sweep", "--calibration", calibration,
+                     "--register", "--problems", "3"])
+        return code, capsys.readouterr().err
+
+    legs = "benchmarks/results/leg_05b_calibration_epyc1204.json"
+    code, err = register(11, "leg_counting", legs)
+    assert code == 2 and "1 of the 3 leg_counting problems (index 0)" in err
+    assert "10 leg_counting of seed 2" in err
+    args = _args(seed=12, dataset="leg_counting", problems=3)
+    from specmodel.formats.calibration import load_calibration
+
+    assert profiled_problems(args, load_calibration(legs)) == []
+    gsm = load_calibration("benchmarks/results/heldout_05b_profile_run30_epyc1203.json")
+    assert profiled_problems(_args(seed=2, dataset="gsm_symbolic", problems=6), gsm) == []
+    assert not (RESULTS / "no_such_sweep.registered.json").exists()
 
 
 def test_a_registration_gives_the_time_per_token_of_each_row_and_the_target() -> None:

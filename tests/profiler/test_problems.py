@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from profiler.problems import (
@@ -14,6 +14,7 @@ from profiler.problems import (
     final_answer,
     load_problems,
     score_answer,
+    shared_problems,
 )
 
 pytest.importorskip("reasoning_gym")
@@ -37,6 +38,24 @@ def test_another_dataset_is_deterministic_and_scored_by_its_own_scorer() -> None
     assert score_answer(p, f"so 3 + 4 = 7\n#### {p.answer}")
     assert not score_answer(p, f"#### {int(p.answer) + 1}")
     assert not score_answer(p, "I cannot count them.")
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.sampled_from(["leg_counting", "time_intervals"]), st.integers(0, 40),
+       st.integers(1, 6), st.integers(0, 40), st.integers(1, 6))
+def test_neighbouring_seeds_share_problems_and_the_check_finds_them(
+        dataset: str, seed: int, n: int, other: int, m: int) -> None:
+    """These datasets draw item i from seed + i: two draws share exactly the problems
+    whose seed + index both cover, and :func:`shared_problems` names those."""
+    held = load_problems(n, seed, dataset)
+    shared = shared_problems(held, [(dataset, other, m), ("gsm_symbolic", seed, n)])
+    assert [p.index for p in shared] == [i for i in range(n) if other <= seed + i < other + m]
+
+
+def test_gsm_symbolic_seeds_share_no_problems() -> None:
+    held = load_problems(3, 2)
+    assert shared_problems(held, [("gsm_symbolic", 1, 30), ("leg_counting", 2, 10)]) == []
+    assert shared_problems(held, [("gsm_symbolic", 2, 1)]) == held[:1]
 
 
 def test_an_answer_that_is_not_a_number_is_read_as_text() -> None:
