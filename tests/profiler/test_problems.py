@@ -52,7 +52,7 @@ def test_neighbouring_seeds_share_problems_and_the_check_finds_them(
     assert [p.index for p in shared] == [i for i in range(n) if other <= seed + i < other + m]
 
 
-def test_gsm_symbolic_seeds_share_no_problems() -> None:
+def test_gsm_symbolic_seeds_are_not_shifted() -> None:
     held = load_problems(3, 2)
     assert shared_problems(held, [("gsm_symbolic", 1, 30), ("leg_counting", 2, 10)]) == []
     assert shared_problems(held, [("gsm_symbolic", 2, 1)]) == held[:1]
