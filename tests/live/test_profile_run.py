@@ -121,10 +121,15 @@ def test_profile_engine_costs_prices_the_engine_and_feeds_the_decoder_model(
     assert {p.batch for p in m.points} == {1, 2}
     assert m.call_overhead.value >= 0 and m.prefill_per_token.value >= 0
     spec = m.speculative_passes
-    assert spec is not None and set(spec) == {3} and spec[3].value > 0 and spec[3].n >= 1
-    assert m.passes_counted_in == "plain-calls"
-    assert "counted in forwards timed beside them" in CostModel.from_calibration(
-        cal).sources["pass_multipliers"]
+    if spec is None:  # one short prefix on a loaded machine: the pass left out, and said so
+        assert m.passes_counted_in is None
+        assert "prompt-lookup passes not measured: k2 = 3 left out" in (
+            cal.provenance.description)
+    else:  # timing never decides a test: either outcome is the measurement's to report
+        assert set(spec) == {3} and spec[3].value > 0 and spec[3].n >= 1
+        assert m.passes_counted_in == "plain-calls"
+        assert "counted in forwards timed beside them" in CostModel.from_calibration(
+            cal).sources["pass_multipliers"]
     phase = cal.provenance.settings.phases.engine_costs
     assert phase.contexts == [16, 48] and phase.widths == [1, 2] and phase.repeats == 1
     assert phase.speculation_k2 == [3] and phase.speculation_seed == 1
@@ -146,7 +151,8 @@ def test_profile_engine_costs_prices_the_engine_and_feeds_the_decoder_model(
     # than a static-path forward), at least PASS_FLOOR
     from specmodel.decodermodel.costs import PASS_FLOOR
 
-    assert costs.pass_multiplier(3) == pytest.approx(max(PASS_FLOOR, spec[3].value))
+    if spec is not None:
+        assert costs.pass_multiplier(3) == pytest.approx(max(PASS_FLOOR, spec[3].value))
     pred = predict_calibrated(cal, SpecConfig(k1=2, max_steps=4, max_step_tokens=16),
                               problems=20, draws=2)
     assert pred.speedup > 0 and pred.tokens_per_second is not None
