@@ -1,15 +1,16 @@
 """Held-out validation of the predictions on real models (issue 12's protocol).
 
 A calibration is profiled (``specmodel profile run``) on one set of gsm_symbolic
-problems; this benchmark decodes *other* problems (``--seed``, checked against the
-calibration's; ``--dataset``: another reasoning-gym dataset's, a workload the
-calibration was not profiled on) with the same models on the same machine, every
-configuration in ``--rounds`` interleaved rounds (round 1 in order, round 2 in reverse,
-…), and holds three predictions against the mean measured speedup, the rounds' spread
-beside it: the papers' f·g, f·g priced by the calibration's T(b), and the decoder model
-(:mod:`specmodel.decodermodel`).  It reports mean and max |error|, the Spearman rank
-correlation of each model's predictions with the measured speedups, and whether each
-model's recommended configuration is the best measured (or within 5 % of it).
+problems; this benchmark decodes *other* problems (``--seed``; refused where any of its
+problems is among the calibration's, compared by text; ``--dataset``: another
+reasoning-gym dataset's, a workload the calibration was not profiled on) with the same
+models on the same machine, every configuration in ``--rounds`` interleaved rounds
+(round 1 in order, round 2 in reverse, …), and holds three predictions against the
+mean measured speedup, the rounds' spread beside it: the papers' f·g, f·g priced by
+the calibration's T(b), and the decoder model (:mod:`specmodel.decodermodel`).  It
+reports mean and max |error|, the Spearman rank correlation of each model's predictions
+with the measured speedups, and whether each model's recommended configuration is the
+best measured (or within 5 % of it).
 
 The rounds take hours on a 2-core CPU: each round's run record is written after every
 configuration, and ``--resume`` goes on from what the records hold (commit them as
@@ -167,7 +168,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="the reasoning-gym dataset of the held-out problems (default "
                          "gsm_symbolic, the calibrations' own; another one holds a "
                          "calibration against a workload it was not profiled on)")
-    ap.add_argument("--seed", type=int, default=2, help="their seed (not the calibration's)")
+    ap.add_argument("--seed", type=int, default=2,
+                    help="their seed (none of its problems may be among the calibration's: "
+                         "in most reasoning-gym datasets neighbouring seeds share problems)")
     ap.add_argument("--max-steps", type=int, default=12)
     ap.add_argument("--max-step-tokens", type=int, default=48)
     ap.add_argument("--threshold", type=float, default=0.85, help="embedding threshold")
