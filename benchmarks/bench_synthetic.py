@@ -1228,14 +1228,14 @@ def priced_registration(run: dict[str, Any], priced_by: str = "preset"
 
 
 def _conformal(residuals: list[float], level: float = TRACK_LEVEL) -> float:
-    """The split-conformal bound: the ceil(level·(n + 1))-th smallest of ``residuals``, which
-    a new residual exchangeable with them exceeds with probability at most 1 − level."""
-    n = len(residuals)
-    k = math.ceil(level * (n + 1))
-    if k > n:
-        raise ValueError(f"{n} rounds are too few for a {level:.0%} bound (it needs at "
-                         f"least {math.ceil(level / (1 - level))})")
-    return sorted(residuals)[k - 1]
+    """:func:`specmodel.stats.conformal_bound` of a track record's rounds (its message
+    counts rounds)."""
+    from specmodel.stats import conformal_bound
+
+    try:
+        return conformal_bound(residuals, level)
+    except ValueError as e:
+        raise ValueError(str(e).replace(" residuals are", " rounds are")) from e
 
 
 def _read_runs(paths: list[Path], option: str) -> list[tuple[Path, dict[str, Any]]]:

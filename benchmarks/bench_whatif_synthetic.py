@@ -203,7 +203,7 @@ def figure(sweeps: list[dict[str, Any]], stem: str) -> list[Path]:
     profiles and by predicted ones (the repriced seeds), and the registered sweeps."""
     import plotly.graph_objects as go
 
-    from specmodel.figures import write_figure
+    from specmodel.figures import predicted_against_measured, write_figure
 
     fig = go.Figure()
     top, low = 0.0, float("inf")
@@ -228,21 +228,12 @@ def figure(sweeps: list[dict[str, Any]], stem: str) -> list[Path]:
         fig.add_trace(go.Scatter(x=xs, y=ys, mode="markers", text=[c for c, _, _ in rows],
                                  name=f"registered before the run: {name}",
                                  marker={"symbol": "x", "size": 11}))
-    top, low = top * 1.05, low * 0.9
-    line = [low, top]
-    fig.add_trace(go.Scatter(x=line, y=line, mode="lines", name="predicted = measured",
-                             line={"color": "black", "width": 1}))
-    for f, label in ((1.1, "+10 %"), (0.9, "−10 %")):
-        fig.add_trace(go.Scatter(x=line, y=[low * f, top * f], mode="lines", name=label,
-                                 line={"color": "grey", "width": 1, "dash": "dot"}))
-    fig.update_layout(
+    predicted_against_measured(
+        fig, [low, top],
         title="Predicted against measured speedup, CPU synthetic-acceptance runs<br><sup>"
               "bench_synthetic on 2-core CPU VMs; repriced: " + _repriced(sweeps) +
               "; registered sweeps</sup>",
-        xaxis_title="measured speedup (mean of the rounds)",
-        yaxis_title="predicted speedup", template="plotly_white",
-        legend={"orientation": "h", "y": -0.18},
-        xaxis={"range": line}, yaxis={"range": line})
+        measured="measured speedup (mean of the rounds)", predicted="predicted speedup")
     return write_figure(fig, stem, plotlyjs="directory")
 
 

@@ -37,6 +37,7 @@ __all__ = [
     "lookahead_scaling_figure",
     "make_all",
     "png_unavailable",
+    "predicted_against_measured",
     "speedup_vs_draft_length_figure",
     "write_figure",
 ]
@@ -240,6 +241,30 @@ def cascade_ewif_figure(
         xaxis_title="k = draft tokens per call",
         yaxis_title="EWIF",
     )
+    return fig
+
+
+def predicted_against_measured(fig: Any, points: list[float], *, title: str,
+                               measured: str, predicted: str, band: float = 0.10) -> Any:
+    """Finish a predicted-against-measured scatter ``fig`` (measured on x, predicted on
+    y): the diagonal, the ±``band`` lines, equal axes over ``points`` (every x and y
+    drawn, speedups > 0), the title and axis titles.  Returns ``fig``."""
+    if not points or min(points) <= 0:
+        raise ValueError("points: speedups > 0 are needed to scale the axes, got "
+                         f"{'none' if not points else min(points)}")
+    if not 0 < band < 1:
+        raise ValueError(f"band must be in (0, 1), got {band}")
+    go = _go()
+    low, top = min(points) * 0.9, max(points) * 1.05
+    line = [low, top]
+    fig.add_trace(go.Scatter(x=line, y=line, mode="lines", name="predicted = measured",
+                             line={"color": "black", "width": 1}))
+    for f, label in ((1 + band, f"+{band:.0%}"), (1 - band, f"−{band:.0%}")):
+        fig.add_trace(go.Scatter(x=line, y=[low * f, top * f], mode="lines", name=label,
+                                 line={"color": "grey", "width": 1, "dash": "dot"}))
+    fig.update_layout(title=title, xaxis_title=measured, yaxis_title=predicted,
+                      template="plotly_white", legend={"orientation": "h", "y": -0.18},
+                      xaxis={"range": line}, yaxis={"range": line})
     return fig
 
 

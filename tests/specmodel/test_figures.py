@@ -14,6 +14,7 @@ from specmodel.figures import (
     budget_landscape_figure,
     lookahead_scaling_figure,
     make_all,
+    predicted_against_measured,
     speedup_vs_draft_length_figure,
     write_figure,
 )
@@ -79,3 +80,24 @@ def test_png_written_or_skipped_with_a_reason(tmp_path, monkeypatch) -> None:
     monkeypatch.setattr(figures, "png_unavailable", lambda: "kaleido is not installed")
     out = make_all(tmp_path, ["cascade_ewif"])
     assert [p.suffix for p in out] == [".html"] and out.png_skipped == "kaleido is not installed"
+
+
+def test_predicted_against_measured_draws_the_diagonal_and_band() -> None:
+    import plotly.graph_objects as go
+
+    fig = predicted_against_measured(go.Figure(), [0.5, 2.0], title="t", measured="m",
+                                     predicted="p", band=0.2)
+    diag, up, down = fig.data
+    assert list(diag.x) == list(diag.y) == [0.45, 2.1]
+    assert list(up.y) == pytest.approx([0.45 * 1.2, 2.1 * 1.2])
+    assert list(down.y) == pytest.approx([0.45 * 0.8, 2.1 * 0.8])
+    assert (up.name, down.name) == ("+20%", "−20%")
+    assert tuple(fig.layout.xaxis.range) == tuple(fig.layout.yaxis.range) == (0.45, 2.1)
+    with pytest.raises(ValueError, match="points"):
+        predicted_against_measured(go.Figure(), [], title="", measured="", predicted="")
+    with pytest.raises(ValueError, match="points"):
+        predicted_against_measured(go.Figure(), [0.0, 1.0], title="", measured="",
+                                   predicted="")
+    with pytest.raises(ValueError, match="band"):
+        predicted_against_measured(go.Figure(), [1.0], title="", measured="",
+                                   predicted="", band=1.5)

@@ -13,6 +13,7 @@ from specmodel.closedform.token_level import expected_accepted_drafts, g_token
 from specmodel.montecarlo.estimate import ratio_estimate
 from specmodel.stats import (
     conditional_acceptance,
+    conformal_bound,
     fit_iid_alpha,
     jeffreys_rate,
     solve_effective_c2,
@@ -252,3 +253,32 @@ def test_clustered_rate_and_effective_samples_name_bad_input() -> None:
     with pytest.raises(ValueError, match="stderr must be"):
         effective_samples(0.5, float("nan"), 10)
     assert effective_samples(0.0, 0.1, 10) == 10
+
+
+@given(st.lists(st.floats(0, 10, allow_nan=False), min_size=19, max_size=200),
+       st.sampled_from([0.8, 0.9, 0.95]))
+def test_conformal_bound_is_the_order_statistic_the_level_needs(res, level) -> None:
+    q = conformal_bound(res, level)
+    assert q in res
+    k = math.ceil(level * (len(res) + 1))
+    assert sum(r <= q for r in res) >= k
+    assert sum(r < q for r in res) < k
+
+
+def test_conformal_bound_covers_a_new_exchangeable_draw() -> None:
+    # seeded: over 4000 trials of 19 past draws and one new one, the new one falls at or
+    # under the bound with probability >= 0.95 (exactly 19/20 for continuous draws)
+    rng = np.random.default_rng(7)
+    draws = rng.exponential(size=(4000, 20))
+    inside = np.mean([d[19] <= conformal_bound(d[:19]) for d in draws])
+    se = math.sqrt(0.95 * 0.05 / 4000)
+    assert abs(inside - 0.95) < 4 * se
+
+
+def test_conformal_bound_rejects_what_it_cannot_bound() -> None:
+    with pytest.raises(ValueError, match="too few"):
+        conformal_bound([0.1] * 18)
+    with pytest.raises(ValueError, match="level must lie in"):
+        conformal_bound([0.1] * 40, level=1.0)
+    with pytest.raises(ValueError, match="finite"):
+        conformal_bound([0.1] * 30 + [math.nan])
