@@ -416,24 +416,37 @@ def register(a: argparse.Namespace, cal: Any, configs: list[Any]) -> dict[str, A
         probed = {"cost_probe": got.model_dump(mode="json"),
                   "costs": times + (", each model's slowdown beside the other the probe's "
                                     "paired calls" if a.probe_contention else "")}
+    from benchmarks.bench_track_record import current_band
+    from specmodel.stats import track_interval
+
+    band = current_band()
     rows = [registered_row(cfg, decoder_prediction(cal, cfg, prompt_tokens=tokens,
                                                    sample_problems=a.problems))
             for cfg in configs]
+    for r in rows:
+        r["decoder_track_interval"] = (None if not r["predicted_decoder"] else
+                                       track_interval(r["predicted_decoder"],
+                                                      band["quantile_log"]))
     print_table(f"registered before the sweep: trio {a.trio}, {a.problems} {a.dataset} "
                 f"problems (seed {a.seed}), prompt {tokens:.1f} tokens; calibration "
                 f"{a.calibration}",
-                ["config", "decoder model", "95 % interval", f"… of {a.problems} problems"],
+                ["config", "decoder model", "95 % interval", f"… of {a.problems} problems",
+                 "track-record band"],
                 [[r["config"], r["predicted_decoder"] or "-",
                   *("-" if r[k] is None else f"{r[k][0]:.3f}-{r[k][1]:.3f}"
-                    for k in ("decoder_interval", "decoder_sample_interval"))]
+                    for k in ("decoder_interval", "decoder_sample_interval",
+                              "decoder_track_interval"))]
                  for r in rows])
+    print(f"track-record band: x/÷ {band['factor']:.3f}, the {band['level']:.0%} conformal "
+          f"bound of {band['rounds']} rounds of {len(band['reports'])} committed held-out "
+          "sweeps (bench_track_record)")
     return {"registered": timestamp(), "commit": git_commit(),
             "trio": a.trio, "calibration": a.calibration, "dataset": a.dataset,
             "problems": a.problems, "seed": a.seed, "max_steps": a.max_steps,
             "max_step_tokens": a.max_step_tokens, "prompt_tokens": tokens,
             "decode_path": a.decode_path,
             "speedup_over": "the target alone, same problems",
-            **probed, "rows": rows}
+            **probed, "track_band": band, "rows": rows}
 
 
 def round_complete(path: Path, configs: list[Any], resume: bool) -> bool:
@@ -754,6 +767,14 @@ def report(a: argparse.Namespace, cal: Any, name: str, records: list[Path]
               "decoder model gives it (calibration's absolute costs against the sweep's)")
     if since is not None:
         print_decoded_since(when, since)
+    track = None
+    if registration is not None:
+        from benchmarks.bench_track_record import band_coverage
+
+        track = band_coverage(registration, s.rows)
+    if track is not None:
+        print(f"registered track-record band (x/÷ {track['factor']:.3f}): "
+              f"{track['rounds_inside']} of {track['rounds']} measured rounds inside")
     return {"trio": a.trio, "calibration": a.calibration, "dataset": a.dataset,
             "problems": a.problems, "seed": a.seed, "max_steps": a.max_steps,
             "max_step_tokens": a.max_step_tokens,
@@ -765,6 +786,7 @@ def report(a: argparse.Namespace, cal: Any, name: str, records: list[Path]
             "registered_ms_per_token": [{"config": c, "measured": m, "registered": p}
                                         for c, m, p in timed],
             "decoded_since_registration": since, "calls_at_prices": at_prices,
+            "track_band_coverage": track,
             "run_lengths": read,
             **s.model_dump(mode="json")}
 

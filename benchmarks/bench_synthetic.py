@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from specmodel.formats.jsonio import timestamp
+from specmodel.stats import track_interval
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script from anywhere
@@ -1164,12 +1165,6 @@ BANDS = (("", "registered band"), ("cost_", "band with the costs' error"),
          ("track_", "track-record band"))
 """The bands a registration can carry: (the prefix of their counts in
 :func:`band_coverage`, their name)."""
-
-
-def track_interval(point: float, quantile_log: float) -> list[float]:
-    """The track-record band around a registered speedup: ``point`` times and over
-    ``exp(quantile_log)``."""
-    return [point * math.exp(-quantile_log), point * math.exp(quantile_log)]
 
 
 TRACK_BASES = ("registered", "profiles", "measured")

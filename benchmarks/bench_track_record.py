@@ -20,6 +20,10 @@ It prints the sweeps' table and the pooled statistics, writes
 against the measured speedup of every configuration of every tested registration
 (``STEM.html``, PNG where a browser renders it).  docs/results.md's first table is this
 table, with what each miss came from.
+
+``bench_heldout --register`` states the band every committed sweep gives now
+(:func:`current_band`) around each registered point (``decoder_track_interval``), and
+its report counts the rounds that fell inside (``track_band_coverage``).
 """
 
 from __future__ import annotations
@@ -327,6 +331,45 @@ def track_band(sweeps: list[dict[str, Any]], level: float = TRACK_LEVEL) -> dict
             "rounds": sum(c["rounds"] for c in checks),
             "bound_log_now": q_all, "factor_now": math.exp(q_all),
             "rounds_now": len(history)}
+
+
+TRACK_BAND_COVERS = (
+    "every source of error at once, as it showed in the committed held-out sweeps' "
+    "rounds (bench_track_record): the registered speedup times and over exp(q), q the "
+    "conformal bound of |log(measured round / registered)| over them; it holds for a new "
+    "round as far as that round is exchangeable with theirs (the same kind of 2-core CPU "
+    "VM, trios and problem sets); checked in the order the sweeps ran, such bands held "
+    "fewer rounds than they claim, because later sweeps met larger drifts")
+"""What a registration's track-record band accounts for."""
+
+
+def current_band(level: float = TRACK_LEVEL) -> dict[str, Any]:
+    """The track-record band every committed sweep of :data:`SWEEPS` gives now, for a
+    registration to state beside its point predictions: the conformal bound in log, its
+    factor, the level, how many rounds and which reports it was made of, what it covers
+    (a row's band is :func:`specmodel.stats.track_interval` of its point and
+    ``quantile_log``)."""
+    band = track_band([sweep_summary(s) for s in SWEEPS], level)
+    return {"quantile_log": band["bound_log_now"], "factor": band["factor_now"],
+            "level": level, "rounds": band["rounds_now"],
+            "reports": [s.report for s in SWEEPS],
+            "checked_in_run_order": {"inside": band["inside"], "rounds": band["rounds"]},
+            "covers": TRACK_BAND_COVERS}
+
+
+def band_coverage(registration: dict[str, Any], rows: list[Any]) -> dict[str, Any] | None:
+    """How many measured rounds of the speculative configurations (``rows``: a report's
+    :class:`~specmodel.prediction.RoundsRow`) fell inside the registration's track-record
+    band (``decoder_track_interval``); None for a registration that states none."""
+    bands = {r["config"]: r.get("decoder_track_interval") for r in registration["rows"]}
+    by_config = {r.config: [lo <= m <= hi for m in r.measured] for r in rows
+                 if (r.k1 > 1 or r.k2 > 1) and bands.get(r.config)
+                 for lo, hi in [bands[r.config]]}
+    if not by_config:
+        return None
+    return {"rounds_inside": sum(sum(v) for v in by_config.values()),
+            "rounds": sum(len(v) for v in by_config.values()),
+            "factor": registration["track_band"]["factor"], "by_config": by_config}
 
 
 def _sweep_label(s: dict[str, Any]) -> str:

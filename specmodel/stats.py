@@ -13,7 +13,8 @@ Pure functions of counts (no models, no I/O), used by the profiler's phases:
   equals a measured speedup;
 * :func:`conformal_bound` — the split-conformal bound of a set of residuals, which a
   new residual exchangeable with them exceeds with probability at most 1 − level (the
-  track-record bands of the benchmarks);
+  track-record bands of the benchmarks), and :func:`track_interval`, the band such a
+  bound in log puts around a predicted speedup;
 * :func:`summarize_counters` — all of the above from spec-decode counters
   (vLLM's, or those of :func:`profiler.ngram_replay.replay_counters`), as a
   :class:`TokenSummary`.
@@ -48,6 +49,7 @@ __all__ = [
     "jeffreys_rate",
     "solve_effective_c2",
     "summarize_counters",
+    "track_interval",
     "wilson",
 ]
 
@@ -129,6 +131,16 @@ def conformal_bound(residuals: Sequence[float], level: float = 0.95) -> float:
         raise ValueError(f"{n} residuals are too few for a {level:.0%} bound (it needs at "
                          f"least {math.ceil(level / (1 - level))})")
     return sorted(values)[k - 1]
+
+
+def track_interval(point: float, quantile_log: float) -> list[float]:
+    """The band a bound on |log(measured / predicted)| (``quantile_log``, e.g. a
+    :func:`conformal_bound`) puts around a predicted ``point``: ``point`` times and over
+    ``exp(quantile_log)``."""
+    check_positive_real("point", point)
+    if not (quantile_log >= 0 and math.isfinite(quantile_log)):
+        raise ValueError(f"quantile_log must be a finite number >= 0, got {quantile_log}")
+    return [point * math.exp(-quantile_log), point * math.exp(quantile_log)]
 
 
 def jeffreys_rate(successes: int, n: int) -> float:

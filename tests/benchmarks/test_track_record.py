@@ -105,3 +105,60 @@ def test_band_counts_are_consistent(errs) -> None:
     assert band["rounds_now"] == total
     assert 0 <= band["inside"] <= band["rounds"] <= total
     assert all(c["from_rounds"] >= 19 for c in band["checks"])
+
+
+def test_the_band_now_is_the_bound_of_every_committed_round(sweeps) -> None:
+    from benchmarks.bench_track_record import current_band
+
+    band = current_band()
+    every = [x for s in sweeps for x in round_residuals(s["tested"])]
+    assert band["rounds"] == len(every)
+    assert band["quantile_log"] == conformal_bound(every)
+    assert band["factor"] == pytest.approx(math.exp(band["quantile_log"]))
+    assert band["reports"] == [s.report for s in SWEEPS]
+    got = band["checked_in_run_order"]
+    assert 0 < got["inside"] <= got["rounds"] < band["rounds"]
+
+
+def test_band_coverage_counts_the_rounds_of_speculative_rows() -> None:
+    from types import SimpleNamespace
+
+    from benchmarks.bench_track_record import band_coverage
+
+    reg = {"track_band": {"factor": 1.25},
+           "rows": [{"config": "target", "decoder_track_interval": None},
+                    {"config": "a", "decoder_track_interval": [0.4, 0.6]},
+                    {"config": "b", "decoder_track_interval": [0.8, 1.25]},
+                    {"config": "c", "decoder_track_interval": None}]}
+
+    def row(config: str, measured: list[float], k1: int = 2) -> SimpleNamespace:
+        return SimpleNamespace(config=config, k1=k1, k2=1, measured=measured)
+
+    got = band_coverage(reg, [row("target", [1.0, 1.0], k1=1), row("a", [0.5, 0.7]),
+                              row("b", [1.0, 0.81]), row("c", [0.3])])
+    assert got["by_config"] == {"a": [True, False], "b": [True, True]}
+    assert (got["rounds_inside"], got["rounds"], got["factor"]) == (3, 4, 1.25)
+    assert band_coverage({"rows": [{"config": "a"}]}, [row("a", [0.5])]) is None
+
+
+def test_a_registration_states_the_band_around_each_point(monkeypatch, capsys) -> None:
+    from types import SimpleNamespace
+
+    import benchmarks.bench_heldout as heldout
+    from specmodel.formats.calibration import load_calibration
+
+    monkeypatch.setattr(heldout, "prompt_tokens", lambda a: 64.0)  # no tokenizer here
+    a = SimpleNamespace(trio="0.5b", calibration="c.json", dataset="gsm_symbolic",
+                        problems=3, seed=99, max_steps=12, max_step_tokens=48,
+                        decode_path="static", costs_at_run_time=False)
+    cal = load_calibration("benchmarks/results/heldout_05b_profile_run30_epyc1203.json")
+    configs = heldout.configurations("0.5b", max_steps=12, max_step_tokens=48,
+                                     delimiter="\n", threshold=0.85)[:2]
+    reg = heldout.register(a, cal, configs)
+    band = reg["track_band"]
+    assert band["rounds"] > 300 and band["factor"] > 1
+    for r in reg["rows"]:
+        lo, hi = r["decoder_track_interval"]
+        assert lo * band["factor"] == pytest.approx(r["predicted_decoder"])
+        assert hi == pytest.approx(r["predicted_decoder"] * band["factor"])
+    assert "track-record band: x/÷" in capsys.readouterr().out

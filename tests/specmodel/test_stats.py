@@ -18,6 +18,7 @@ from specmodel.stats import (
     jeffreys_rate,
     solve_effective_c2,
     summarize_counters,
+    track_interval,
     wilson,
 )
 
@@ -282,3 +283,17 @@ def test_conformal_bound_rejects_what_it_cannot_bound() -> None:
         conformal_bound([0.1] * 40, level=1.0)
     with pytest.raises(ValueError, match="finite"):
         conformal_bound([0.1] * 30 + [math.nan])
+
+
+@given(st.floats(0.01, 10), st.floats(0, 2))
+def test_track_interval_is_the_point_times_and_over_the_factor(point, q) -> None:
+    lo, hi = track_interval(point, q)
+    assert lo <= point <= hi
+    assert hi / point == pytest.approx(math.exp(q)) and point / lo == pytest.approx(math.exp(q))
+
+
+def test_track_interval_rejects_what_it_cannot_place() -> None:
+    with pytest.raises(ValueError, match="point"):
+        track_interval(0.0, 0.1)
+    with pytest.raises(ValueError, match="quantile_log"):
+        track_interval(1.0, -0.1)
