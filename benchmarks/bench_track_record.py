@@ -129,6 +129,12 @@ SWEEPS: tuple[Sweep, ...] = (
     Sweep("heldout_05b_leg_s3_epyc1204_transfer", "thirty gsm_symbolic problems "
           "(another workload)",
           (("heldout_05b_leg_s3_epyc1204", "ten leg_counting problems (seed 2)"),)),
+    Sweep("heldout_05b_ti_s43_epyc1204", "thirty time_intervals problems, with the token "
+          "spread",
+          (("heldout_05b_ti_s43_epyc1204_probed", "the same, costs rescaled by a probe first"),
+           ("heldout_05b_ti_s43_epyc1204_transfer", "thirty gsm_symbolic problems"),
+           ("heldout_05b_ti_s43_epyc1204_transfer-probed",
+            "thirty gsm_symbolic problems, costs rescaled by a probe first"))),
 )
 """Every held-out sweep whose registration is committed with its report, in the order
 they ran.  Left out: the first sweep of each trio (seed 2), registered in an earlier
