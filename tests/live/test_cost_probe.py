@@ -94,7 +94,7 @@ def test_a_registration_from_a_probe_prices_with_the_costs_it_rescales(
     assert "rescaled by cost_probe, each batch size by its own" in reg["costs"]
     rescaled, drift = calibration_at_run_time(cal, [probe])
     assert drift.target != 1.0  # SmolLM2 is not the 0.5B target: the costs did move
-    assert reg["rows"] == [bench_heldout.registered_row(c, decoder_prediction(
+    assert _priced_rows(reg) == [bench_heldout.registered_row(c, decoder_prediction(
         rescaled, c, prompt_tokens=40.0, sample_problems=3)) for c in configs]
     # --probe-contention: the probe pairs the models; async rows price its slowdowns
     configs = bench_heldout.configurations("0.5b", max_steps=12, max_step_tokens=48,
@@ -109,5 +109,17 @@ def test_a_registration_from_a_probe_prices_with_the_costs_it_rescales(
     rescaled, drift = calibration_at_run_time(cal, [probe])
     assert drift.target_contention == slow
     assert rescaled.engine_costs.target.concurrent_slowdown == slow
-    assert paired["rows"] == [bench_heldout.registered_row(c, decoder_prediction(
+    assert _priced_rows(paired) == [bench_heldout.registered_row(c, decoder_prediction(
         rescaled, c, prompt_tokens=40.0, sample_problems=3)) for c in configs]
+
+
+def _priced_rows(reg: dict) -> list[dict]:
+    """A registration's rows without the track-record band each carries (checked here:
+    the registered point times and over the registration's band factor)."""
+    factor = reg["track_band"]["factor"]
+    for r in reg["rows"]:
+        lo, hi = r["decoder_track_interval"]
+        assert lo * factor == pytest.approx(r["predicted_decoder"])
+        assert hi == pytest.approx(r["predicted_decoder"] * factor)
+    return [{k: v for k, v in r.items() if k != "decoder_track_interval"}
+            for r in reg["rows"]]
