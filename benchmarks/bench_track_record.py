@@ -43,6 +43,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script from anywhere
     sys.path.insert(0, str(ROOT))
 
+from benchmarks.bench_synthetic import speculative  # noqa: E402
 from benchmarks.harness import RESULTS, percent, print_table, write_json  # noqa: E402
 
 DEFAULT_DATASET = "gsm_symbolic"
@@ -154,11 +155,6 @@ def load_report(name: str) -> dict[str, Any]:
     if "rows" not in report or "mean_abs_error" not in report:
         raise SystemExit(f"{path.name}: not a bench_heldout report (no rows or errors)")
     return report
-
-
-def speculative(row: dict[str, Any]) -> bool:
-    """Whether a report row is a speculative configuration (not the target alone)."""
-    return bool(row["k1"] > 1 or row["k2"] > 1 or row.get("width", 1) > 1)
 
 
 def registered_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
