@@ -43,7 +43,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script from anywhere
     sys.path.insert(0, str(ROOT))
 
-from benchmarks.bench_synthetic import speculative  # noqa: E402
+from benchmarks.bench_synthetic import TRACK_LEVEL, speculative  # noqa: E402
 from benchmarks.harness import RESULTS, percent, print_table, write_json  # noqa: E402
 
 DEFAULT_DATASET = "gsm_symbolic"
@@ -298,10 +298,6 @@ def pooled(sweeps: list[dict[str, Any]]) -> dict[str, Any]:
             "inside_run_size_interval": inside("sample_interval")}
 
 
-TRACK_LEVEL = 0.95
-"""The coverage the track-record band claims."""
-
-
 def round_residuals(tested: dict[str, Any]) -> list[float]:
     """``|log(measured / registered)|`` of every round of a registration's speculative
     configurations (``tested``: :func:`registration_summary`)."""
@@ -315,13 +311,13 @@ def track_band(sweeps: list[dict[str, Any]], level: float = TRACK_LEVEL) -> dict
     for ``level``; the band every committed sweep gives now.  A registered speedup ``p``
     then claims the next round within [p·exp(−q), p·exp(q)] at ``level``, as far as that
     round is exchangeable with the past ones (same kind of machine, models, workload)."""
-    from specmodel.stats import conformal_bound
+    from specmodel.stats import conformal_bound, conformal_rank
 
     history: list[float] = []
     checks = []
     for s in sweeps:
         res = round_residuals(s["tested"])
-        if (len(history) + 1) * level <= len(history):
+        if conformal_rank(len(history), level) <= len(history):
             q = conformal_bound(history, level)
             checks.append({"sweep": _sweep_label(s), "bound_log": q,
                            "factor": math.exp(q), "from_rounds": len(history),
@@ -380,8 +376,9 @@ def _sweep_label(s: dict[str, Any]) -> str:
     return f"{trio} {data}seed {s['seed']}"
 
 
-def table(sweeps: list[dict[str, Any]]) -> None:
-    """Print the sweeps' table and the pooled statistics."""
+def table(sweeps: list[dict[str, Any]], p: dict[str, Any], band: dict[str, Any]) -> None:
+    """Print the sweeps' table, their pooled statistics (``p``, :func:`pooled`) and the
+    track-record band checked in run order (``band``, :func:`track_band`)."""
     rows = []
     for s in sweeps:
         t = s["tested"]
@@ -398,7 +395,6 @@ def table(sweeps: list[dict[str, Any]]) -> None:
                 ["sweep", "machine", "decoded", "problems x rounds", "registration tested",
                  "mean / max |err|", "Spearman", "recommended (share of best)",
                  "other registrations, mean |err|"], rows)
-    p = pooled(sweeps)
     n = p["sweeps"]
     print(f"\n{n} sweeps, {p['configurations']} configurations: mean |error| per sweep "
           f"{percent(p['mean_of_mean_abs_error'])} on average (median "
@@ -412,7 +408,6 @@ def table(sweeps: list[dict[str, Any]]) -> None:
           f"held the measured mean on {p['inside_registered_interval'][0]} of "
           f"{p['inside_registered_interval'][1]}, the interval of a run this size on "
           f"{p['inside_run_size_interval'][0]} of {p['inside_run_size_interval'][1]}")
-    band = track_band(sweeps)
     print_table(f"Track-record band, in the order the sweeps ran (claims {band['level']:.0%} "
                 "of rounds)", ["sweep", "from rounds", "band (x/÷)", "rounds inside"],
                 [[c["sweep"], c["from_rounds"], f"{c['factor']:.3f}",
@@ -422,9 +417,10 @@ def table(sweeps: list[dict[str, Any]]) -> None:
           f"rounds now: x/÷ {band['factor_now']:.3f}")
 
 
-def figure(sweeps: list[dict[str, Any]], stem: str) -> list[Path]:
+def figure(sweeps: list[dict[str, Any]], p: dict[str, Any], stem: str) -> list[Path]:
     """The tested registrations' predicted against measured speedup, one marker per
-    configuration and sweep, a trace per trio and dataset."""
+    configuration and sweep, a trace per trio and dataset (``p``: :func:`pooled`, for
+    the subtitle)."""
     import plotly.graph_objects as go
 
     from specmodel.figures import predicted_against_measured, write_figure
@@ -443,7 +439,6 @@ def figure(sweeps: list[dict[str, Any]], stem: str) -> list[Path]:
             x=xs, y=ys, mode="markers", name=key,
             text=[f"{label}: {r['config']} ({r['error']:+.1%})" for label, r in rows],
             marker={"size": 8, "symbol": "circle" if "gsm" in key else "diamond"}))
-    p = pooled(sweeps)
     predicted_against_measured(
         fig, points,
         title="Registered before decoding against measured speedup, real models on 2-core "
@@ -463,13 +458,13 @@ def main(argv: list[str] | None = None) -> int:
                     help="also write the figure STEM.html (and STEM.png)")
     a = ap.parse_args(argv)
     sweeps = [sweep_summary(s) for s in SWEEPS]
-    table(sweeps)
+    p, band = pooled(sweeps), track_band(sweeps)
+    table(sweeps, p, band)
     write_json(a.out, {"benchmark": "registered predictions against held-out sweeps "
                                     "(bench_track_record.py)",
-                       "pooled": pooled(sweeps), "track_band": track_band(sweeps),
-                       "sweeps": sweeps})
+                       "pooled": p, "track_band": band, "sweeps": sweeps})
     if a.figure:
-        for path in figure(sweeps, a.figure):
+        for path in figure(sweeps, p, a.figure):
             print(f"wrote {path}")
     return 0
 

@@ -259,7 +259,8 @@ def predicted_against_measured(fig: Any, points: list[float], *, title: str,
     line = [low, top]
     fig.add_trace(go.Scatter(x=line, y=line, mode="lines", name="predicted = measured",
                              line={"color": "black", "width": 1}))
-    for f, label in ((1 + band, f"+{band:.0%}"), (1 - band, f"−{band:.0%}")):
+    pct = f"{100 * band:g} %"
+    for f, label in ((1 + band, f"+{pct}"), (1 - band, f"−{pct}")):
         fig.add_trace(go.Scatter(x=line, y=[low * f, top * f], mode="lines", name=label,
                                  line={"color": "grey", "width": 1, "dash": "dot"}))
     fig.update_layout(title=title, xaxis_title=measured, yaxis_title=predicted,

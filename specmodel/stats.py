@@ -11,10 +11,10 @@ Pure functions of counts (no models, no I/O), used by the profiler's phases:
   marginal per-position counts (position i is counted when 0..i were accepted);
 * :func:`solve_effective_c2` — the draft cost c2 for which ``g_token(α2, c2, γ + 1)``
   equals a measured speedup;
-* :func:`conformal_bound` — the split-conformal bound of a set of residuals, which a
-  new residual exchangeable with them exceeds with probability at most 1 − level (the
-  track-record bands of the benchmarks), and :func:`track_interval`, the band such a
-  bound in log puts around a predicted speedup;
+* :func:`conformal_bound` (at rank :func:`conformal_rank`) — the split-conformal bound
+  of a set of residuals, which a new residual exchangeable with them exceeds with
+  probability at most 1 − level (the track-record bands of the benchmarks), and
+  :func:`track_interval`, the band such a bound in log puts around a predicted speedup;
 * :func:`summarize_counters` — all of the above from spec-decode counters
   (vLLM's, or those of :func:`profiler.ngram_replay.replay_counters`), as a
   :class:`TokenSummary`.
@@ -44,6 +44,7 @@ __all__ = [
     "clustered_rate",
     "conditional_acceptance",
     "conformal_bound",
+    "conformal_rank",
     "effective_samples",
     "fit_iid_alpha",
     "jeffreys_rate",
@@ -115,21 +116,33 @@ def effective_samples(rate: float, stderr: float, n: int) -> int:
     return max(1, min(nn, round(var / (stderr * stderr))))
 
 
+def conformal_rank(n: int, level: float = 0.95) -> int:
+    """The rank ceil(level·(n + 1)) of the split-conformal bound among ``n`` residuals
+    (:func:`conformal_bound`); the bound exists where it is at most ``n``."""
+    nn = check_nonnegative_int("n", n)
+    if not 0 < level < 1:
+        raise ValueError(f"level must lie in (0, 1), got {level}")
+    return math.ceil(level * (nn + 1))
+
+
 def conformal_bound(residuals: Sequence[float], level: float = 0.95) -> float:
-    """The split-conformal bound of ``residuals``: their ceil(level·(n + 1))-th smallest,
-    which a new residual exchangeable with them exceeds with probability at most
-    1 − ``level``.  Raises ValueError for a level outside (0, 1), a residual that is not
-    finite, or fewer residuals than the level needs (n ≥ level / (1 − level))."""
+    """The split-conformal bound of ``residuals``: their ``conformal_rank``-th smallest
+    (:func:`conformal_rank`), which a new residual exchangeable with them exceeds with
+    probability at most 1 − ``level``.  Raises ValueError for a level outside (0, 1), a
+    residual that is not finite, or fewer residuals than the level needs."""
     if not 0 < level < 1:
         raise ValueError(f"level must lie in (0, 1), got {level}")
     values = [float(r) for r in residuals]
     if not all(math.isfinite(r) for r in values):
         raise ValueError("residuals must be finite numbers")
     n = len(values)
-    k = math.ceil(level * (n + 1))
+    k = conformal_rank(n, level)
     if k > n:
+        least = math.ceil(level / (1 - level))  # the rank's own test decides an edge
+        if least > 1 and conformal_rank(least - 1, level) <= least - 1:
+            least -= 1
         raise ValueError(f"{n} residuals are too few for a {level:.0%} bound (it needs at "
-                         f"least {math.ceil(level / (1 - level))})")
+                         f"least {least})")
     return sorted(values)[k - 1]
 
 

@@ -91,7 +91,7 @@ def test_predicted_against_measured_draws_the_diagonal_and_band() -> None:
     assert list(diag.x) == list(diag.y) == [0.45, 2.1]
     assert list(up.y) == pytest.approx([0.45 * 1.2, 2.1 * 1.2])
     assert list(down.y) == pytest.approx([0.45 * 0.8, 2.1 * 0.8])
-    assert (up.name, down.name) == ("+20%", "−20%")
+    assert (up.name, down.name) == ("+20 %", "−20 %")
     assert tuple(fig.layout.xaxis.range) == tuple(fig.layout.yaxis.range) == (0.45, 2.1)
     with pytest.raises(ValueError, match="points"):
         predicted_against_measured(go.Figure(), [], title="", measured="", predicted="")

@@ -14,6 +14,7 @@ from specmodel.montecarlo.estimate import ratio_estimate
 from specmodel.stats import (
     conditional_acceptance,
     conformal_bound,
+    conformal_rank,
     fit_iid_alpha,
     jeffreys_rate,
     solve_effective_c2,
@@ -274,6 +275,20 @@ def test_conformal_bound_covers_a_new_exchangeable_draw() -> None:
     inside = np.mean([d[19] <= conformal_bound(d[:19]) for d in draws])
     se = math.sqrt(0.95 * 0.05 / 4000)
     assert abs(inside - 0.95) < 4 * se
+
+
+@given(st.integers(0, 500), st.sampled_from([0.5, 0.8, 0.9, 0.95, 0.99]))
+def test_the_bound_exists_from_the_least_count_its_message_names(n, level) -> None:
+    k = conformal_rank(n, level)
+    assert k == math.ceil(level * (n + 1))
+    if k <= n:
+        assert conformal_bound([float(i) for i in range(n)], level) == k - 1
+    else:
+        with pytest.raises(ValueError, match="too few") as got:
+            conformal_bound([0.1] * n, level)
+        least = int(str(got.value).rsplit(" ", 1)[1].rstrip(")"))
+        assert conformal_rank(least, level) <= least  # enough
+        assert conformal_rank(least - 1, level) > least - 1  # and the least
 
 
 def test_conformal_bound_rejects_what_it_cannot_bound() -> None:
