@@ -21,6 +21,10 @@
 #            seed 1, 6 problems, registered with the contention the 11-27 runs showed (~7 min;
 #            registered for the H100 and, apart, for the H200; registered once more from
 #            the run's own first profiling pass before round 1: NAME_first_pass.registered.json)
+#   OUT=dir PARTS=seed2 benchmarks/gpu/synthetic_and_layout.sh       # the same, seed 2 (~6.5 min
+#            on the H200): registered 2026-12-04 with the contention the seed-1 run's profiles
+#            measured on the H200 (target 1.16x, draft 2.61x), for the H100 and the H200, on
+#            the laws and on the sweep's draws, before any run of it
 #   OUT=dir PARTS=audit benchmarks/gpu/synthetic_and_layout.sh       # the forward audit of
 #            the 11-27 runs' draws (seed 0, 3 problems): target, sync, async and continuous
 #            async with k2 = 1, every forward timed on the device by CUDA events (~4 min)
@@ -37,6 +41,9 @@
 #            # left it audits only the target and continuous async, profiled before the
 #            # round only (--no-profile-after); under 90 s it is skipped
 # Each sweep is held against its registration (made without a GPU, committed before).
+# The checkout is more than a device call may send (64 MiB): `bash benchmarks/gpu/travel.sh
+# slim` before the calls takes the committed run records and figures out of git's index,
+# `bash benchmarks/gpu/travel.sh restore` after them puts them back.
 set -u
 : "${OUT:?set OUT}"
 START=$SECONDS
@@ -109,6 +116,8 @@ for part in $PARTS; do
     continuous) sweep synthetic_gpu_continuous --continuous --rounds 1 ;;
     seed1) sweep synthetic_gpu_continuous_seed1 --continuous --rounds 1 --seed 1 --problems 6 \
              --register-first-pass ;;  # + priced by its own first pass, before round 1
+    seed2) sweep synthetic_gpu_continuous_seed2 --continuous --rounds 1 --seed 2 --problems 6 \
+             --register-first-pass ;;  # registered with the H200's graph-on-streams contention
     audit)
       limit=${AUDIT_TIMEOUT:-480}
       configs="target,sync k1=3 k2=1,async k1=3 k2=1,async k1=3 k2=1 continuous"
@@ -126,7 +135,7 @@ for part in $PARTS; do
         --problems 3 --seed 0 --k2 1 --configs "$configs" $after \
         --out "$OUT/schedule_audit_gpu.json" > "$OUT/schedule_audit_gpu.log" 2>&1
       echo "audit rc=$?"; tail -40 "$OUT/schedule_audit_gpu.log" ;;
-    *) echo "unknown part $part (packed, txgraph, synthetic, long, continuous, seed1, audit)"
+    *) echo "unknown part $part (packed, txgraph, hfpaths, synthetic, long, continuous, seed1, seed2, audit)"
        exit 2 ;;
   esac
 done
