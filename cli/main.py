@@ -55,22 +55,28 @@ def _main_options(
     """Predict, optimize and realize the speedup of speculative decoding."""
 
 
-def _contention(text: str | None, *, what_if: bool) -> tuple[float | None, float | None]:
-    """``--contention TARGET[,DRAFT]`` as (the target's slowdown, the draft's); (None,
-    None) when not given.  It prices a decoder-model what-if only."""
+def _contention(text: str | None, *, what_if: bool
+                ) -> tuple[float | None, float | None, str | None]:
+    """``--contention TARGET[,DRAFT]`` as (the target's slowdown, the draft's, None), or
+    ``--contention kernels|overlap`` as (None, None, the model); all None when not
+    given.  It prices a decoder-model what-if only."""
     if text is None:
-        return None, None
+        return None, None, None
     if not what_if:
         raise ValueError("--contention prices a what-if with --target-arch, --draft-arch "
                          "and --decoder")
+    from specmodel.hardware.costmodel import CONTENTION_MODELS
+
+    if text in CONTENTION_MODELS:
+        return None, None, text
     try:
         values = [float(v) for v in text.split(",")]
     except ValueError:
         values = []
     if len(values) not in (1, 2) or not all(1.0 <= v < float("inf") for v in values):
-        raise ValueError(f"--contention must be TARGET or TARGET,DRAFT, numbers >= 1; "
-                         f"got {text!r}")
-    return values[0], values[-1]
+        raise ValueError(f"--contention must be TARGET or TARGET,DRAFT (numbers >= 1), or "
+                         f"{' or '.join(CONTENTION_MODELS)}; got {text!r}")
+    return values[0], values[-1], None
 
 
 @_app.command()
@@ -81,6 +87,7 @@ def _contention(text: str | None, *, what_if: bool) -> tuple[float | None, float
                                                "draft": "--draft-arch",
                                                "device": "--device", "context": "--context",
                                                "placement": "--placement",
+                                               "contention_model": "--contention",
                                                "attention_layout": "--attention-layout",
                                                "token_drafter": "--token-drafter"})
 def optimize(
@@ -124,12 +131,14 @@ def optimize(
         "costs; with --target-arch, --decoder adds it priced by predicted profiles.")
     ] = None,
     contention: Annotated[str | None, typer.Option(
-        "--contention", metavar="TARGET[,DRAFT]",
+        "--contention", metavar="TARGET[,DRAFT]|kernels|overlap",
         help="What-if with --decoder: how many times slower the target's and the draft's "
-        "forwards run beside each other's, as measured (numbers >= 1; one number for both). "
-        "Default from --placement: 2 - overlap = 1.9 on one device, 1 on two; one H100 "
-        "measured about 2.15,3.49, two cores of this project's EPYC about 1.17 "
-        "(docs/hardware.md).")] = None,
+        "forwards run beside each other's, as measured (numbers >= 1; one number for both), "
+        "or the model that predicts it on one device: kernels (graphs on two streams of "
+        "one GPU, the default on a GPU; one H200 measured 1.16,2.61 for 32B beside 1.5B) or "
+        "overlap (2 - overlap = 1.9 for both, the default on a CPU; two cores of this "
+        "project's EPYC measured about 1.17). 1 on two devices (docs/hardware.md).")
+    ] = None,
     json_out: JsonOut = False,
 ) -> None:
     """Split a parallelism budget between steps in flight (k1) and tokens per step (k2).
@@ -170,7 +179,8 @@ def optimize(
                                   placement=placement,  # type: ignore[arg-type]
                                   token_drafter=token_drafter, budget=budget, seed=seed,
                                   search={"batchings": batchings},
-                                  concurrent=slowdowns[0], concurrent_draft=slowdowns[1])
+                                  concurrent=slowdowns[0], concurrent_draft=slowdowns[1],
+                                  contention_model=slowdowns[2])
         if json_out:
             render.emit_json({**result.to_dict(), "calibration": inputs.source.to_dict(),
                               **({} if dec is None else {"decoder_model": dec.to_dict()})})

@@ -67,8 +67,10 @@ __all__ = [
     "Features",
     "RowCurve",
     "Workload",
+    "CONTENTION_MODELS",
     "concurrent_seconds",
     "contention",
+    "kernel_wait_contention",
     "load_coefficients",
     "preset_for_device",
     "seconds_of",
@@ -91,6 +93,11 @@ COMBINES = ("additive", "max")
 """How the memory and compute terms combine (see the module docstring)."""
 PLACEMENTS = ("one-device", "two-devices")
 """Where a draft and a target forward run in :func:`concurrent_seconds`."""
+CONTENTION_MODELS = ("kernels", "overlap")
+"""How two models' forwards on one device slow each other: ``kernels``, captured graphs
+on two streams interleaving kernel by kernel (:func:`kernel_wait_contention`, the two
+sides unequal); ``overlap``, two bandwidth-bound streams overlapping by a fixed share
+(:func:`contention`, ``2 − overlap`` for both)."""
 
 Row = tuple[Shape, "Workload", float]
 """A measurement: the shape, the workload and the measured seconds of one forward."""
@@ -781,6 +788,29 @@ def contention(placement: Literal["one-device", "two-devices"] = "one-device",
     placement = _check_choice("placement", placement, PLACEMENTS)  # type: ignore[assignment]
     o = _check_real("overlap", overlap, high=1.0)
     return 1.0 if placement == "two-devices" else 2.0 - o
+
+
+def kernel_wait_contention(t_self: float, layers_self: int, t_other: float,
+                           layers_other: int) -> float:
+    """How many times slower a model's forward runs on one GPU while another model's
+    forward runs beside it, each a captured graph replayed on its own stream.
+
+    The two streams' kernels take the GPU in turn: each kernel of this model is issued
+    while one of the other's holds the SMs and waits, on average, for half of it.  With
+    alike kernels in both models' layers (a decoder layer is the same dozen kernels in
+    either, sized by its width), a kernel's time is proportional to its model's time per
+    layer, so the slowdown is ``1 + ½ · (t_other / layers_other) / (t_self /
+    layers_self)``: a short draft beside a long target waits much, the target hardly.
+    ``t_self`` and ``t_other`` are the forwards' times alone (any one unit), ``layers_*``
+    their decoder layers.  Measured on an H200 (2026-12-04, docs/hardware.md, "Measured
+    on an H200"): a 32B-shaped target beside a 1.5B-shaped draft ran 1.16× slower
+    (this gives 1.15×), the draft beside the target 2.54–2.61× (2.63×), and two
+    0.5B-shaped models beside each other 1.40–1.44× (1.5×)."""
+    a = _check_real("t_self", t_self, strict=True)
+    b = _check_real("t_other", t_other, strict=True)
+    n_a = _check_int("layers_self", layers_self, 1)
+    n_b = _check_int("layers_other", layers_other, 1)
+    return 1.0 + 0.5 * (b / n_b) / (a / n_a)
 
 
 def seconds_of(f: Features, coefficients: CostCoefficients) -> float:

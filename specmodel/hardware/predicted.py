@@ -28,20 +28,23 @@ from typing import Any, Literal
 from specmodel.formats.hardware import CostPointRecord, HardwareProfile
 from specmodel.formats.jsonio import timestamp
 from specmodel.hardware.costmodel import (
+    CONTENTION_MODELS,
     LAYOUTS,
     CostCoefficients,
     _check_real,
     contention,
     features,
+    kernel_wait_contention,
     resolve_coefficients,
     seconds_of,
 )
 from specmodel.hardware.devices import Device
 from specmodel.hardware.shape import Shape, dtype_bytes, load_shape
 
-__all__ = ["CPU_NAMES", "DEFAULT_CONTEXT_BUCKET", "PointSpec", "bucket", "cpu_preset_of",
-           "device_preset_of", "forward_grid", "longest_context", "predict_like",
-           "predict_profile", "predicted_profiles", "preset_of", "profile_points"]
+__all__ = ["CPU_NAMES", "DEFAULT_CONTEXT_BUCKET", "PointSpec", "bucket", "contention_model_of",
+           "cpu_preset_of", "decode_t1", "device_preset_of", "forward_grid", "longest_context",
+           "predict_like", "predict_profile", "predicted_profiles", "preset_of",
+           "profile_points"]
 
 PointSpec = tuple[str, int, int, int, bool]
 """(kind, batch, new tokens, context, shared prefix) of one forward to price."""
@@ -282,22 +285,31 @@ def predicted_profiles(target: str, draft: str | None, configs: Sequence[Any],
                        contexts: Sequence[int] | None = None,
                        shapes: Mapping[str, Shape] | None = None,
                        concurrent: float | None = None,
-                       concurrent_draft: float | None = None) -> list[HardwareProfile]:
+                       concurrent_draft: float | None = None,
+                       contention_model: Literal["kernels", "overlap"] | None = None,
+                       ) -> list[HardwareProfile]:
     """What ``profiler.engines.synthetic.profile_costs`` would measure, predicted without
     hardware: the same forwards (:func:`profile_points`) priced by the analytical cost
     model on the device preset ``device`` (:func:`predict_profile`), and the target's
-    and draft's ``concurrent`` slowdown from their ``placement``
-    (:func:`~specmodel.hardware.costmodel.contention`: ``2 − overlap`` when they share
-    one device, 1 on two), or ``concurrent`` (>= 1) where that slowdown was measured
-    apart (e.g. two CPU cores that share caches and memory); ``concurrent_draft`` (>= 1)
-    the draft's own where it differs from the target's (on one GPU a short draft forward
-    issued beside long target forwards waits longer than the target does).
+    and draft's ``concurrent`` slowdown beside each other.
+
+    That slowdown is 1 when ``placement`` is ``two-devices``.  On one device it is
+    ``contention_model``'s: ``kernels``
+    (:func:`~specmodel.hardware.costmodel.kernel_wait_contention`, from the two
+    predicted decode forwards T(1) at the shortest context and the layers: captured
+    graphs on two streams of one GPU, the short draft slowed far more than the target),
+    or ``overlap`` (:func:`~specmodel.hardware.costmodel.contention`, ``2 − overlap`` for
+    both); by default ``kernels`` on a GPU preset and ``overlap`` on a CPU one (there
+    each model has its own cores).  ``concurrent`` (>= 1) replaces both by a slowdown
+    measured apart (e.g. two CPU cores that share caches and memory), and
+    ``concurrent_draft`` (>= 1) the draft's own where it differs from the target's.
     Architectures are embedded names or config paths, or keys of ``shapes`` (name ->
     :class:`Shape`)."""
     if concurrent is not None:
         concurrent = _check_real("concurrent", concurrent, low=1.0)
     if concurrent_draft is not None:
         concurrent_draft = _check_real("concurrent_draft", concurrent_draft, low=1.0)
+    model = contention_model_of(device, contention_model)
     jobs = profile_points(target, draft, configs, prompt_tokens,
                           context_bucket=context_bucket, prefill=prefill, contexts=contexts)
     known = dict(shapes or {})
@@ -305,10 +317,52 @@ def predicted_profiles(target: str, draft: str | None, configs: Sequence[Any],
                            preset=preset)
            for arch, dec, ver in jobs]
     if draft is not None and len(out) > 1:
-        slow = contention(placement, overlap) if concurrent is None else float(concurrent)
         t, d = out[0], out[1]
-        out[0] = t.model_copy(update={"concurrent": {d.architecture.name: slow}})
-        out[1] = d.model_copy(update={"concurrent": {t.architecture.name: slow
-                                                     if concurrent_draft is None
-                                                     else float(concurrent_draft)}})
+        if concurrent is not None:
+            slow_t = float(concurrent)
+            slow_d = slow_t if concurrent_draft is None else float(concurrent_draft)
+        elif model == "kernels" and placement == "one-device":
+            per = {p.architecture.name: (decode_t1(p), p.architecture.num_hidden_layers)
+                   for p in (t, d)}
+            (tt, tl), (dt, dl) = per[t.architecture.name], per[d.architecture.name]
+            slow_t = kernel_wait_contention(tt, tl, dt, dl)
+            slow_d = kernel_wait_contention(dt, dl, tt, tl)
+        else:
+            slow_t = slow_d = contention(placement, overlap)
+        if concurrent is None and concurrent_draft is not None:
+            slow_d = float(concurrent_draft)
+        out[0] = t.model_copy(update={"concurrent": {d.architecture.name: slow_t}})
+        out[1] = d.model_copy(update={"concurrent": {t.architecture.name: slow_d}})
     return out
+
+
+def contention_model_of(device: Device | str,
+                        contention_model: str | None = None) -> str:
+    """The contention model (:data:`~specmodel.hardware.costmodel.CONTENTION_MODELS`)
+    :func:`predicted_profiles` prices two models on one ``device`` by:
+    ``contention_model`` where given, else ``kernels`` on a GPU preset and ``overlap``
+    on a CPU one; ``kernels`` on a CPU preset is a ValueError (it models one GPU's two
+    streams)."""
+    if contention_model is not None and contention_model not in CONTENTION_MODELS:
+        raise ValueError(f"contention_model must be one of {', '.join(CONTENTION_MODELS)}, "
+                         f"got {contention_model!r}")
+    name = device.name if isinstance(device, Device) else str(device)
+    on_cpu = name.startswith("cpu")
+    if contention_model == "kernels" and on_cpu:
+        raise ValueError(f"contention_model 'kernels' models one GPU's two streams; {name} "
+                         "is a CPU preset (use 'overlap' or a measured slowdown)")
+    return contention_model or ("overlap" if on_cpu else "kernels")
+
+
+def decode_t1(profile: HardwareProfile) -> float:
+    """A profile's decode forward of one sequence at its shortest timed context, in
+    seconds (what :func:`~specmodel.hardware.costmodel.kernel_wait_contention` compares);
+    a profile without one is a ValueError."""
+    if not isinstance(profile, HardwareProfile):
+        raise ValueError(f"profile must be a HardwareProfile, got {type(profile).__name__}")
+    ones = [p for p in profile.points if p.kind == "decode" and p.batch == 1
+            and not p.shared_prefix and p.seconds is not None]
+    if not ones:
+        raise ValueError(f"profile of {profile.architecture.name} has no timed decode "
+                         "forward of one sequence")
+    return min(ones, key=lambda p: p.context).seconds  # type: ignore[return-value]

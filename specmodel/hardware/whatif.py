@@ -388,7 +388,9 @@ def decoder_costs(calibration: Any, target: Shape | str, draft: Shape | str, *,
                   preset: str | None = None, dtype: str | None = None, budget: int = 16,
                   configs: Sequence[tuple[str, int, int, int]] = (),
                   contexts: int = 5, concurrent: float | None = None,
-                  concurrent_draft: float | None = None) -> DecoderCosts:
+                  concurrent_draft: float | None = None,
+                  contention_model: Literal["kernels", "overlap"] | None = None,
+                  ) -> DecoderCosts:
     """The decoder model's costs for ``draft`` speculating for ``target`` on ``device``,
     one request whose context starts at ``context`` tokens — hardware profiles the
     analytical cost model predicts (:func:`~specmodel.hardware.predicted.
@@ -400,11 +402,14 @@ def decoder_costs(calibration: Any, target: Shape | str, draft: Shape | str, *,
     tokens in one forward and batched token speculation, a batch returning when its
     longest member ends (:meth:`~specmodel.decodermodel.EngineBehaviour.synthetic`, as
     vLLM runs the decoder's calls); the two models' forwards contend as their
-    ``placement`` says (:func:`~specmodel.hardware.costmodel.contention`), or by
-    ``concurrent`` (the target's slowdown beside the draft, >= 1) and
-    ``concurrent_draft`` (the draft's, by default ``concurrent``) where they were
-    measured (one H100, 2026-11-27: about 2.15 and 3.49; two cores of the EPYC about
-    1.17; docs/hardware.md).  The profiles are predicted at
+    ``placement`` and ``contention_model`` say
+    (:func:`~specmodel.hardware.predicted.predicted_profiles`: on one GPU by default
+    the ``kernels`` model, captured graphs on two streams, the draft slowed far more
+    than the target), or by ``concurrent`` (the target's slowdown beside the draft,
+    >= 1) and ``concurrent_draft`` (the draft's, by default ``concurrent``) where they
+    were measured (one H200, 2026-12-04, graphs on two streams: 1.16 and 2.61 for a
+    32B-shaped target and a 1.5B-shaped draft; two cores of the EPYC about 1.17;
+    docs/hardware.md).  The profiles are predicted at
     ``contexts`` context lengths from ``context`` to the longest answer the calibration's
     step limits allow, interpolated between.  A ``judge`` costs one prefill of
     ``judge_tokens`` per judged pair; without one the calibration's verifier cost holds.
@@ -415,6 +420,7 @@ def decoder_costs(calibration: Any, target: Shape | str, draft: Shape | str, *,
     from specmodel.formats.calibration import Calibration
     from specmodel.hardware.predicted import (
         DEFAULT_CONTEXT_BUCKET,
+        contention_model_of,
         longest_context,
         predicted_profiles,
     )
@@ -444,7 +450,8 @@ def decoder_costs(calibration: Any, target: Shape | str, draft: Shape | str, *,
     profiles = predicted_profiles(tgt.name, drf.name, grid, L, device=device,
                                   dtype=dtype, prefill=True, placement=placement,
                                   overlap=o, preset=preset, contexts=ctx, shapes=names,
-                                  concurrent=concurrent, concurrent_draft=concurrent_draft)
+                                  concurrent=concurrent, concurrent_draft=concurrent_draft,
+                                  contention_model=contention_model)
     keys = {p.key() for p in profiles}
     cal = calibration.model_copy(update={"hardware": [
         p for p in calibration.hardware or [] if p.key() not in keys] + profiles})
@@ -458,6 +465,14 @@ def decoder_costs(calibration: Any, target: Shape | str, draft: Shape | str, *,
                  ("contention", concurrent, "the target", "draft"),
                  ("draft_contention", draft_slowdown, "the draft", "target"))
              if v is not None and key in costs.sources}
+    if placement == "one-device" and concurrent is None:
+        model = contention_model_of(device, contention_model)
+        how = (" by the kernels model: graphs on two streams of one GPU, each kernel "
+               "waiting half a kernel of the other" if model == "kernels" else
+               f" by the overlap model: 2 − overlap ({o:g})")
+        given.update({key: costs.sources[key] + how
+                      for key in ("contention", "draft_contention")
+                      if key in costs.sources and key not in given})
     if given:
         costs = replace(costs, sources={**costs.sources, **given})
     if jdg is not None:
@@ -480,6 +495,7 @@ def what_if_decoder(calibration: Any, target: Shape | str, draft: Shape | str, *
     :func:`~specmodel.decodermodel.search.optimize_decoder` (e.g. ``screen_problems``).
     """
     from specmodel.decodermodel.search import optimize_decoder
+    from specmodel.hardware.predicted import contention_model_of
 
     dc = decoder_costs(calibration, target, draft, **options)
     out = optimize_decoder(dc.calibration, options.get("budget", 16), base=dc.base,
@@ -488,7 +504,11 @@ def what_if_decoder(calibration: Any, target: Shape | str, draft: Shape | str, *
     gaps = [g for g in out.gaps if not g.startswith("engine call costs")]
     contention = ("contention as given" if options.get("concurrent") is not None
                   or options.get("concurrent_draft") is not None
-                  else "contention from the placement")
+                  else "contention from the placement"
+                  if options.get("placement", "two-devices") == "two-devices"
+                  else "contention by the " + contention_model_of(
+                      options.get("device", "h100-sxm"), options.get("contention_model"))
+                  + " model")
     gaps.insert(0, "engine call costs: the forwards predicted by the cost model (no per-call "
                    f"overhead; prefills priced as forwards; {contention})")
     return replace(out, gaps=gaps)

@@ -495,6 +495,16 @@ def test_optimize_what_if_with_the_decoder_model(capsys) -> None:
     sources = json.loads(out)["decoder_model"]["sources"]
     assert code == 0 and sources["contention"].startswith("given: 1.17×")
     assert sources["draft_contention"].startswith("given: 1.17×")
+    # on one GPU the kernels model by default; --contention overlap asks for 2 - overlap
+    for asked, model in ((None, "kernels"), ("overlap", "overlap")):
+        code, out, _ = run(["optimize", "--budget", "2", "--preset", "lr-paper-gsm8k-deepseek",
+                            "--target-arch", "qwen2.5-32b", "--draft-arch", "qwen2.5-1.5b",
+                            "--context", "1024", "--token-drafter", "ngram", "--decoder",
+                            "--placement", "one-device", "--json",
+                            *([] if asked is None else ["--contention", asked])], capsys)
+        sources = json.loads(out)["decoder_model"]["sources"]
+        assert code == 0 and f"by the {model} model" in sources["contention"]
+        assert f"by the {model} model" in sources["draft_contention"]
     code, _, err = run(["optimize", "--alpha1", "0.6", "--c1", "0.1", "--alpha2", "0.3",
                         "--c2", "0", "--target-arch", "qwen2.5-32b", "--draft-arch",
                         "qwen2.5-1.5b", "--decoder"], capsys)
@@ -519,7 +529,11 @@ def test_optimize_what_if_with_the_decoder_model(capsys) -> None:
      "--contention prices a what-if with"),
     (["--preset", "lr-paper-gsm8k-deepseek", "--target-arch", "qwen2.5-32b", "--draft-arch",
       "qwen2.5-1.5b", "--decoder", "--contention", "0.5,2"],
-     "--contention must be TARGET or TARGET,DRAFT, numbers >= 1; got '0.5,2'"),
+     "--contention must be TARGET or TARGET,DRAFT (numbers >= 1), or kernels or overlap; "
+     "got '0.5,2'"),
+    (["--preset", "lr-paper-gsm8k-deepseek", "--target-arch", "qwen2.5-1.5b", "--draft-arch",
+      "qwen2.5-0.5b", "--decoder", "--device", "cpu-epyc", "--placement", "one-device",
+      "--contention", "kernels"], "--contention 'kernels' models one GPU's two streams"),
     (["--preset", "lr-paper-gsm8k-deepseek", "--target-arch", "qwen2.5-32b", "--draft-arch",
       "qwen2.5-1.5b", "--decoder", "--placement", "one-device", "--contention", "2,x"],
      "--contention must be TARGET or TARGET,DRAFT"),

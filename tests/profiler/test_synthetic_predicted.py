@@ -12,8 +12,11 @@ import pytest
 from profiler.engines.synthetic import architectures
 from specmodel.config import SpecConfig
 from specmodel.formats.run_record import load_run_record
+from specmodel.hardware.costmodel import kernel_wait_contention
 from specmodel.hardware.predicted import (
     DEFAULT_CONTEXT_BUCKET,
+    contention_model_of,
+    decode_t1,
     predicted_profiles,
     profile_points,
 )
@@ -43,11 +46,13 @@ def test_the_grid_covers_every_width_context_and_q() -> None:
     assert len(profile_points("qwen2.5-7b", "qwen2.5-0.5b", cfgs[1:], 40)) == 1
 
 
-@pytest.mark.parametrize(("placement", "slow"), [("one-device", 1.9), ("two-devices", 1.0)])
-def test_predicted_profiles_carry_the_placements_contention(placement, slow) -> None:
+@pytest.mark.parametrize(("placement", "model", "slow"), [
+    ("one-device", "overlap", 1.9), ("two-devices", None, 1.0), ("two-devices", "kernels", 1.0)])
+def test_predicted_profiles_carry_the_placements_contention(placement, model, slow) -> None:
     cfgs = [SpecConfig(mode="async", k1=2, k2=2, **COMMON)]
     t, d = predicted_profiles("qwen2.5-32b", "deepseek-r1-distill-qwen-1.5b", cfgs, 30,
-                              device="h100-sxm", placement=placement, overlap=0.10)
+                              device="h100-sxm", placement=placement, overlap=0.10,
+                              contention_model=model)
     names = architectures("qwen2.5-32b", "deepseek-r1-distill-qwen-1.5b", cfgs)
     assert (t.architecture.name, d.architecture.name) == (names["target"], names["draft"])
     assert t.concurrent == {d.architecture.name: pytest.approx(slow)}
@@ -71,7 +76,8 @@ def test_a_contention_measured_apart_overrides_the_placements() -> None:
     assert t.concurrent == {d.architecture.name: 2.15}
     assert d.concurrent == {t.architecture.name: 3.49}
     t, d = predicted_profiles("qwen2.5-32b", "deepseek-r1-distill-qwen-1.5b", cfgs, 30,
-                              device="h100-sxm", overlap=0.10, concurrent_draft=3.0)
+                              device="h100-sxm", overlap=0.10, concurrent_draft=3.0,
+                              contention_model="overlap")
     assert t.concurrent == {d.architecture.name: pytest.approx(1.9)}
     assert d.concurrent == {t.architecture.name: 3.0}
     with pytest.raises(ValueError, match="concurrent_draft"):
@@ -93,3 +99,34 @@ def test_a_registration_prices_as_the_record_would() -> None:
     pred = cal.model_copy(update={"hardware": [predict_like(p) for p in cal.hardware or []]})
     c = decoder_prediction(pred, cfg, record=rec, draws=4, problems=40)
     assert c is not None and 0.0 < c.speedup < 10.0 and c.speedup != a.speedup
+
+
+def test_one_gpu_prices_contention_by_the_kernels_model_by_default() -> None:
+    """On a GPU preset the two models' slowdowns on one device come from their predicted
+    decode forwards and layers (the short draft waits far more than the target); on a
+    CPU preset from 2 - overlap; the kernels model on a CPU is refused, naming it."""
+    cfgs = [SpecConfig(mode="async", k1=2, k2=2, **COMMON)]
+    for device in ("h100-sxm", "h200"):
+        t, d = predicted_profiles("qwen2.5-32b", "deepseek-r1-distill-qwen-1.5b", cfgs, 30,
+                                  device=device)
+        tl, dl = t.architecture.num_hidden_layers, d.architecture.num_hidden_layers
+        want_t = kernel_wait_contention(decode_t1(t), tl, decode_t1(d), dl)
+        want_d = kernel_wait_contention(decode_t1(d), dl, decode_t1(t), tl)
+        assert t.concurrent == {d.architecture.name: pytest.approx(want_t)}
+        assert d.concurrent == {t.architecture.name: pytest.approx(want_d)}
+        # near what one H200 measured for these shapes (1.16 and 2.58-2.61, L = 768)
+        assert 1.08 < want_t < 1.2 and 2.4 < want_d < 3.3
+    t, d = predicted_profiles("qwen2.5-1.5b", "qwen2.5-0.5b", cfgs, 30, device="cpu-xeon",
+                              placement="one-device")
+    assert t.concurrent == {d.architecture.name: pytest.approx(1.9)}
+    assert contention_model_of("cpu-xeon") == "overlap" == contention_model_of("h200",
+                                                                               "overlap")
+    assert contention_model_of("h100-sxm") == "kernels"
+    with pytest.raises(ValueError, match="'kernels' models one GPU's two streams; cpu-xeon"):
+        predicted_profiles("qwen2.5-1.5b", "qwen2.5-0.5b", cfgs, 30, device="cpu-xeon",
+                           contention_model="kernels")
+    with pytest.raises(ValueError, match="contention_model must be one of kernels, overlap"):
+        contention_model_of("h200", "streams")
+    with pytest.raises(ValueError, match="has no timed decode forward of one sequence"):
+        decode_t1(t.model_copy(update={"points": [p for p in t.points
+                                                  if p.kind != "decode"]}))

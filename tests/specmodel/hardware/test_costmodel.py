@@ -22,6 +22,7 @@ from specmodel.hardware.costmodel import (
     concurrent_seconds,
     features,
     fit,
+    kernel_wait_contention,
     predict_seconds,
     relative_errors,
     transfer,
@@ -122,6 +123,33 @@ def test_concurrency_rules(a, b, overlap) -> None:
     assert concurrent_seconds(a, b) == pytest.approx(a + b - 0.1 * min(a, b))
 
 
+times = st.floats(1e-5, 10.0)
+layers = st.integers(1, 128)
+
+
+@given(times, layers, times, layers, st.floats(0.01, 100.0))
+def test_kernel_wait_contention(t_a, n_a, t_b, n_b, scale) -> None:
+    """Each side waits half the other's kernel: slowdowns above 1, the shorter-kernelled
+    side slowed more, the two excesses multiplying to 1/4, alike models 1.5 each, and
+    only the ratio of times per layer counts (the unit and a common scale drop out)."""
+    a = kernel_wait_contention(t_a, n_a, t_b, n_b)
+    b = kernel_wait_contention(t_b, n_b, t_a, n_a)
+    assert a > 1.0 and b > 1.0
+    assert (a - 1.0) * (b - 1.0) == pytest.approx(0.25)
+    assert (a >= b) == (t_a / n_a <= t_b / n_b) or a == pytest.approx(b)
+    assert kernel_wait_contention(t_a, n_a, t_a, n_a) == pytest.approx(1.5)
+    assert kernel_wait_contention(scale * t_a, n_a, scale * t_b, n_b) == pytest.approx(a)
+    assert kernel_wait_contention(t_a, 2 * n_a, t_b, 2 * n_b) == pytest.approx(a)
+
+
+def test_kernel_wait_contention_on_the_h200_measurement() -> None:
+    """The forwards one H200 ran on 2026-12-04 (docs/hardware.md, "Measured on an
+    H200"): a 32B-shaped target's decode 20.09 ms over 64 layers, a 1.5B-shaped draft's
+    2.70 ms over 28; measured beside each other 1.16x and 2.58-2.61x."""
+    assert kernel_wait_contention(20.09, 64, 2.70, 28) == pytest.approx(1.154, abs=5e-4)
+    assert kernel_wait_contention(2.70, 28, 20.09, 64) == pytest.approx(2.628, abs=5e-4)
+
+
 @pytest.mark.parametrize("target", sorted(DEVICES))
 def test_transfer_keeps_efficiencies(target) -> None:
     moved = transfer(TRUE, H100, get_device(target))
@@ -164,6 +192,10 @@ def test_transfer_to_more_bandwidth_is_faster_for_decode() -> None:
     (lambda: concurrent_seconds(1.0, math.inf), "t_target"),
     (lambda: concurrent_seconds(1.0, 1.0, "three-devices"), "placement"),
     (lambda: concurrent_seconds(1.0, 1.0, overlap=1.5), "overlap"),
+    (lambda: kernel_wait_contention(0.0, 28, 1.0, 64), r"t_self must lie in \(0.0, inf\)"),
+    (lambda: kernel_wait_contention(1.0, 28, math.nan, 64), "t_other"),
+    (lambda: kernel_wait_contention(1.0, 0, 1.0, 64), "layers_self"),
+    (lambda: kernel_wait_contention(1.0, 28, 1.0, 2.5), "layers_other"),
     (lambda: get_device("b200"), "device"),
     (lambda: H100.matmul_throughput("int8"), "dtype"),
 ])

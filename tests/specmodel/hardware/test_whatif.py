@@ -193,9 +193,10 @@ def test_decoder_what_if_sharing_a_device_never_speeds_async_up() -> None:
 
 
 def test_decoder_what_if_takes_measured_asymmetric_contention() -> None:
-    """On one device the two models' slowdowns default to 2 - overlap; measured ones
-    (the target's and the draft's apart) go into the predicted profiles, and a draft
-    slowed more slows only the async rows."""
+    """On one GPU the two models' slowdowns default to the kernels model's (the draft's
+    far above the target's), 2 - overlap where the overlap model is asked for; measured
+    ones (the target's and the draft's apart) go into the predicted profiles, and a
+    draft slowed more slows only the async rows."""
     from specmodel.formats.calibration import load_preset
     from specmodel.hardware.whatif import decoder_costs, what_if_decoder
 
@@ -208,15 +209,19 @@ def test_decoder_what_if_takes_measured_asymmetric_contention() -> None:
         return {p.architecture.name: p.concurrent for p in dc.calibration.hardware
                 if p.concurrent}
 
-    assert slowdowns() == {T: {D: pytest.approx(1.9)}, D: {T: pytest.approx(1.9)}}
+    assert slowdowns(contention_model="overlap") == {T: {D: pytest.approx(1.9)},
+                                                     D: {T: pytest.approx(1.9)}}
+    kernels = slowdowns()
+    assert 1.0 < kernels[T][D] < 1.3 < 2.0 < kernels[D][T] < 4.0
+    assert (kernels[T][D] - 1) * (kernels[D][T] - 1) == pytest.approx(0.25)
     assert slowdowns(concurrent=2.15, concurrent_draft=3.49) == {T: {D: 2.15}, D: {T: 3.49}}
     assert slowdowns(concurrent=2.15) == {T: {D: 2.15}, D: {T: 2.15}}
     sources = decoder_costs(cal, T, D, concurrent=2.15, concurrent_draft=3.49,
                             **kw).costs.sources
     assert sources["contention"].startswith("given: 2.15× (the target's slowdown")
     assert sources["draft_contention"].startswith("given: 3.49× (the draft's slowdown")
-    assert decoder_costs(cal, T, D, **kw).costs.sources["contention"].startswith(
-        "predicted: 1.9×")
+    assert decoder_costs(cal, T, D, contention_model="overlap",
+                         **kw).costs.sources["contention"].startswith("predicted: 1.9×")
     same = {c.label: c.speedup for c in what_if_decoder(
         cal, T, D, concurrent=2.15, search=FAST, **kw).screened}
     slower = {c.label: c.speedup for c in what_if_decoder(
