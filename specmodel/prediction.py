@@ -36,7 +36,7 @@ __all__ = ["DRIFT_TOLERANCE", "MODELS", "ConfigComparison", "CostDrift", "Rounds
            "RoundsSummary", "ValidationRow", "at_run_acceptance", "at_run_lengths",
            "baseline_speed", "calibration_at_run_time", "calibration_mismatches",
            "cost_drift", "compare", "compare_rounds", "draws_predictions", "predict",
-           "reproduces_on_draws"]
+           "reproduces_on_draws", "tokens_per_second_less_setup"]
 
 MODELS = {
     "predicted_speedup": "papers' f(k1)·g(k2) (flat batch cost, free verifier, i.i.d.)",
@@ -184,10 +184,25 @@ class ValidationRow(ConfigComparison):
 
     measured_speedup: float
     """Tokens/s of this configuration over the baseline's, same run."""
+    measured_speedup_less_setup: float | None = None
+    """The same with each problem's one-time setup (``ProblemRun.setup_seconds``:
+    binding and capturing forwards of new shapes, which a serving engine does at
+    start-up and the decoder model does not price) taken out of both configurations'
+    wall time; None where the record does not carry it."""
     accuracy: float
     """Fraction of final answers right."""
     models: dict[str, str] = MODELS
     """The model behind each predicted number."""
+
+
+def tokens_per_second_less_setup(problems: Sequence[Any]) -> float | None:
+    """Output tokens per second of wall time less the one-time setup inside it
+    (``ProblemRun.setup_seconds``) over ``problems``; None where a problem does not
+    carry its setup, or nothing is left of the wall time."""
+    if not problems or any(p.setup_seconds is None for p in problems):
+        return None
+    wall = sum(p.seconds - p.setup_seconds for p in problems)
+    return None if wall <= 0 else sum(p.output_tokens for p in problems) / wall
 
 
 def _rel_error(pred: float | None, measured: float) -> float | None:
@@ -283,12 +298,14 @@ def compare(record: RunRecord, calibration: Calibration | None = None, *,
     base_tps = base[0].totals.tokens_per_second
     if base_tps <= 0:
         raise ValueError("the baseline produced no tokens: no speedup can be measured")
+    base_steady = tokens_per_second_less_setup(base[0].problems)
     if not decoder:
         lengths = None
     rows = []
     for c in record.configs:
         s = c.config
         measured = c.totals.tokens_per_second / base_tps
+        steady = tokens_per_second_less_setup(c.problems)
         try:
             closed, priced = predict(cal, s)
         except ValueError:
@@ -315,6 +332,8 @@ def compare(record: RunRecord, calibration: Calibration | None = None, *,
                 width=s.width,
                 predicted_speedup=closed,
                 measured_speedup=measured,
+                measured_speedup_less_setup=(None if steady is None or not base_steady
+                                             else steady / base_steady),
                 error=_rel_error(closed, measured),
                 predicted_priced=priced,
                 priced_error=_rel_error(priced, measured),

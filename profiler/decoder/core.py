@@ -86,6 +86,7 @@ class LookaheadDecoder:
         """Decode one problem and record what happened."""
         prompt = format_prompt(problem)
         metrics_before = self.target.spec_decode_metrics()
+        setup_before = self._setup_clocks()
         tally = Tally(seed=problem.index * 1_000_003)
         t0 = tally.started
         if self.config.k1 == 1:
@@ -95,6 +96,7 @@ class LookaheadDecoder:
         else:
             steps, finished = run_async(self, prompt, tally)
         seconds = time.perf_counter() - t0
+        setup_after = self._setup_clocks()
         output = "".join(s.text for s in steps)
         return ProblemRun(
             problem=problem.index,
@@ -112,6 +114,8 @@ class LookaheadDecoder:
             draft_seconds=tally.draft_seconds,
             target_seconds=tally.target_seconds,
             verify_seconds=tally.verify_seconds,
+            setup_seconds=None if setup_after is None or setup_before is None else max(
+                0.0, sum(v - setup_before.get(k, 0.0) for k, v in setup_after.items())),
             answer=final_answer(problem, output),
             correct=score_answer(problem, output),
             finished=finished,
@@ -119,6 +123,19 @@ class LookaheadDecoder:
             finished_at=timestamp(),
             calls=sorted(tally.calls, key=lambda c: c.start),
         )
+
+    def _setup_clocks(self) -> dict[int, float] | None:
+        """The target's and the draft's one-time setup clocks (binding and capturing
+        forwards of new shapes), by set of forwards so that shared ones count once;
+        None when neither engine reports them."""
+        engines = [e for e in (self.target, self.draft)
+                   if e is not None and callable(getattr(e, "setup_clocks", None))]
+        if not engines:
+            return None
+        clocks: dict[int, float] = {}
+        for e in engines:
+            clocks.update(e.setup_clocks())
+        return clocks
 
     def run(
         self,

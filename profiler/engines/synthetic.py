@@ -575,6 +575,13 @@ class SyntheticEngine:
         other._set_speculation(speculation)
         return other
 
+    def setup_clocks(self) -> dict[int, float]:
+        """Seconds spent so far binding (on CUDA: capturing) forwards of new shapes, by
+        set of forwards (keyed by identity: copies of the engine with other token
+        speculation, and a draft engine sharing a token drafter, share them) — one-time
+        setup that a call's time excludes and a problem's wall clock does not."""
+        return {id(f): f.build_seconds for f in (self._fwd, *self._drafters.values())}
+
     def spec_decode_metrics(self) -> dict[str, Any]:
         """Cumulative counters (vLLM's names); {} without token speculation."""
         if self.speculation is None:

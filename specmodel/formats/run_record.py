@@ -139,6 +139,12 @@ class ProblemRun(_Record):
     """Time inside target calls."""
     verify_seconds: float = Field(ge=0)
     """Time inside the verifier."""
+    setup_seconds: float | None = Field(default=None, ge=0)
+    """The engines' one-time setup inside ``seconds``: binding a forward of a new shape
+    and, on CUDA, capturing it as a graph, the first time the problem needs it (a
+    serving engine does this once at start-up; the calls' times exclude it).  None
+    where the engines do not report it (every engine but the synthetic one, and records
+    from before it was recorded)."""
     answer: str | None = None
     """The final answer extracted from the output (None: none found)."""
     correct: bool

@@ -842,3 +842,41 @@ def test_the_decoder_model_on_the_sweeps_draws_decodes_what_the_decoder_decodes(
         simulate(SpecConfig(mode="sync", k1=3, max_steps=9, max_step_tokens=cap),
                  AcceptanceModel.from_calibration(cal), costs,
                  Workload(9, cap, 12, sample=sample))
+
+
+@pytest.mark.parametrize(("mode", "batching"), [("sync", "call"), ("async", "continuous")])
+def test_a_problem_records_the_one_time_setup_inside_its_wall_time(
+        arch: str, arch2: str, mode: str, batching: str) -> None:
+    """A problem's ``setup_seconds`` is what the engines spent binding (on CUDA:
+    capturing) forwards of shapes they had not run before: some on a fresh engine, and
+    (sync, whose shapes do not depend on timing) none when the same problem runs again
+    on shapes already bound; forwards that copies of an engine share are counted once;
+    and the speedup less that setup is the tokens over the wall time less it."""
+    from profiler.decoder import LookaheadDecoder
+    from profiler.problems import Problem
+    from specmodel.config import SpecConfig
+    from specmodel.prediction import tokens_per_second_less_setup
+
+    cal = calibration(step={"step_tokens_histogram": {"2": 1, "5": 1},
+                            "acceptance_by_position": [0.7, 0.5]})
+    target = SyntheticEngine(arch, acceptance=cal, seed=4)
+    draft = SyntheticEngine(arch2, acceptance=cal, role="draft", seed=4)
+    ver = SyntheticVerifier(cal, source="test", seed=4)
+    problem = Problem(0, "How many apples are left?", "1", "")
+    cfg = SpecConfig(mode=mode, k1=3, max_steps=6, target_batching=batching,
+                     verifier={"kind": "synthetic", "model": "x"})
+    decoder = LookaheadDecoder.for_config(target, draft, ver, cfg)
+    first = decoder.decode(problem)
+    assert first.setup_seconds is not None and 0 < first.setup_seconds < first.seconds
+    if mode == "sync":
+        target.forget()
+        draft.forget()
+        again = decoder.decode(problem)  # the same shapes: all bound already
+        assert again.setup_seconds == 0.0
+    # a copy with other token speculation shares the forwards: one clock each
+    spec = TokenSpeculation(drafter=TokenDrafter(method="ngram"), num_speculative_tokens=2)
+    assert target.with_speculation(spec).setup_clocks() == target.setup_clocks()
+    shared = LookaheadDecoder(target, target.with_speculation(spec), ver, cfg)
+    assert shared._setup_clocks() == target.setup_clocks()
+    steady = tokens_per_second_less_setup([first])
+    assert steady == pytest.approx(first.output_tokens / (first.seconds - first.setup_seconds))
