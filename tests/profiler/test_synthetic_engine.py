@@ -605,6 +605,20 @@ def test_continuous_server_writes_the_steps_a_call_writes(arch: str, k2: int) ->
         server.submit("late\n\n", 48)
 
 
+def _trio(arch: str, arch2: str) -> tuple[SyntheticEngine, SyntheticEngine,
+                                           SyntheticVerifier, Any]:
+    """A target, a draft and a verifier on one small step law (steps of 2 or 5 words,
+    the first drafts accepted at 0.7, the next at 0.5), and a problem for them."""
+    from profiler.problems import Problem
+
+    cal = calibration(step={"step_tokens_histogram": {"2": 1, "5": 1},
+                            "acceptance_by_position": [0.7, 0.5]})
+    return (SyntheticEngine(arch, acceptance=cal, seed=4),
+            SyntheticEngine(arch2, acceptance=cal, role="draft", seed=4),
+            SyntheticVerifier(cal, source="test", seed=4),
+            Problem(0, "How many apples are left?", "1", ""))
+
+
 def test_continuous_async_commits_what_call_async_commits(arch: str, arch2: str) -> None:
     """The synthetic engine's steps and verdicts are functions of the texts, so under
     either scheduler every committed step is the target's own step from its prefix or
@@ -613,15 +627,10 @@ def test_continuous_async_commits_what_call_async_commits(arch: str, arch2: str)
     may commit different texts); each target step is a request of its own; an engine
     without a running batch is refused."""
     from profiler.decoder import LookaheadDecoder
-    from profiler.problems import Problem, format_prompt
+    from profiler.problems import format_prompt
     from specmodel.config import SpecConfig
 
-    cal = calibration(step={"step_tokens_histogram": {"2": 1, "5": 1},
-                            "acceptance_by_position": [0.7, 0.5]})
-    target = SyntheticEngine(arch, acceptance=cal, seed=4)
-    draft = SyntheticEngine(arch2, acceptance=cal, role="draft", seed=4)
-    ver = SyntheticVerifier(cal, source="test", seed=4)
-    problem = Problem(0, "How many apples are left?", "1", "")
+    target, draft, ver, problem = _trio(arch, arch2)
     steps = {}
     for batching in ("call", "continuous"):
         cfg = SpecConfig(mode="async", k1=3, max_steps=8, target_batching=batching,
@@ -853,16 +862,10 @@ def test_a_problem_records_the_one_time_setup_inside_its_wall_time(
     on shapes already bound; forwards that copies of an engine share are counted once;
     and the speedup less that setup is the tokens over the wall time less it."""
     from profiler.decoder import LookaheadDecoder
-    from profiler.problems import Problem
     from specmodel.config import SpecConfig
     from specmodel.prediction import tokens_per_second_less_setup
 
-    cal = calibration(step={"step_tokens_histogram": {"2": 1, "5": 1},
-                            "acceptance_by_position": [0.7, 0.5]})
-    target = SyntheticEngine(arch, acceptance=cal, seed=4)
-    draft = SyntheticEngine(arch2, acceptance=cal, role="draft", seed=4)
-    ver = SyntheticVerifier(cal, source="test", seed=4)
-    problem = Problem(0, "How many apples are left?", "1", "")
+    target, draft, ver, problem = _trio(arch, arch2)
     cfg = SpecConfig(mode=mode, k1=3, max_steps=6, target_batching=batching,
                      verifier={"kind": "synthetic", "model": "x"})
     decoder = LookaheadDecoder.for_config(target, draft, ver, cfg)
