@@ -412,7 +412,9 @@ def run(a: argparse.Namespace) -> dict[str, Any]:
                                    "steps": len(got.steps), "drafted": got.drafted_steps,
                                    "accepted": got.accepted_steps,
                                    "target_seconds": got.target_seconds,
-                                   "draft_seconds": got.draft_seconds, "log": log.take()})
+                                   "draft_seconds": got.draft_seconds,
+                                   "setup_seconds": got.setup_seconds or 0.0,
+                                   "log": log.take()})
             print(f"  round {r + 1}: {name} done", flush=True)
         if a.profile_after or r < a.rounds - 1:
             passes.append(profile())
@@ -446,6 +448,8 @@ def run(a: argparse.Namespace) -> dict[str, Any]:
 
     base_ms = 1e3 * sum(x["seconds"] for x in runs["target"]) / sum(
         x["tokens"] for x in runs["target"])
+    base_steady_ms = 1e3 * sum(x["seconds"] - x.get("setup_seconds", 0.0)
+                               for x in runs["target"]) / sum(x["tokens"] for x in runs["target"])
     kw = {"synthetic": syn, "problems": 2000, "draws": 1}
     # the problems' own draws (position draws): the model decodes the sample the run met
     sample = None if a.draws != "position" else sweep_draws(
@@ -459,7 +463,10 @@ def run(a: argparse.Namespace) -> dict[str, Any]:
         steps = sum(x["steps"] for x in rs)
         judged = sum(x["drafted"] for x in rs)
         accepted = sum(x["accepted"] for x in rs)
-        ms = 1e3 * sum(x["seconds"] for x in rs) / tokens
+        wall = sum(x["seconds"] for x in rs)
+        setup = sum(x.get("setup_seconds", 0.0) for x in rs)
+        ms = 1e3 * wall / tokens
+        busy = busy_share(rs)
         pred = decoder_prediction(cal, cfg, **kw)
         shifted = (at_run_acceptance(cal, cfg, accepted, judged, synthetic=syn)
                    if judged else pred)
@@ -487,7 +494,12 @@ def run(a: argparse.Namespace) -> dict[str, Any]:
                                             if drawn and drawn.tokens_per_second else None),
             "price_ratio": mix["price_ratio"],
             "time_split": role_split(rs, price, shifted.counters),
-            "busy_share": busy_share(rs),
+            "busy_share": busy,
+            "setup_share": setup / wall if wall > 0 else None,
+            "speedup_less_setup": (base_steady_ms / (1e3 * (wall - setup) / tokens)
+                                   if wall > setup else None),
+            "busy_share_less_setup": (None if busy is None or wall <= setup
+                                      else busy * wall / (wall - setup)),
             **({"replay": replay_split(rs, price)} if a.replay else {}),
         })
     _print(rows)
@@ -530,9 +542,12 @@ def _print(rows: list[dict[str, Any]]) -> None:
               f"{f(r['model_ms_per_token']['run_acceptance']):>7}  {f(r['speedup'], 3):>7}  "
               f"{f(r['model_speedup'], 3):>5}  {f(r['model_speedup_at_run_acceptance'], 3):>7}"
               f"  {mix} | {mmix} | {dmix or '-'}")
-    print("\nshare of the run's time in which a forward ran (either model)")
+    print("\nshare of the run's time in which a forward ran (either model); the one-time "
+          "setup's share (binding and capturing forwards of new shapes); the busy share of "
+          "the time less that setup; the speedup less it")
     for r in rows:
-        print(f"{r['config']:<27} {f(r['busy_share'], 3)}")
+        print(f"{r['config']:<27} {f(r['busy_share'], 3)}  {f(r['setup_share'], 3)}  "
+              f"{f(r['busy_share_less_setup'], 3)}  {f(r['speedup_less_setup'], 3)}")
     print("\nmeasured / profiled price of the decode forwards (forwards per committed "
           "token)")
     for r in rows:

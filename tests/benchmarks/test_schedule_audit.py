@@ -216,6 +216,12 @@ def test_audit_on_tiny_architectures(tmp_path: Path) -> None:
     for v in cont.values():
         assert all(v[k] > 0 for k in ("in_run", "in_order", "grouped", "priced"))
     assert all(0 < r["busy_share"] <= 1 for r in rows.values())
+    # the one-time setup (binding new shapes) is a share of the wall time; less it, the
+    # forwards fill more of what is left, and the baseline's speedup stays 1
+    for r in rows.values():
+        assert 0 <= r["setup_share"] < 1
+        assert r["busy_share"] <= r["busy_share_less_setup"] + 1e-12
+    assert rows["target"]["speedup_less_setup"] == pytest.approx(1.0)
     with pytest.raises(SystemExit, match="--configs must include 'target'"):
         main(["--configs", "async k1=3 k2=1", "--k2", "1"])
     base = rows["target"]
