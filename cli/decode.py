@@ -654,6 +654,18 @@ def validate(
           fmt(r.decoder_error, True), fmt(r.step_acceptance),
           fmt(r.decoder_step_acceptance), f"{r.accuracy:.2f}") for r in rows],
         justify=("left",) + ("right",) * 11, no_wrap=True))
+    steady = [r for r in rows if r.measured_speedup_less_setup is not None]
+    if steady:
+        render.show(render.table(
+            "less the one-time setup inside the wall time (binding and capturing forwards "
+            "of new shapes, which a serving engine does at start-up)",
+            ("config", "measured", "less setup", "decoder", "decoder err"),
+            [(r.config, fmt(r.measured_speedup), fmt(r.measured_speedup_less_setup),
+              fmt(r.predicted_decoder),
+              fmt(None if r.predicted_decoder is None else
+                  r.predicted_decoder / r.measured_speedup_less_setup - 1, True))
+             for r in steady],
+            justify=("left",) + ("right",) * 4, no_wrap=True))
     if acceptance_as_run:
         shown = [r for r in rows if r.step_acceptance is not None]
         render.show(render.table(

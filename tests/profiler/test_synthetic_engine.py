@@ -292,6 +292,10 @@ def test_decode_synthetic_writes_a_record(arch: str, arch2: str, tmp_path: Path,
     code = main(["validate", str(out), "--on-draws"])
     text = capsys.readouterr().out
     assert code == 0 and "on the run's own draws" in text and "exactly as the run did" in text
+    # the synthetic engine reports its one-time setup: validate shows the speedup less it
+    assert all(p.setup_seconds is not None for c in rec.configs for p in c.problems)
+    assert "less the one-time setup" in text
+    assert all(r["measured_speedup_less_setup"] is not None for r in rows)
     if extra == ["--mode", "async", "--k1", "3"]:
         # --resume of the whole record: the synthetic engine's draws are made once it is
         # built, so it is built, the record compared whole, and nothing decoded again
