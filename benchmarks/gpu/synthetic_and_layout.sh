@@ -25,6 +25,10 @@
 #            on the H200): registered 2026-12-04 with the contention the seed-1 run's profiles
 #            measured on the H200 (target 1.16x, draft 2.61x), for the H100 and the H200, on
 #            the laws and on the sweep's draws, before any run of it
+#   OUT=dir PARTS=long2 benchmarks/gpu/synthetic_and_layout.sh       # prompts of 3000 words,
+#            seed 2, 3 problems, one round, not continuous: registered 2026-12-04 for the
+#            H100 and the H200, on the laws and on the draws, the contention priced by the
+#            kernels model (costmodel.kernel_wait_contention), before any run of it
 #   OUT=dir PARTS=audit benchmarks/gpu/synthetic_and_layout.sh       # the forward audit of
 #            the 11-27 runs' draws (seed 0, 3 problems): target, sync, async and continuous
 #            async with k2 = 1, every forward timed on the device by CUDA events (~4 min)
@@ -118,6 +122,8 @@ for part in $PARTS; do
              --register-first-pass ;;  # + priced by its own first pass, before round 1
     seed2) sweep synthetic_gpu_continuous_seed2 --continuous --rounds 1 --seed 2 --problems 6 \
              --register-first-pass ;;  # registered with the H200's graph-on-streams contention
+    long2) sweep synthetic_gpu_long_seed2 --prompt-words 3000 --rounds 1 --seed 2 --problems 3 \
+             --register-first-pass ;;  # registered with the kernels model's contention
     audit)
       limit=${AUDIT_TIMEOUT:-480}
       configs="target,sync k1=3 k2=1,async k1=3 k2=1,async k1=3 k2=1 continuous"
@@ -135,7 +141,7 @@ for part in $PARTS; do
         --problems 3 --seed 0 --k2 1 --configs "$configs" $after \
         --out "$OUT/schedule_audit_gpu.json" > "$OUT/schedule_audit_gpu.log" 2>&1
       echo "audit rc=$?"; tail -40 "$OUT/schedule_audit_gpu.log" ;;
-    *) echo "unknown part $part (packed, txgraph, hfpaths, synthetic, long, continuous, seed1, seed2, audit)"
+    *) echo "unknown part $part (packed, txgraph, hfpaths, synthetic, long, long2, continuous, seed1, seed2, audit)"
        exit 2 ;;
   esac
 done
