@@ -136,6 +136,8 @@ SWEEPS: tuple[Sweep, ...] = (
            ("heldout_05b_ti_s43_epyc1204_transfer", "thirty gsm_symbolic problems"),
            ("heldout_05b_ti_s43_epyc1204_transfer-probed",
             "thirty gsm_symbolic problems, costs rescaled by a probe first"))),
+    Sweep("heldout_05b_s28_xeon1204", "thirty problems, costs timed on the 12-03 Xeon VM",
+          (("heldout_05b_s28_xeon1204_probed", "the same, costs rescaled by a probe first"),)),
 )
 """Every held-out sweep whose registration is committed with its report, in the order
 they ran.  Left out: the first sweep of each trio (seed 2), registered in an earlier
