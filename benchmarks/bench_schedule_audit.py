@@ -446,10 +446,12 @@ def run(a: argparse.Namespace) -> dict[str, Any]:
             raise ValueError(f"the profiles have no {role} forwards of q = {q}")
         return forwards.time(b, q, L)
 
-    base_ms = 1e3 * sum(x["seconds"] for x in runs["target"]) / sum(
-        x["tokens"] for x in runs["target"])
-    base_steady_ms = 1e3 * sum(x["seconds"] - x.get("setup_seconds", 0.0)
-                               for x in runs["target"]) / sum(x["tokens"] for x in runs["target"])
+    def ms_per_token(rs: list[dict[str, Any]], less_setup: bool = False) -> float:
+        """Milliseconds of the runs' wall time (less their one-time setup) per token."""
+        wall = sum(x["seconds"] - (x["setup_seconds"] if less_setup else 0.0) for x in rs)
+        return 1e3 * wall / sum(x["tokens"] for x in rs)
+
+    base_ms, base_steady_ms = ms_per_token(runs["target"]), ms_per_token(runs["target"], True)
     kw = {"synthetic": syn, "problems": 2000, "draws": 1}
     # the problems' own draws (position draws): the model decodes the sample the run met
     sample = None if a.draws != "position" else sweep_draws(
@@ -464,8 +466,8 @@ def run(a: argparse.Namespace) -> dict[str, Any]:
         judged = sum(x["drafted"] for x in rs)
         accepted = sum(x["accepted"] for x in rs)
         wall = sum(x["seconds"] for x in rs)
-        setup = sum(x.get("setup_seconds", 0.0) for x in rs)
-        ms = 1e3 * wall / tokens
+        setup = sum(x["setup_seconds"] for x in rs)
+        ms = ms_per_token(rs)
         busy = busy_share(rs)
         pred = decoder_prediction(cal, cfg, **kw)
         shifted = (at_run_acceptance(cal, cfg, accepted, judged, synthetic=syn)
@@ -496,7 +498,7 @@ def run(a: argparse.Namespace) -> dict[str, Any]:
             "time_split": role_split(rs, price, shifted.counters),
             "busy_share": busy,
             "setup_share": setup / wall if wall > 0 else None,
-            "speedup_less_setup": (base_steady_ms / (1e3 * (wall - setup) / tokens)
+            "speedup_less_setup": (base_steady_ms / ms_per_token(rs, True)
                                    if wall > setup else None),
             "busy_share_less_setup": (None if busy is None or wall <= setup
                                       else busy * wall / (wall - setup)),

@@ -319,17 +319,15 @@ def predicted_profiles(target: str, draft: str | None, configs: Sequence[Any],
     if draft is not None and len(out) > 1:
         t, d = out[0], out[1]
         if concurrent is not None:
-            slow_t = float(concurrent)
-            slow_d = slow_t if concurrent_draft is None else float(concurrent_draft)
+            slow_t = slow_d = float(concurrent)
         elif model == "kernels" and placement == "one-device":
-            per = {p.architecture.name: (decode_t1(p), p.architecture.num_hidden_layers)
-                   for p in (t, d)}
-            (tt, tl), (dt, dl) = per[t.architecture.name], per[d.architecture.name]
+            tt, tl = decode_t1(t), t.architecture.num_hidden_layers
+            dt, dl = decode_t1(d), d.architecture.num_hidden_layers
             slow_t = kernel_wait_contention(tt, tl, dt, dl)
             slow_d = kernel_wait_contention(dt, dl, tt, tl)
         else:
             slow_t = slow_d = contention(placement, overlap)
-        if concurrent is None and concurrent_draft is not None:
+        if concurrent_draft is not None:
             slow_d = float(concurrent_draft)
         out[0] = t.model_copy(update={"concurrent": {d.architecture.name: slow_t}})
         out[1] = d.model_copy(update={"concurrent": {t.architecture.name: slow_d}})

@@ -377,6 +377,9 @@ class DecoderCosts:
     """The :class:`~specmodel.decodermodel.costs.CostModel`."""
     prompt_tokens: int
     """The request's context when decoding starts (the what-if's L)."""
+    contention: str = "contention from the placement"
+    """Where the two models' slowdown beside each other came from, in words (given,
+    the placement's, or the contention model that priced it on one device)."""
 
 
 def decoder_costs(calibration: Any, target: Shape | str, draft: Shape | str, *,
@@ -465,6 +468,8 @@ def decoder_costs(calibration: Any, target: Shape | str, draft: Shape | str, *,
                  ("contention", concurrent, "the target", "draft"),
                  ("draft_contention", draft_slowdown, "the draft", "target"))
              if v is not None and key in costs.sources}
+    how_contention = ("contention as given" if draft_slowdown is not None
+                      else "contention from the placement")
     if placement == "one-device" and concurrent is None:
         model = contention_model_of(device, contention_model)
         how = (" by the kernels model: graphs on two streams of one GPU, each kernel "
@@ -473,6 +478,8 @@ def decoder_costs(calibration: Any, target: Shape | str, draft: Shape | str, *,
         given.update({key: costs.sources[key] + how
                       for key in ("contention", "draft_contention")
                       if key in costs.sources and key not in given})
+        if concurrent_draft is None:
+            how_contention = f"contention by the {model} model"
     if given:
         costs = replace(costs, sources={**costs.sources, **given})
     if jdg is not None:
@@ -482,7 +489,7 @@ def decoder_costs(calibration: Any, target: Shape | str, draft: Shape | str, *,
         costs = replace(costs, verifier_per_pair=t_j, sources={
             **costs.sources, "verifier_per_pair": f"predicted: one {jt}-token prefill of "
             f"the judge {jdg.name} per judged pair ({t_j * 1e3:.2f} ms; {source})"})
-    return DecoderCosts(cal, base, costs, L)
+    return DecoderCosts(cal, base, costs, L, how_contention)
 
 
 def what_if_decoder(calibration: Any, target: Shape | str, draft: Shape | str, *,
@@ -495,20 +502,12 @@ def what_if_decoder(calibration: Any, target: Shape | str, draft: Shape | str, *
     :func:`~specmodel.decodermodel.search.optimize_decoder` (e.g. ``screen_problems``).
     """
     from specmodel.decodermodel.search import optimize_decoder
-    from specmodel.hardware.predicted import contention_model_of
 
     dc = decoder_costs(calibration, target, draft, **options)
     out = optimize_decoder(dc.calibration, options.get("budget", 16), base=dc.base,
                            prompt_tokens=dc.prompt_tokens, seed=seed, costs=dc.costs,
                            **(search or {}))
     gaps = [g for g in out.gaps if not g.startswith("engine call costs")]
-    contention = ("contention as given" if options.get("concurrent") is not None
-                  or options.get("concurrent_draft") is not None
-                  else "contention from the placement"
-                  if options.get("placement", "two-devices") == "two-devices"
-                  else "contention by the " + contention_model_of(
-                      options.get("device", "h100-sxm"), options.get("contention_model"))
-                  + " model")
     gaps.insert(0, "engine call costs: the forwards predicted by the cost model (no per-call "
-                   f"overhead; prefills priced as forwards; {contention})")
+                   f"overhead; prefills priced as forwards; {dc.contention})")
     return replace(out, gaps=gaps)
